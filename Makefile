@@ -1,0 +1,48 @@
+# The README's commands. `make serve` and `make test` work on a fresh clone.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 0
+
+.PHONY: serve test test-long lint format bench clean
+
+$(VENV)/.runtime: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.runtime
+	$(PY) -m pip install -q -e '.[test,lint]'
+	touch $@
+
+## serve: create the board in .coord/ if needed and run the daemon (Ctrl-C stops it)
+serve: $(VENV)/.runtime
+	$(VENV)/bin/coord init
+	$(VENV)/bin/coord serve --host $(HOST) --port $(PORT)
+
+## test: install what the tests need and run them (pytest's "no tests ran" counts as failure)
+test: $(VENV)/.dev
+	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: no tests ran" >&2; exit 1; fi; exit $$rc
+
+## test-long: the soak variants of the race tests
+test-long: $(VENV)/.dev
+	COORD_SOAK=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+
+format: $(VENV)/.dev
+	$(VENV)/bin/ruff format src tests bench
+	$(VENV)/bin/ruff check --fix src tests bench
+
+## bench: print the benchmark figures (not a test; see bench/README.md)
+bench: $(VENV)/.dev
+	$(PY) bench/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

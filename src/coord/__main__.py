@@ -1,0 +1,3 @@
+from coord.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The command-line face: argparse over the daemon's HTTP API."""

@@ -1,0 +1,115 @@
+"""Human-readable output for the CLI. JSON mode bypasses all of this."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def _short_time(value: str | None) -> str:
+    # "2026-11-30T04:08:05.929Z" -> "04:08:05Z": leases are minutes long, the date is noise.
+    return value[11:19] + "Z" if value else "-"
+
+
+def claim_line(claim: dict[str, Any]) -> str:
+    line = (
+        f"claimed {claim['id']}: {claim['title']} as {claim['agent']} "
+        f"(token {claim['token']}, lease until {_short_time(claim['lease_expires_at'])})"
+    )
+    if claim.get("takeover_from"):
+        line += f"; took over from {claim['takeover_from']}, whose lease had run out"
+    return line
+
+
+def items_table(items: Sequence[dict[str, Any]]) -> str:
+    if not items:
+        return "no items"
+    rows = [("ID", "P", "KIND", "STATE", "HOLDER", "TITLE")]
+    for item in items:
+        state = item["state"]
+        if item.get("lease_expired"):
+            state = "expired"
+        elif state == "pending" and item.get("blocked_by"):
+            state = "blocked"
+        holder = item["claimed_by"] if item["state"] == "claimed" else ""
+        rows.append((str(item["id"]), str(item["priority"]), item["kind"], state,
+                     holder or "", item["title"]))
+    return _table(rows)
+
+
+def item_detail(item: dict[str, Any]) -> str:
+    lines = [f"{item['id']}  {item['title']}",
+             f"  kind {item['kind']}, priority {item['priority']}, state {item['state']}"
+             + (f", held by {item['claimed_by']} until {item['lease_expires_at']}"
+                if item["state"] == "claimed" else ""),
+             f"  created by {item['created_by']} at {item['created_at']}"
+             + (f", to {item['to']}" if item.get("to") else "")]
+    if item["labels"]:
+        lines.append("  labels: " + ", ".join(item["labels"]))
+    if item["deps"]:
+        waiting = set(item["blocked_by"])
+        lines.append("  depends on: " + ", ".join(
+            f"{d} (waiting)" if d in waiting else f"{d} (done)" for d in item["deps"]))
+    if item["body"]:
+        lines += ["", *("  " + line for line in item["body"].splitlines())]
+    for reply in item.get("replies", []):
+        lines.append(f"\n  {reply['author']} at {reply['created_at']}:")
+        lines += ["    " + line for line in reply["body"].splitlines()]
+    if item.get("acks"):
+        lines.append("\n  acknowledged by " + ", ".join(a["agent"] for a in item["acks"]))
+    if item.get("history"):
+        lines.append("\n  history:")
+        lines += ["    " + event_line(e) for e in item["history"]]
+    return "\n".join(lines)
+
+
+def event_line(event: dict[str, Any]) -> str:
+    details = event.get("details") or {}
+    extra = ""
+    if event["kind"] in ("claimed", "takeover", "heartbeat"):
+        extra = f" token {details.get('token')} until {_short_time(details.get('lease_expires_at'))}"
+        if details.get("takeover_from"):
+            extra += f" (from {details['takeover_from']})"
+    elif event["kind"] == "created":
+        extra = f" {details.get('title', '')!r}"
+    elif event["kind"] == "reply":
+        extra = f" {details.get('excerpt', '')!r}"
+    item = f" #{event['item_id']}" if event.get("item_id") is not None else ""
+    return f"{event['seq']:>6} {event['at']} {event.get('agent') or '-'} {event['kind']}{item}{extra}"
+
+
+def events_table(events: Sequence[dict[str, Any]], *, empty: str) -> str:
+    return "\n".join(event_line(e) for e in events) if events else empty
+
+
+def agents_table(agents: Sequence[dict[str, Any]]) -> str:
+    if not agents:
+        return "no agents yet"
+    rows = [("AGENT", "ACTIVE", "LAST SEEN", "HOLDING")]
+    for agent in agents:
+        rows.append((agent["name"], "yes" if agent["active"] else "no", agent["last_seen"],
+                     ", ".join(str(i) for i in agent["holding"]) or "-"))
+    return _table(rows)
+
+
+def id_ranges(ids: Sequence[int]) -> str:
+    if not ids:
+        return "none"
+    spans, start, prev = [], ids[0], ids[0]
+    for value in [*ids[1:], None]:
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        if value is not None:
+            start = prev = value
+    return ", ".join(spans)
+
+
+def _table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+        + "  " + row[-1]
+        for row in rows
+    )

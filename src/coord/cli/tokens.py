@@ -1,0 +1,54 @@
+"""The fencing tokens of claims this CLI made, per agent, so `coord done 12 --as a` just works.
+
+Kept in ``.coord/claims/AGENT.json`` as ``{"12": 3}``. The daemon stays the judge: a token
+remembered here that has gone stale is refused there as ``lease_lost``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from coord import paths
+
+
+def _file(board_dir: Path, agent: str) -> Path:
+    # Agent names are checked to [A-Za-z0-9._@:+-]; ':' is kept out of file names.
+    return paths.claims_dir(board_dir) / (agent.replace(":", "%3A") + ".json")
+
+
+def _read(path: Path) -> dict[str, int]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def remembered(board_dir: Path, agent: str, item_id: int) -> int | None:
+    return _read(_file(board_dir, agent)).get(str(item_id))
+
+
+def _update(board_dir: Path, agent: str, change: Callable[[dict[str, int]], None]) -> None:
+    path = _file(board_dir, agent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        tokens = _read(path)
+        change(tokens)
+        paths.write_json_atomic(path, tokens, mode=0o600)
+
+
+def remember(board_dir: Path, agent: str, item_id: int, token: int) -> None:
+    _update(board_dir, agent, lambda tokens: tokens.__setitem__(str(item_id), token))
+
+
+def forget(board_dir: Path, agent: str, item_id: int) -> None:
+    _update(board_dir, agent, lambda tokens: tokens.pop(str(item_id), None))
+
+
+def agent_from_env() -> str | None:
+    return os.environ.get("COORD_AGENT") or None

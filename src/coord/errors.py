@@ -1,0 +1,137 @@
+"""One exception hierarchy for every face.
+
+Each error carries a stable machine code (``error``), a sentence a person or a model can act
+on (``message``) and the facts behind it (``details``). The HTTP face maps ``http_status``,
+the CLI maps ``exit_code``; nothing else decides how an error looks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_CONFLICT = 3
+EXIT_NOTHING_READY = 4
+
+
+class CoordError(Exception):
+    code = "error"
+    http_status = 500
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.code, "message": self.message, **self.details}
+
+
+class InvalidInput(CoordError):
+    """The request itself is wrong: a bad value, a missing field, a wrong type."""
+
+    code = "invalid_input"
+    http_status = 422
+    exit_code = EXIT_USAGE
+
+
+class DependencyCycle(InvalidInput):
+    code = "dependency_cycle"
+
+
+class TooLarge(InvalidInput):
+    code = "too_large"
+    http_status = 413
+
+
+class NotFound(CoordError):
+    code = "not_found"
+    http_status = 404
+
+
+class Unauthorized(CoordError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class Conflict(CoordError):
+    """The board's state refuses the request; someone else got there first."""
+
+    code = "conflict"
+    http_status = 409
+    exit_code = EXIT_CONFLICT
+
+
+class AlreadyClaimed(Conflict):
+    code = "already_claimed"
+
+
+class LeaseLost(Conflict):
+    """A write carried a token that is no longer the item's live claim (the zombie case)."""
+
+    code = "lease_lost"
+
+
+class NotReady(Conflict):
+    """The item waits on dependencies that are not done."""
+
+    code = "not_ready"
+
+
+class NotClaimable(Conflict):
+    """The item is done or cancelled."""
+
+    code = "not_claimable"
+
+
+class NothingReady(CoordError):
+    code = "nothing_ready"
+    http_status = 404
+    exit_code = EXIT_NOTHING_READY
+
+
+class BoardNotFound(CoordError):
+    code = "no_board"
+    exit_code = EXIT_ERROR
+
+
+class DaemonUnavailable(CoordError):
+    code = "daemon_unavailable"
+    http_status = 503
+
+
+ERRORS_BY_CODE: dict[str, type[CoordError]] = {
+    cls.code: cls
+    for cls in (
+        CoordError,
+        InvalidInput,
+        DependencyCycle,
+        TooLarge,
+        NotFound,
+        Unauthorized,
+        Conflict,
+        AlreadyClaimed,
+        LeaseLost,
+        NotReady,
+        NotClaimable,
+        NothingReady,
+        BoardNotFound,
+        DaemonUnavailable,
+    )
+}
+
+
+def error_from_dict(body: dict[str, Any]) -> CoordError:
+    """Rebuild an error sent over the wire, so the CLI raises what the core raised."""
+    code = str(body.get("error", "error"))
+    message = str(body.get("message", code))
+    details = {k: v for k, v in body.items() if k not in ("error", "message")}
+    cls = ERRORS_BY_CODE.get(code)
+    if cls is None:
+        err = CoordError(message, **details)
+        err.code = code
+        return err
+    return cls(message, **details)

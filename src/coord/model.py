@@ -1,0 +1,300 @@
+"""The board's nouns, their limits, and the validation every face shares."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from coord.errors import InvalidInput, TooLarge
+
+KINDS = ("task", "bug", "note", "handoff")
+# claim-next offers work, not announcements: notes are claimable only by id or explicit filter.
+WORK_KINDS = ("task", "bug", "handoff")
+STATES = ("pending", "claimed", "done", "cancelled")
+PRIORITY_HIGHEST, PRIORITY_LOWEST, PRIORITY_DEFAULT = 0, 4, 2
+
+MAX_TITLE = 300
+MAX_BODY = 64 * 1024
+MAX_LABELS = 20
+MAX_LABEL = 64
+MAX_DEPS = 100
+MAX_LEASE_SECONDS = 7 * 24 * 3600
+MIN_LEASE_SECONDS = 1
+MAX_IMPORT = 10_000
+
+_AGENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$")
+_LABEL_RE = re.compile(r"^[^\s,][^,]{0,63}$")
+
+
+def iso(ts: float | None) -> str | None:
+    """Board time (seconds since the epoch, daemon clock) as ISO 8601 UTC with milliseconds."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Item:
+    id: int
+    kind: str
+    title: str
+    body: str
+    priority: int
+    state: str
+    created_by: str
+    to: str | None
+    claimed_by: str | None
+    fencing_token: int
+    lease_expires_at: float | None
+    created_at: float
+    updated_at: float
+    closed_at: float | None
+    labels: tuple[str, ...] = ()
+    deps: tuple[int, ...] = ()
+    # dependencies that are not done yet; the item is ready only when this is empty
+    blocked_by: tuple[int, ...] = ()
+
+    def lease_live(self, now: float) -> bool:
+        return (
+            self.state == "claimed"
+            and self.lease_expires_at is not None
+            and self.lease_expires_at > now
+        )
+
+    def claimable(self, now: float) -> bool:
+        """Pending, or claimed with a lease that has run out, and every dependency done."""
+        open_for_claim = self.state == "pending" or (
+            self.state == "claimed" and not self.lease_live(now)
+        )
+        return open_for_claim and not self.blocked_by
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "title": self.title,
+            "body": self.body,
+            "priority": self.priority,
+            "labels": list(self.labels),
+            "state": self.state,
+            "created_by": self.created_by,
+            "to": self.to,
+            "claimed_by": self.claimed_by,
+            "fencing_token": self.fencing_token,
+            "lease_expires_at": iso(self.lease_expires_at),
+            "lease_expired": self.state == "claimed" and not self.lease_live(now),
+            "deps": list(self.deps),
+            "blocked_by": list(self.blocked_by),
+            "ready": self.claimable(now),
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+            "closed_at": iso(self.closed_at),
+        }
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the winner of a claim gets: the token every later write must present."""
+
+    item: Item
+    agent: str
+    token: int
+    lease_expires_at: float
+    takeover_from: str | None = None
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {
+            "id": self.item.id,
+            "title": self.item.title,
+            "kind": self.item.kind,
+            "agent": self.agent,
+            "token": self.token,
+            "lease_expires_at": iso(self.lease_expires_at),
+            "takeover_from": self.takeover_from,
+            "item": self.item.to_dict(now),
+        }
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    at: float
+    agent: str | None
+    item_id: int | None
+    kind: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["at"] = iso(self.at)
+        return d
+
+
+@dataclass(frozen=True)
+class Reply:
+    id: int
+    item_id: int
+    author: str
+    body: str
+    created_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["created_at"] = iso(self.created_at)
+        return d
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    first_seen: float
+    last_seen: float
+    holding: tuple[int, ...] = ()
+
+    def to_dict(self, now: float, active_window: float) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "first_seen": iso(self.first_seen),
+            "last_seen": iso(self.last_seen),
+            "active": bool(self.holding) or now - self.last_seen <= active_window,
+            "holding": list(self.holding),
+        }
+
+
+# --- validation shared by every face -------------------------------------------------------
+
+
+def check_agent(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise InvalidInput(
+            "an agent name is required: pass --as NAME or set COORD_AGENT", field="agent"
+        )
+    if not _AGENT_RE.match(name):
+        raise InvalidInput(
+            f"invalid agent name {name!r}: use 1-64 letters, digits or ._@:+- "
+            "starting with a letter or digit",
+            field="agent",
+        )
+    return name
+
+
+def check_item_id(value: Any) -> int:
+    if isinstance(value, bool):
+        raise InvalidInput(f"invalid item id {value!r}: ids are positive integers", field="id")
+    if isinstance(value, str) and value.strip().lstrip("#").isdigit():
+        value = int(value.strip().lstrip("#"))
+    if not isinstance(value, int) or value <= 0:
+        raise InvalidInput(f"invalid item id {value!r}: ids are positive integers", field="id")
+    return value
+
+
+def check_token(value: Any) -> int:
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidInput(
+            "a fencing token (the positive integer your claim returned) is required",
+            field="token",
+        )
+    return value
+
+
+def check_title(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("a title is required (a non-empty string)", field="title")
+    value = value.strip()
+    if len(value) > MAX_TITLE:
+        raise TooLarge(f"title is {len(value)} characters; the limit is {MAX_TITLE}", field="title")
+    return value
+
+
+def check_body(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidInput("body must be a string", field="body")
+    if len(value.encode()) > MAX_BODY:
+        raise TooLarge(
+            f"body is {len(value.encode())} bytes; the limit is {MAX_BODY}", field="body"
+        )
+    return value
+
+
+def check_kind(value: Any) -> str:
+    if value not in KINDS:
+        raise InvalidInput(f"unknown kind {value!r}: use one of {', '.join(KINDS)}", field="kind")
+    return str(value)
+
+
+def check_state(value: Any) -> str:
+    if value not in STATES:
+        raise InvalidInput(
+            f"unknown state {value!r}: use one of {', '.join(STATES)}", field="state"
+        )
+    return str(value)
+
+
+def check_priority(value: Any) -> int:
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not PRIORITY_HIGHEST <= value <= PRIORITY_LOWEST
+    ):
+        raise InvalidInput(
+            f"invalid priority {value!r}: use an integer from {PRIORITY_HIGHEST} (highest) "
+            f"to {PRIORITY_LOWEST}",
+            field="priority",
+        )
+    return value
+
+
+def check_labels(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput("labels must be a list of strings", field="labels")
+    if len(value) > MAX_LABELS:
+        raise TooLarge(f"{len(value)} labels; the limit is {MAX_LABELS}", field="labels")
+    labels: list[str] = []
+    for label in value:
+        label = label.strip()
+        if not _LABEL_RE.match(label):
+            raise InvalidInput(
+                f"invalid label {label!r}: 1-{MAX_LABEL} characters, no commas", field="labels"
+            )
+        if label not in labels:
+            labels.append(label)
+    return tuple(labels)
+
+
+def check_deps(value: Any) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise InvalidInput("deps must be a list of item ids", field="deps")
+    if len(value) > MAX_DEPS:
+        raise TooLarge(f"{len(value)} dependencies; the limit is {MAX_DEPS}", field="deps")
+    return tuple(dict.fromkeys(check_item_id(v) for v in value))
+
+
+def check_lease(value: Any, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput("lease_seconds must be a number of seconds", field="lease_seconds")
+    if not MIN_LEASE_SECONDS <= value <= MAX_LEASE_SECONDS:
+        raise InvalidInput(
+            f"lease_seconds {value} is out of range: use {MIN_LEASE_SECONDS} to "
+            f"{MAX_LEASE_SECONDS}",
+            field="lease_seconds",
+        )
+    return float(value)

@@ -1,0 +1,136 @@
+"""Where a board lives, and the small files beside it.
+
+A board is a ``.coord/`` directory at the repository root, found the way git finds ``.git``:
+walk up from the current directory. ``COORD_DIR`` names it outright.
+
+    .coord/board.db       the SQLite board (plus -wal and -shm while in use)
+    .coord/token          the write token for the HTTP API (mode 0600)
+    .coord/config.json    settings (default lease, durability)
+    .coord/daemon.json    where the running daemon listens (written by ``coord serve``)
+    .coord/claims/NAME.json  tokens of the claims the CLI made for agent NAME
+
+Stdlib only: the CLI imports this on every call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from coord.errors import BoardNotFound, InvalidInput
+
+BOARD_DIRNAME = ".coord"
+DEFAULT_CONFIG: dict[str, Any] = {"default_lease_seconds": 900, "synchronous": "NORMAL"}
+
+
+def find_board_dir(start: str | Path | None = None) -> Path | None:
+    env = os.environ.get("COORD_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    here = Path(start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        candidate = directory / BOARD_DIRNAME
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def require_board_dir(coord_dir: str | Path | None = None, *, must_exist: bool = True) -> Path:
+    if coord_dir is not None:
+        path = Path(coord_dir).expanduser().resolve()
+    else:
+        found = find_board_dir()
+        if found is None:
+            raise BoardNotFound(
+                "no coord board here or in any parent directory: run `coord init` at the "
+                "repository root (or set COORD_DIR)"
+            )
+        path = found
+    if must_exist and not db_path(path).exists():
+        raise BoardNotFound(f"{path} holds no board: run `coord init` (or check COORD_DIR)")
+    return path
+
+
+def new_board_dir(start: str | Path | None = None) -> Path:
+    """Where ``coord init`` puts a board: COORD_DIR, else the git root, else the cwd."""
+    env = os.environ.get("COORD_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    here = Path(start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            return directory / BOARD_DIRNAME
+    return here / BOARD_DIRNAME
+
+
+def repo_root(board_dir: Path) -> Path:
+    return board_dir.parent
+
+
+def db_path(board_dir: Path) -> Path:
+    return board_dir / "board.db"
+
+
+def token_path(board_dir: Path) -> Path:
+    return board_dir / "token"
+
+
+def daemon_record_path(board_dir: Path) -> Path:
+    return board_dir / "daemon.json"
+
+
+def claims_dir(board_dir: Path) -> Path:
+    return board_dir / "claims"
+
+
+def read_config(board_dir: Path) -> dict[str, Any]:
+    path = board_dir / "config.json"
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return dict(DEFAULT_CONFIG)
+    except (OSError, ValueError) as err:
+        raise InvalidInput(f"cannot read {path}: {err}; fix or delete it") from err
+    if not isinstance(loaded, dict):
+        raise InvalidInput(f"{path} must hold a JSON object")
+    return {**DEFAULT_CONFIG, **loaded}
+
+
+def read_token(board_dir: Path) -> str:
+    try:
+        return token_path(board_dir).read_text(encoding="utf-8").strip()
+    except FileNotFoundError as err:
+        raise BoardNotFound(
+            f"{token_path(board_dir)} is missing: run `coord init` to create it"
+        ) from err
+
+
+def init_board_files(board_dir: Path) -> bool:
+    """Create the directory, token and config if missing. Returns True if anything was new."""
+    created = not board_dir.exists()
+    board_dir.mkdir(parents=True, exist_ok=True)
+    # The board is local state, never something to commit.
+    ignore = board_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    token = token_path(board_dir)
+    if not token.exists():
+        created = True
+        fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(secrets.token_urlsafe(32) + "\n")
+    config = board_dir / "config.json"
+    if not config.exists():
+        config.write_text(json.dumps(DEFAULT_CONFIG, indent=2) + "\n", encoding="utf-8")
+    return created
+
+
+def write_json_atomic(path: Path, data: Any, mode: int = 0o644) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(data, out)
+    os.replace(tmp, path)

@@ -1,0 +1,1 @@
+"""The daemon's HTTP face (Starlette + uvicorn), imported only by `coord serve`."""

@@ -1,0 +1,378 @@
+"""The HTTP face: a thin Starlette adapter over ``coord.board.Board``.
+
+Each handler parses and checks the request, calls one Board method, and renders the result.
+Errors are ``CoordError``s rendered once, by ``_render_error``.
+
+Board calls run inline on the event loop. A board call is one short SQLite transaction
+(tens of microseconds); a hop to a worker thread costs more than it saves and adds GIL
+hand-off latency under load (measured in bench/). The daemon is the board's only regular
+writer, so the write lock is rarely contended; when another process holds it, SQLite's busy
+timeout bounds the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from coord import __version__, model
+from coord.board import Board
+from coord.errors import CoordError, InvalidInput, TooLarge, Unauthorized
+
+MAX_BODY = 1024 * 1024
+MAX_IMPORT_BODY = 16 * 1024 * 1024
+MAX_WAIT_SECONDS = 60.0
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Changes:
+    """Wakes long-polling readers of /v1/events when this daemon writes."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def wait(self, timeout: float) -> None:
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout)
+        except TimeoutError:
+            pass
+
+
+def create_app(
+    board: Board,
+    write_token: str,
+    *,
+    check_host: bool = True,
+    on_shutdown: Callable[[], None] | None = None,
+) -> Starlette:
+    changes = Changes()
+
+    def endpoint(handler: Handler, *, write: bool = False, max_body: int = MAX_BODY) -> Handler:
+        async def wrapped(request: Request) -> Response:
+            try:
+                if check_host:
+                    _check_host(request)
+                if write:
+                    _check_token(request, write_token)
+                    request.state.max_body = max_body
+                response = await handler(request)
+                if write:
+                    changes.notify()
+                return response
+            except CoordError as err:
+                return _render_error(err)
+
+        return wrapped
+
+    now = board.now
+
+    async def health(request: Request) -> Response:
+        return JSONResponse(
+            {
+                "ok": True,
+                "version": __version__,
+                "schema_version": board.storage.schema_version(),
+                "last_seq": board.last_seq(),
+            }
+        )
+
+    async def openapi(request: Request) -> Response:
+        from coord.server.openapi import OPENAPI
+
+        return JSONResponse(OPENAPI)
+
+    async def add_item(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "title", "kind", "priority", "labels",
+                                            "deps", "body", "to"})
+        entry = {k: v for k, v in body.items() if k != "agent"}
+        ids = board.import_items([entry], created_by=_agent(body))
+        return JSONResponse(board.get(ids[0]).to_dict(now()), status_code=201)
+
+    async def import_items(request: Request) -> Response:
+        payload = await _json(request)
+        agent = request.query_params.get("agent") or request.headers.get("x-coord-agent")
+        if isinstance(payload, dict):
+            agent = payload.get("agent", agent)
+            payload = payload.get("items")
+        ids = board.import_items(payload, created_by=_agent({"agent": agent}))
+        return JSONResponse({"ids": ids}, status_code=201)
+
+    async def list_items(request: Request) -> Response:
+        q = request.query_params
+        items = board.list(
+            state=q.get("state") or None,
+            ready=_flag(q.get("ready")),
+            kind=q.get("kind") or None,
+            label=q.get("label") or None,
+            after_id=_int_param(q.get("after"), "after", 0),
+            limit=_int_param(q.get("limit"), "limit", 100),
+        )
+        t = now()
+        return JSONResponse({"items": [i.to_dict(t) for i in items]})
+
+    async def show_item(request: Request) -> Response:
+        return JSONResponse(board.show(request.path_params["id"]))
+
+    async def edit_item(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "token", "title", "body", "priority",
+                                            "labels", "add_deps", "remove_deps"})
+        item = board.edit(
+            request.path_params["id"],
+            agent=_agent(body),
+            token=body.get("token"),
+            title=body.get("title"),
+            body=body.get("body"),
+            priority=body.get("priority"),
+            labels=body.get("labels"),
+            add_deps=model.check_deps(body.get("add_deps")),
+            remove_deps=model.check_deps(body.get("remove_deps")),
+        )
+        return JSONResponse(item.to_dict(now()))
+
+    async def cancel_item(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "token", "reason"})
+        item = board.cancel(request.path_params["id"], agent=_agent(body),
+                            token=body.get("token"), reason=body.get("reason") or "")
+        return JSONResponse(item.to_dict(now()))
+
+    async def claim(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "lease_seconds"})
+        won = board.claim(request.path_params["id"], agent=_agent(body),
+                          lease_seconds=body.get("lease_seconds"))
+        return JSONResponse(won.to_dict(now()))
+
+    async def claim_next(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "lease_seconds", "kind", "label"})
+        won = board.claim_next(agent=_agent(body), kind=body.get("kind"),
+                               label=_optional_str(body, "label"),
+                               lease_seconds=body.get("lease_seconds"))
+        return JSONResponse(won.to_dict(now()))
+
+    async def heartbeat(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "token", "lease_seconds"})
+        extended = board.heartbeat(request.path_params["id"], agent=_agent(body),
+                                   token=body.get("token"), lease_seconds=body.get("lease_seconds"))
+        return JSONResponse(extended.to_dict(now()))
+
+    async def release(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "token", "reason"})
+        item = board.release(request.path_params["id"], agent=_agent(body),
+                             token=body.get("token"), reason=body.get("reason") or "")
+        return JSONResponse(item.to_dict(now()))
+
+    async def done(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "token", "summary"})
+        item = board.done(request.path_params["id"], agent=_agent(body),
+                          token=body.get("token"), summary=body.get("summary") or "")
+        return JSONResponse(item.to_dict(now()))
+
+    async def reply(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "body"})
+        posted = board.reply(request.path_params["id"], agent=_agent(body), body=body.get("body"))
+        return JSONResponse(posted.to_dict(), status_code=201)
+
+    async def ack(request: Request) -> Response:
+        body = await _json_object(request, {"agent"})
+        item_id = model.check_item_id(request.path_params["id"])
+        added = board.ack(item_id, agent=_agent(body))
+        return JSONResponse({"id": item_id, "agent": body["agent"], "new": added})
+
+    async def inbox(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "peek", "limit"})
+        events = board.inbox(_agent(body), peek=bool(body.get("peek")),
+                             limit=_int_param(body.get("limit"), "limit", 200))
+        return JSONResponse({"events": [e.to_dict() for e in events]})
+
+    async def agents(request: Request) -> Response:
+        t = now()
+        return JSONResponse({"agents": [a.to_dict(t, board.active_window_seconds)
+                                        for a in board.agents()]})
+
+    async def events(request: Request) -> Response:
+        q = request.query_params
+        after = _int_param(q.get("after"), "after", 0)
+        limit = _int_param(q.get("limit"), "limit", 500)
+        item = q.get("item")
+        item_id = model.check_item_id(item) if item else None
+        wait = _float_param(q.get("wait"), "wait", 0.0)
+        if not 0 <= wait <= MAX_WAIT_SECONDS:
+            raise InvalidInput(f"wait must be 0 to {MAX_WAIT_SECONDS:g} seconds", field="wait")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            found = board.events(after, limit, item_id=item_id)
+            remaining = deadline - loop.time()
+            if found or remaining <= 0:
+                break
+            # Woken by our own writes at once; polls for writers in other processes.
+            await changes.wait(min(remaining, 0.25))
+        last = found[-1].seq if found else after
+        return JSONResponse({"events": [e.to_dict() for e in found], "last_seq": last})
+
+    async def shutdown(request: Request) -> Response:
+        if on_shutdown is None:
+            raise InvalidInput("this server cannot be stopped over HTTP")
+        on_shutdown()
+        return JSONResponse({"ok": True, "message": "daemon stopping"})
+
+    routes = [
+        Route("/v1/health", endpoint(health), methods=["GET"]),
+        Route("/openapi.json", endpoint(openapi), methods=["GET"]),
+        Route("/v1/items", endpoint(add_item, write=True), methods=["POST"]),
+        Route("/v1/items", endpoint(list_items), methods=["GET"]),
+        Route("/v1/items:import", endpoint(import_items, write=True, max_body=MAX_IMPORT_BODY),
+              methods=["POST"]),
+        Route("/v1/items/{id}", endpoint(show_item), methods=["GET"]),
+        Route("/v1/items/{id}", endpoint(edit_item, write=True), methods=["PATCH"]),
+        Route("/v1/items/{id}/cancel", endpoint(cancel_item, write=True), methods=["POST"]),
+        Route("/v1/items/{id}/claim", endpoint(claim, write=True), methods=["POST"]),
+        Route("/v1/items/{id}/heartbeat", endpoint(heartbeat, write=True), methods=["POST"]),
+        Route("/v1/items/{id}/release", endpoint(release, write=True), methods=["POST"]),
+        Route("/v1/items/{id}/done", endpoint(done, write=True), methods=["POST"]),
+        Route("/v1/items/{id}/replies", endpoint(reply, write=True), methods=["POST"]),
+        Route("/v1/items/{id}/ack", endpoint(ack, write=True), methods=["POST"]),
+        Route("/v1/claim-next", endpoint(claim_next, write=True), methods=["POST"]),
+        Route("/v1/inbox", endpoint(inbox, write=True), methods=["POST"]),
+        Route("/v1/agents", endpoint(agents), methods=["GET"]),
+        Route("/v1/events", endpoint(events), methods=["GET"]),
+        Route("/v1/shutdown", endpoint(shutdown, write=True), methods=["POST"]),
+    ]
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
+        message = {
+            404: f"no such endpoint: {request.method} {request.url.path}; see /openapi.json",
+            405: f"{request.method} is not allowed on {request.url.path}; see /openapi.json",
+        }.get(status, str(getattr(exc, "detail", "error")))
+        return JSONResponse({"error": code, "message": message}, status_code=status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # A bug of ours, not bad input: say so plainly and keep the details in the log.
+        return JSONResponse(
+            {"error": "internal", "message": f"internal error: {type(exc).__name__}; "
+             "nothing was changed; see .coord/daemon.log and report it"},
+            status_code=500,
+        )
+
+    return Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+    )
+
+
+# --- request helpers -------------------------------------------------------------------------
+
+
+def _render_error(err: CoordError) -> Response:
+    return JSONResponse(err.to_dict(), status_code=err.http_status)
+
+
+def _check_host(request: Request) -> None:
+    # DNS rebinding defence: a web page must not reach the board through a hostname it owns.
+    host = request.headers.get("host", "")
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if name not in LOOPBACK_HOSTS:
+        err = Unauthorized(f"requests must address the daemon as 127.0.0.1 or localhost, not {host!r}")
+        err.http_status = 403
+        raise err
+
+
+def _check_token(request: Request, expected: str) -> None:
+    header = request.headers.get("authorization", "")
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not given:
+        raise Unauthorized(
+            "writes need the header 'Authorization: Bearer <token>' with the token in "
+            ".coord/token"
+        )
+    if not hmac.compare_digest(given.strip().encode(), expected.encode()):
+        raise Unauthorized("wrong token: use the one in this board's .coord/token")
+
+
+async def _json(request: Request) -> Any:
+    limit: int = request.state.max_body
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise TooLarge(f"request body is {declared} bytes; the limit is {limit}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(f"request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        bad = InvalidInput(f"request body is not valid JSON: {err}")
+        bad.code, bad.http_status = "invalid_json", 400
+        raise bad from None
+
+
+async def _json_object(request: Request, allowed: set[str]) -> dict[str, Any]:
+    body = await _json(request)
+    if not isinstance(body, dict):
+        raise InvalidInput("request body must be a JSON object")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidInput(
+            f"unknown field {', '.join(unknown)}; this endpoint takes {', '.join(sorted(allowed))}",
+            fields=unknown,
+        )
+    return body
+
+
+def _agent(body: dict[str, Any]) -> str:
+    return model.check_agent(body.get("agent"))
+
+
+def _optional_str(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"{key} must be a string", field=key)
+    return value
+
+
+def _flag(value: str | None) -> bool:
+    if value in (None, "", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise InvalidInput(f"expected true or false, not {value!r}")
+
+
+def _int_param(value: Any, name: str, default: int) -> int:
+    if value is None or value == "":
+        return default
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    raise InvalidInput(f"{name} must be a non-negative integer, not {value!r}", field=name)
+
+
+def _float_param(value: str | None, name: str, default: float) -> float:
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a number, not {value!r}", field=name) from None

@@ -1,0 +1,101 @@
+"""`coord serve`: run the HTTP face for one board, and tell the CLI where it listens.
+
+One daemon per board: it holds an exclusive ``flock`` on ``.coord/daemon.lock`` for its whole
+life, so a second ``coord serve`` (or two CLIs starting one on demand at the same moment)
+fails fast instead of running two writers. The socket is bound before ``daemon.json`` is
+written, so a client that reads the record can connect at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from coord import paths
+from coord.errors import CoordError
+
+
+class DaemonAlreadyRunning(CoordError):
+    code = "daemon_running"
+
+
+def _take_lock(board_dir: Path) -> int:
+    fd = os.open(board_dir / "daemon.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        record = read_record(board_dir)
+        where = f" at {record['url']}" if record else ""
+        raise DaemonAlreadyRunning(
+            f"a coord daemon already serves this board{where}; `coord stop` stops it"
+        ) from None
+    return fd
+
+
+def read_record(board_dir: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(paths.daemon_record_path(board_dir).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def serve(board_dir: Path, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
+    import uvicorn
+
+    from coord.board import Board
+    from coord.server.app import LOOPBACK_HOSTS, create_app
+
+    lock_fd = _take_lock(board_dir)
+    board = Board.open(board_dir)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        raise CoordError(f"cannot listen on {host}:{port}: {err.strerror}; try another --port") from err
+    sock.listen(1024)
+    bound_port = sock.getsockname()[1]
+    url_host = f"[{host}]" if ":" in host else host
+    record = {
+        "pid": os.getpid(),
+        "host": host,
+        "port": bound_port,
+        "url": f"http://{url_host}:{bound_port}",
+        "started_at": time.time(),
+    }
+
+    config = uvicorn.Config(
+        create_app(
+            board,
+            paths.read_token(board_dir),
+            # Bound to a non-loopback address on purpose: the user chose to expose it.
+            check_host=host in LOOPBACK_HOSTS,
+            on_shutdown=lambda: setattr(server, "should_exit", True),
+        ),
+        log_level=log_level,
+        access_log=False,
+        lifespan="off",
+        http="httptools",
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    record_path = paths.daemon_record_path(board_dir)
+    paths.write_json_atomic(record_path, record)
+    print(f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})",
+          file=sys.stderr, flush=True)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if (read_record(board_dir) or {}).get("pid") == os.getpid():
+            record_path.unlink(missing_ok=True)
+        board.close()
+        os.close(lock_fd)

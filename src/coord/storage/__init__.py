@@ -1,0 +1,1 @@
+"""Storage backends behind one small interface (``coord.storage.base``)."""

@@ -1,0 +1,158 @@
+"""The storage seam: what the core needs from a backend, and nothing more.
+
+The core (``coord.board``) holds every rule: who may claim, what a stale token means, how a
+cycle is found. A backend supplies transactions and small data verbs. Atomicity comes from
+the backend's write transaction (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: row locks) and, as
+a second line of defence, from ``update_item``'s compare-and-set on the fencing token.
+
+Every backend runs the same contract suite (``tests/test_storage_contract.py``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from coord.model import Agent, Event, Item, Reply
+
+
+@dataclass(frozen=True)
+class ItemQuery:
+    """Filters for listing items. ``claimable_at`` keeps only items claimable at that time."""
+
+    state: str | None = None
+    kinds: Sequence[str] | None = None
+    label: str | None = None
+    claimable_at: float | None = None
+    after_id: int = 0
+    limit: int = 100
+
+
+class ReadTx(ABC):
+    """A consistent snapshot of the board."""
+
+    @abstractmethod
+    def get_item(self, item_id: int) -> Item | None: ...
+
+    @abstractmethod
+    def list_items(self, query: ItemQuery) -> list[Item]: ...
+
+    @abstractmethod
+    def next_claimable(self, now: float, kinds: Sequence[str], label: str | None) -> int | None:
+        """The id of the best claimable item: lowest priority number, then oldest.
+
+        Must not scan done or live-claimed rows: this is the hot path of claim-next.
+        """
+
+    @abstractmethod
+    def deps_of(self, item_ids: Iterable[int]) -> dict[int, list[int]]:
+        """Direct dependencies of each given item (missing ids map to nothing)."""
+
+    @abstractmethod
+    def existing_ids(self, item_ids: Iterable[int]) -> set[int]: ...
+
+    @abstractmethod
+    def replies(self, item_id: int) -> list[Reply]: ...
+
+    @abstractmethod
+    def acks(self, item_id: int) -> list[tuple[str, float]]: ...
+
+    @abstractmethod
+    def agents(self) -> list[Agent]: ...
+
+    @abstractmethod
+    def held_by(self, agent: str) -> list[Item]:
+        """Items in state ``claimed`` whose holder is ``agent`` (live or expired lease)."""
+
+    @abstractmethod
+    def events_after(self, seq: int, limit: int, item_id: int | None = None) -> list[Event]: ...
+
+    @abstractmethod
+    def last_seq(self) -> int: ...
+
+    @abstractmethod
+    def inbox_cursor(self, agent: str) -> int: ...
+
+    @abstractmethod
+    def inbox_events(self, agent: str, after_seq: int, limit: int) -> list[Event]:
+        """Events by others after ``after_seq`` addressed to ``agent`` or about its items:
+        items it created, holds, was sent, or replied on, and replies that mention it."""
+
+
+class WriteTx(ReadTx):
+    """An exclusive write transaction: all or nothing, serialised with every other writer."""
+
+    @abstractmethod
+    def insert_item(
+        self,
+        *,
+        kind: str,
+        title: str,
+        body: str,
+        priority: int,
+        labels: Sequence[str],
+        created_by: str,
+        recipient: str | None,
+        now: float,
+    ) -> int: ...
+
+    @abstractmethod
+    def update_item(self, item_id: int, expected_token: int, changes: dict[str, Any]) -> bool:
+        """Apply ``changes`` only if the item's fencing token is still ``expected_token``.
+
+        Returns whether the row changed. Allowed keys: title, body, priority, labels, state,
+        claimed_by, fencing_token, lease_expires_at, updated_at, closed_at.
+        """
+
+    @abstractmethod
+    def add_deps(self, item_id: int, deps: Iterable[int]) -> None: ...
+
+    @abstractmethod
+    def remove_deps(self, item_id: int, deps: Iterable[int]) -> None: ...
+
+    @abstractmethod
+    def append_event(
+        self,
+        *,
+        at: float,
+        agent: str | None,
+        item_id: int | None,
+        kind: str,
+        details: dict[str, Any],
+    ) -> int:
+        """Append to the log; returns the new sequence number (gapless, increasing)."""
+
+    @abstractmethod
+    def touch_agent(self, name: str, now: float) -> None: ...
+
+    @abstractmethod
+    def add_reply(self, item_id: int, author: str, body: str, now: float) -> int: ...
+
+    @abstractmethod
+    def add_ack(self, item_id: int, agent: str, now: float) -> bool:
+        """Record an acknowledgement; False when this agent had already acknowledged."""
+
+    @abstractmethod
+    def set_inbox_cursor(self, agent: str, seq: int, now: float) -> None: ...
+
+
+class Storage(ABC):
+    @abstractmethod
+    def read(self) -> AbstractContextManager[ReadTx]: ...
+
+    @abstractmethod
+    def write(self) -> AbstractContextManager[WriteTx]: ...
+
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+def chunks(values: Sequence[int], size: int = 500) -> Iterator[Sequence[int]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]

@@ -1,0 +1,496 @@
+"""The embedded backend: one SQLite file in WAL mode.
+
+Transaction boundaries are explicit: connections run with ``isolation_level=None`` so the
+stdlib module never opens or commits a transaction behind our back. Every write transaction
+starts with ``BEGIN IMMEDIATE``, which takes SQLite's single write lock up front; a read-then-
+write inside it cannot interleave with another writer in any process.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from coord.errors import CoordError
+from coord.model import Agent, Event, Item, Reply
+from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx, chunks
+
+_ITEM_COLUMNS = (
+    "id, kind, title, body, priority, labels, state, created_by, recipient, claimed_by, "
+    "fencing_token, lease_expires_at, created_at, updated_at, closed_at"
+)
+_UPDATABLE = frozenset(
+    {
+        "title",
+        "body",
+        "priority",
+        "labels",
+        "state",
+        "claimed_by",
+        "fencing_token",
+        "lease_expires_at",
+        "updated_at",
+        "closed_at",
+    }
+)
+# A dependency holds an item back until it is done.
+_UNMET_DEPS = (
+    "EXISTS (SELECT 1 FROM deps d JOIN items dep ON dep.id = d.depends_on "
+    "WHERE d.item_id = items.id AND dep.state != 'done')"
+)
+_HAS_LABEL = "EXISTS (SELECT 1 FROM json_each(items.labels) WHERE json_each.value = ?)"
+# Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news.
+_INBOX_SQL = """
+SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
+  FROM events e LEFT JOIN items i ON i.id = e.item_id
+ WHERE e.seq > :after
+   AND (e.agent IS NULL OR e.agent != :me)
+   AND e.kind != 'heartbeat'
+   AND (i.created_by = :me OR i.claimed_by = :me OR i.recipient = :me
+        OR EXISTS (SELECT 1 FROM replies r WHERE r.item_id = e.item_id AND r.author = :me)
+        OR EXISTS (SELECT 1 FROM json_each(e.details, '$.mentions') m WHERE m.value = :me)
+        OR json_extract(e.details, '$.takeover_from') = :me)
+ ORDER BY e.seq
+ LIMIT :limit
+"""
+
+SCHEMA_VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at REAL NOT NULL
+)
+"""
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) for every migration shipped with this release, in order."""
+    found = []
+    for entry in resources.files("coord.storage").joinpath("sqlite_migrations").iterdir():
+        if entry.name.endswith(".sql"):
+            version = int(entry.name.split("_", 1)[0])
+            found.append((version, entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+class SQLiteStorage(Storage):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = 5000,
+        synchronous: str = "NORMAL",
+        read_only: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._synchronous = synchronous.upper()
+        if self._synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise CoordError(f"invalid synchronous setting {synchronous!r}")
+        self._read_only = read_only
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._migrate(self._conn())
+
+    # --- connections -----------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._read_only:
+            uri = f"file:{self.path}?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,  # no implicit transactions: we write BEGIN/COMMIT
+                timeout=self._busy_timeout_ms / 1000,
+                check_same_thread=False,
+            )
+        conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        if not self._read_only:
+            self._enable_wal(conn)
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    @staticmethod
+    def _enable_wal(conn: sqlite3.Connection) -> None:
+        # Switching to WAL needs a moment of exclusive access; on a brand-new board several
+        # processes may try at once. The mode is persistent, so this settles immediately.
+        for attempt in range(50):
+            try:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if mode.lower() == "wal":
+                    return
+            except sqlite3.OperationalError:
+                if attempt == 49:
+                    raise
+            time.sleep(0.02)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    # --- schema ----------------------------------------------------------------------------
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(SCHEMA_VERSION_TABLE)
+            applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            shipped = _migrations()
+            newest = max((v for v, _, _ in shipped), default=0)
+            if applied and max(applied) > newest:
+                raise CoordError(
+                    f"this board was written by a newer coord (schema {max(applied)}; this "
+                    f"release knows up to {newest}): upgrade coord",
+                )
+            for version, name, sql in shipped:
+                if version in applied:
+                    continue
+                # executescript would COMMIT our transaction; run statement by statement.
+                for statement in _split_sql(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, name, time.time()),
+                )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    # --- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[ReadTx]:
+        conn = self._conn()
+        conn.execute("BEGIN")  # deferred: a snapshot that never blocks writers under WAL
+        try:
+            yield _SQLiteTx(conn)
+        finally:
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def write(self) -> Iterator[WriteTx]:
+        if self._read_only:
+            raise CoordError("this board was opened read-only")
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield _SQLiteTx(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        if line.lstrip().startswith("--") and not current.strip():
+            continue
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements
+
+
+class _SQLiteTx(WriteTx):
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def _items(self, where: str, params: Sequence[Any], tail: str = "") -> list[Item]:
+        rows = self.conn.execute(
+            f"SELECT {_ITEM_COLUMNS} FROM items WHERE {where} {tail}", params
+        ).fetchall()
+        if not rows:
+            return []
+        ids = [row[0] for row in rows]
+        deps: dict[int, list[int]] = {}
+        blocked: dict[int, list[int]] = {}
+        for part in chunks(ids):
+            marks = ",".join("?" * len(part))
+            for item_id, dep_id, dep_state in self.conn.execute(
+                "SELECT d.item_id, d.depends_on, dep.state FROM deps d "
+                f"JOIN items dep ON dep.id = d.depends_on WHERE d.item_id IN ({marks}) "
+                "ORDER BY d.item_id, d.depends_on",
+                part,
+            ):
+                deps.setdefault(item_id, []).append(dep_id)
+                if dep_state != "done":
+                    blocked.setdefault(item_id, []).append(dep_id)
+        return [
+            Item(
+                id=row[0],
+                kind=row[1],
+                title=row[2],
+                body=row[3],
+                priority=row[4],
+                labels=tuple(json.loads(row[5])),
+                state=row[6],
+                created_by=row[7],
+                to=row[8],
+                claimed_by=row[9],
+                fencing_token=row[10],
+                lease_expires_at=row[11],
+                created_at=row[12],
+                updated_at=row[13],
+                closed_at=row[14],
+                deps=tuple(deps.get(row[0], ())),
+                blocked_by=tuple(blocked.get(row[0], ())),
+            )
+            for row in rows
+        ]
+
+    def get_item(self, item_id: int) -> Item | None:
+        found = self._items("id = ?", (item_id,))
+        return found[0] if found else None
+
+    def list_items(self, query: ItemQuery) -> list[Item]:
+        where, params = ["id > ?"], [query.after_id]
+        if query.state == "open":
+            where.append("state IN ('pending', 'claimed')")
+        elif query.state is not None:
+            where.append("state = ?")
+            params.append(query.state)
+        if query.kinds:
+            where.append(f"kind IN ({','.join('?' * len(query.kinds))})")
+            params.extend(query.kinds)
+        if query.label is not None:
+            where.append(_HAS_LABEL)
+            params.append(query.label)
+        if query.claimable_at is not None:
+            where.append(
+                "(state = 'pending' OR (state = 'claimed' AND lease_expires_at <= ?)) "
+                f"AND NOT {_UNMET_DEPS}"
+            )
+            params.append(query.claimable_at)
+        return self._items(" AND ".join(where), params, f"ORDER BY id LIMIT {int(query.limit)}")
+
+    def next_claimable(self, now: float, kinds: Sequence[str], label: str | None) -> int | None:
+        filters, params = f"kind IN ({','.join('?' * len(kinds))})", list(kinds)
+        if label is not None:
+            filters += f" AND {_HAS_LABEL}"
+            params.append(label)
+        # Two index walks, each over one partial index: pending rows in (priority, id) order,
+        # and claimed rows whose lease has run out. Done and live-claimed rows are never read.
+        pending = self.conn.execute(
+            "SELECT priority, id FROM items INDEXED BY items_pending "
+            f"WHERE state = 'pending' AND {filters} AND NOT {_UNMET_DEPS} "
+            "ORDER BY priority, id LIMIT 1",
+            params,
+        ).fetchone()
+        expired = self.conn.execute(
+            "SELECT priority, id FROM items INDEXED BY items_claimed_lease "
+            f"WHERE state = 'claimed' AND lease_expires_at <= ? AND {filters} "
+            f"AND NOT {_UNMET_DEPS} ORDER BY priority, id LIMIT 1",
+            [now, *params],
+        ).fetchone()
+        candidates = [row for row in (pending, expired) if row is not None]
+        return min(candidates)[1] if candidates else None
+
+    def deps_of(self, item_ids: Iterable[int]) -> dict[int, list[int]]:
+        ids = list(item_ids)
+        result: dict[int, list[int]] = {}
+        for part in chunks(ids):
+            marks = ",".join("?" * len(part))
+            for item_id, dep in self.conn.execute(
+                f"SELECT item_id, depends_on FROM deps WHERE item_id IN ({marks})", part
+            ):
+                result.setdefault(item_id, []).append(dep)
+        return result
+
+    def existing_ids(self, item_ids: Iterable[int]) -> set[int]:
+        ids = list(item_ids)
+        found: set[int] = set()
+        for part in chunks(ids):
+            marks = ",".join("?" * len(part))
+            found.update(
+                row[0] for row in self.conn.execute(f"SELECT id FROM items WHERE id IN ({marks})", part)
+            )
+        return found
+
+    def replies(self, item_id: int) -> list[Reply]:
+        return [
+            Reply(*row)
+            for row in self.conn.execute(
+                "SELECT id, item_id, author, body, created_at FROM replies "
+                "WHERE item_id = ? ORDER BY id",
+                (item_id,),
+            )
+        ]
+
+    def acks(self, item_id: int) -> list[tuple[str, float]]:
+        return list(
+            self.conn.execute(
+                "SELECT agent, created_at FROM acks WHERE item_id = ? ORDER BY created_at, agent",
+                (item_id,),
+            )
+        )
+
+    def agents(self) -> list[Agent]:
+        holding: dict[str, list[int]] = {}
+        for name, item_id in self.conn.execute(
+            "SELECT claimed_by, id FROM items WHERE state = 'claimed' ORDER BY id"
+        ):
+            holding.setdefault(name, []).append(item_id)
+        return [
+            Agent(name, first, last, tuple(holding.get(name, ())))
+            for name, first, last in self.conn.execute(
+                "SELECT name, first_seen, last_seen FROM agents ORDER BY last_seen DESC, name"
+            )
+        ]
+
+    def held_by(self, agent: str) -> list[Item]:
+        return self._items("state = 'claimed' AND claimed_by = ?", (agent,), "ORDER BY id")
+
+    def events_after(self, seq: int, limit: int, item_id: int | None = None) -> list[Event]:
+        if item_id is None:
+            rows = self.conn.execute(
+                "SELECT seq, at, agent, item_id, kind, details FROM events "
+                "WHERE seq > ? ORDER BY seq LIMIT ?",
+                (seq, limit),
+            )
+        else:
+            rows = self.conn.execute(
+                "SELECT seq, at, agent, item_id, kind, details FROM events "
+                "WHERE item_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (item_id, seq, limit),
+            )
+        return [_event(row) for row in rows]
+
+    def last_seq(self) -> int:
+        return int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+
+    def inbox_cursor(self, agent: str) -> int:
+        row = self.conn.execute("SELECT inbox_seq FROM agents WHERE name = ?", (agent,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def inbox_events(self, agent: str, after_seq: int, limit: int) -> list[Event]:
+        rows = self.conn.execute(_INBOX_SQL, {"after": after_seq, "me": agent, "limit": limit})
+        return [_event(row) for row in rows]
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def insert_item(
+        self,
+        *,
+        kind: str,
+        title: str,
+        body: str,
+        priority: int,
+        labels: Sequence[str],
+        created_by: str,
+        recipient: str | None,
+        now: float,
+    ) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO items (kind, title, body, priority, labels, state, created_by, "
+            "recipient, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            (kind, title, body, priority, json.dumps(list(labels)), created_by, recipient, now, now),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def update_item(self, item_id: int, expected_token: int, changes: dict[str, Any]) -> bool:
+        unknown = set(changes) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        values = {k: json.dumps(list(v)) if k == "labels" else v for k, v in changes.items()}
+        assignments = ", ".join(f"{column} = :{column}" for column in values)
+        cursor = self.conn.execute(
+            f"UPDATE items SET {assignments} WHERE id = :_id AND fencing_token = :_expected",
+            {**values, "_id": item_id, "_expected": expected_token},
+        )
+        return cursor.rowcount == 1
+
+    def add_deps(self, item_id: int, deps: Iterable[int]) -> None:
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO deps (item_id, depends_on) VALUES (?, ?)",
+            [(item_id, dep) for dep in deps],
+        )
+
+    def remove_deps(self, item_id: int, deps: Iterable[int]) -> None:
+        self.conn.executemany(
+            "DELETE FROM deps WHERE item_id = ? AND depends_on = ?",
+            [(item_id, dep) for dep in deps],
+        )
+
+    def append_event(
+        self,
+        *,
+        at: float,
+        agent: str | None,
+        item_id: int | None,
+        kind: str,
+        details: dict[str, Any],
+    ) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO events (at, agent, item_id, kind, details) VALUES (?, ?, ?, ?, ?)",
+            (at, agent, item_id, kind, json.dumps(details, separators=(",", ":"))),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def touch_agent(self, name: str, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO agents (name, first_seen, last_seen) VALUES (?, ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen",
+            (name, now, now),
+        )
+
+    def add_reply(self, item_id: int, author: str, body: str, now: float) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO replies (item_id, author, body, created_at) VALUES (?, ?, ?, ?)",
+            (item_id, author, body, now),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def add_ack(self, item_id: int, agent: str, now: float) -> bool:
+        cursor = self.conn.execute(
+            "INSERT OR IGNORE INTO acks (item_id, agent, created_at) VALUES (?, ?, ?)",
+            (item_id, agent, now),
+        )
+        return cursor.rowcount == 1
+
+    def set_inbox_cursor(self, agent: str, seq: int, now: float) -> None:
+        self.touch_agent(agent, now)
+        self.conn.execute(
+            "UPDATE agents SET inbox_seq = max(inbox_seq, ?) WHERE name = ?", (seq, agent)
+        )
+
+
+def _event(row: Sequence[Any]) -> Event:
+    return Event(
+        seq=row[0], at=row[1], agent=row[2], item_id=row[3], kind=row[4], details=json.loads(row[5])
+    )
