@@ -1,0 +1,143 @@
+"""Shared fixtures: real board files in temporary directories, a real daemon process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coord import paths
+from coord.board import Board
+
+SOAK = os.environ.get("COORD_SOAK") == "1"
+
+
+def init_board_dir(root: Path, **config: Any) -> Path:
+    """A fresh repository directory with an initialised ``.coord`` inside."""
+    board_dir = root / ".coord"
+    paths.init_board_files(board_dir)
+    if config:
+        paths.write_json_atomic(board_dir / "config.json", {**paths.DEFAULT_CONFIG, **config})
+    Board.open(board_dir, create=True).close()
+    return board_dir
+
+
+@pytest.fixture
+def board_dir(tmp_path: Path) -> Path:
+    return init_board_dir(tmp_path)
+
+
+@pytest.fixture
+def board(board_dir: Path) -> Iterator[Board]:
+    b = Board.open(board_dir)
+    yield b
+    b.close()
+
+
+@dataclass
+class Daemon:
+    """A `coord serve` process on 127.0.0.1, and a tiny JSON client for it."""
+
+    board_dir: Path
+    process: subprocess.Popen[bytes] | None = None
+    url: str = ""
+    token: str = ""
+    log_path: Path = field(default_factory=Path)
+
+    def start(self, timeout: float = 20.0) -> Daemon:
+        record = paths.daemon_record_path(self.board_dir)
+        record.unlink(missing_ok=True)
+        self.log_path = self.board_dir / "daemon-test.log"
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "coord", "serve", "--port", "0"],
+            env={**os.environ, "COORD_DIR": str(self.board_dir)},
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daemon exited: {self.log_path.read_text()}")
+            try:
+                data = json.loads(record.read_text())
+                if data.get("pid") == self.process.pid:
+                    self.url = data["url"]
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+        else:
+            raise RuntimeError("daemon did not start in time")
+        self.token = paths.read_token(self.board_dir)
+        return self
+
+    def request(
+        self, method: str, path: str, body: Any = None, *, token: str | None = "default",
+        raw: bytes | None = None, headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        if token is not None:
+            req.add_header("Authorization", f"Bearer {self.token if token == 'default' else token}")
+        for key, value in (headers or {}).items():
+            req.add_header(key, value)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as err:
+            payload = err.read()
+            try:
+                return err.code, json.loads(payload)
+            except ValueError:
+                return err.code, payload.decode(errors="replace")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+    def kill9(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(5)
+
+
+@pytest.fixture
+def daemon(board_dir: Path) -> Iterator[Daemon]:
+    d = Daemon(board_dir).start()
+    yield d
+    d.stop()
+
+
+def run_cli(
+    *args: str, board_dir: Path, agent: str | None = None, input: str | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The real `coord` command as a fresh process."""
+    full_env = {**os.environ, "COORD_DIR": str(board_dir), **(env or {})}
+    full_env.pop("COORD_AGENT", None)
+    if agent is not None:
+        full_env["COORD_AGENT"] = agent
+    return subprocess.run(
+        [sys.executable, "-m", "coord", *args],
+        env=full_env, capture_output=True, text=True, input=input, timeout=60,
+    )
