@@ -1,0 +1,92 @@
+"""The reference for claim-next: a raw ASGI callable, no framework, one SQL statement.
+
+    python bench/refserver.py BOARD_DB PORT_FILE
+
+Served exactly like ``coord serve`` serves the board (src/coord/server/daemon.py): uvicorn
+with httptools, no access log, lifespan off, a pre-bound 127.0.0.1 socket with backlog 1024,
+and the database opened with the same settings as src/coord/storage/sqlite.py (WAL,
+synchronous=NORMAL, busy_timeout=5000, foreign_keys=ON, isolation_level=None). The claim runs
+inline on the event loop, as coord's does. It checks no token and writes no event: it is the
+floor of what a claim over HTTP can cost here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import sys
+import time
+from typing import Any
+
+import uvicorn
+
+LEASE_SECONDS = 900.0
+CLAIM_SQL = (
+    "UPDATE items SET state = 'claimed', claimed_by = ?, fencing_token = fencing_token + 1, "
+    "lease_expires_at = ?, updated_at = ? "
+    "WHERE id = (SELECT id FROM items WHERE state = 'pending' ORDER BY priority, id LIMIT 1) "
+    "RETURNING id, kind, title, priority, fencing_token, lease_expires_at"
+)
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+def open_db(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=5.0, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def make_app(conn: sqlite3.Connection) -> Any:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        agent = json.loads(body)["agent"]
+        now = time.time()
+        row = conn.execute(CLAIM_SQL, (agent, now + LEASE_SECONDS, now)).fetchone()
+        if row is None:
+            status, doc = 404, {"error": "nothing_ready", "message": "nothing is ready"}
+        else:
+            status = 200
+            doc = dict(zip(("id", "kind", "title", "priority", "token", "lease_expires_at"), row))
+            doc["claimed_by"] = agent
+        payload = json.dumps(doc).encode()
+        headers = [*_JSON_HEADERS, (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    return app
+
+
+def main() -> None:
+    db_path, port_file = sys.argv[1], sys.argv[2]
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    config = uvicorn.Config(
+        make_app(open_db(db_path)),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        http="httptools",
+        timeout_graceful_shutdown=2,
+    )
+    tmp = f"{port_file}.{os.getpid()}.tmp"
+    with open(tmp, "w") as out:
+        out.write(str(sock.getsockname()[1]))
+    os.replace(tmp, port_file)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()

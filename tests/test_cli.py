@@ -1,0 +1,168 @@
+"""The real `coord` command as a subprocess, talking to a real daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Daemon, run_cli
+
+
+def cli_json(*args: str, board_dir: Path, agent: str | None = None) -> tuple[int, dict]:
+    result = run_cli(*args, "--json", board_dir=board_dir, agent=agent)
+    assert "Traceback" not in result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_add_claim_conflict_done_through_the_cli(daemon: Daemon) -> None:
+    bd = daemon.board_dir
+    code, added = cli_json("add", "Fix login", "--kind", "bug", "--priority", "1",
+                           "--label", "auth", board_dir=bd)
+    assert code == 0 and added["id"] == 1 and added["labels"] == ["auth"]
+
+    code, won = cli_json("claim", "1", board_dir=bd, agent="a")
+    assert code == 0 and won["token"] == 1 and won["agent"] == "a"
+
+    lost = run_cli("claim", "1", board_dir=bd, agent="b")
+    assert lost.returncode == 3
+    assert "claimed by a until" in lost.stderr and "Traceback" not in lost.stderr
+    code, err = cli_json("claim", "1", board_dir=bd, agent="b")
+    assert code == 3 and err["error"] == "already_claimed" and err["holder"] == "a"
+
+    # the CLI remembered a's token: done needs no --token
+    done = run_cli("done", "1", "--as", "a", board_dir=bd)
+    assert done.returncode == 0, done.stderr
+    code, shown = cli_json("show", "1", board_dir=bd)
+    assert shown["state"] == "done" and shown["claimed_by"] == "a"
+
+
+def test_next_exit_codes_and_json_shape(daemon: Daemon) -> None:
+    bd = daemon.board_dir
+    code, err = cli_json("next", board_dir=bd, agent="a")
+    assert code == 4 and err["error"] == "nothing_ready"
+    run_cli("add", "only one", board_dir=bd)
+    code, won = cli_json("next", board_dir=bd, agent="a")
+    assert code == 0
+    assert {"id", "token", "lease_expires_at", "agent", "item"} <= won.keys()
+    assert run_cli("next", board_dir=bd, agent="b").returncode == 4
+
+
+def test_json_flag_works_before_the_command_too(daemon: Daemon) -> None:
+    run_cli("add", "x", board_dir=daemon.board_dir)
+    result = run_cli("--json", "ls", board_dir=daemon.board_dir)
+    assert result.returncode == 0
+    assert [i["title"] for i in json.loads(result.stdout)["items"]] == ["x"]
+
+
+def test_stale_token_is_refused_with_exit_3(daemon: Daemon) -> None:
+    bd = daemon.board_dir
+    run_cli("add", "x", board_dir=bd)
+    run_cli("claim", "1", "--lease", "1", board_dir=bd, agent="a")
+    daemon.request("POST", "/v1/items/1/release", {"agent": "a", "token": 1})
+    daemon.request("POST", "/v1/items/1/claim", {"agent": "b"})
+    result = run_cli("heartbeat", "1", board_dir=bd, agent="a")
+    assert result.returncode == 3
+    assert "held by b" in result.stderr
+    assert daemon.request("GET", "/v1/items/1")[1]["claimed_by"] == "b"
+
+
+def test_missing_identity_and_missing_token_are_usage_errors(daemon: Daemon) -> None:
+    bd = daemon.board_dir
+    run_cli("add", "x", board_dir=bd)
+    no_agent = run_cli("claim", "1", board_dir=bd)
+    assert no_agent.returncode == 2 and "--as NAME" in no_agent.stderr
+    no_token = run_cli("done", "1", board_dir=bd, agent="a")
+    assert no_token.returncode == 2 and "--token" in no_token.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["add", "x", "--priority", "9"], ["claim", "abc"], ["ls", "--state", "lost"], ["frobnicate"]],
+)
+def test_argument_errors_exit_2(daemon: Daemon, args: list[str]) -> None:
+    result = run_cli(*args, board_dir=daemon.board_dir, agent="a")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and result.stderr.strip()
+
+
+def test_import_json_lines_and_refuse_bad_lines_whole(daemon: Daemon, tmp_path: Path) -> None:
+    bd = daemon.board_dir
+    good = tmp_path / "items.jsonl"
+    good.write_text('{"title": "a", "ref": "a"}\n\n{"title": "b", "deps": ["a"], "priority": 0}\n')
+    code, result = cli_json("import", str(good), board_dir=bd)
+    assert code == 0 and result == {"ids": [1, 2]}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"title": "c"}\n{"title": \n')
+    result2 = run_cli("import", str(bad), board_dir=bd)
+    assert result2.returncode == 2 and "bad.jsonl:2" in result2.stderr
+    assert len(daemon.request("GET", "/v1/items")[1]["items"]) == 2
+
+
+def test_reply_inbox_agents_and_log(daemon: Daemon) -> None:
+    bd = daemon.board_dir
+    run_cli("add", "mine", board_dir=bd, agent="me")
+    run_cli("reply", "1", "please", "look", "@me", board_dir=bd, agent="you")
+    code, inbox = cli_json("inbox", board_dir=bd, agent="me")
+    assert [e["kind"] for e in inbox["events"]] == ["reply"]
+    assert cli_json("inbox", board_dir=bd, agent="me")[1]["events"] == []
+    code, agents = cli_json("agents", board_dir=bd)
+    assert {a["name"] for a in agents["agents"]} == {"me", "you"}
+    log = run_cli("log", board_dir=bd)
+    assert log.returncode == 0
+    assert "created #1" in log.stdout and "reply #1" in log.stdout
+
+
+def test_log_follow_streams_new_events(daemon: Daemon) -> None:
+    env = {**os.environ, "COORD_DIR": str(daemon.board_dir)}
+    follower = subprocess.Popen([sys.executable, "-m", "coord", "log", "--follow", "--json"],
+                                env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        run_cli("add", "streamed", board_dir=daemon.board_dir)
+        assert follower.stdout is not None
+        event = json.loads(follower.stdout.readline())
+        assert event["kind"] == "created" and event["details"]["title"] == "streamed"
+    finally:
+        follower.kill()
+        follower.communicate()
+
+
+def test_no_board_is_a_clear_error(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "coord", "ls"], cwd=tmp_path,
+                            env={k: v for k, v in os.environ.items() if k != "COORD_DIR"},
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "coord init" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_init_at_git_root_is_idempotent_and_keeps_the_token_private(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    sub = tmp_path / "src" / "deep"
+    sub.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "COORD_DIR"}
+
+    def init() -> dict:
+        r = subprocess.run([sys.executable, "-m", "coord", "init", "--json"], cwd=sub, env=env,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    first, second = init(), init()
+    assert first["board"] == str(tmp_path / ".coord") and first["created"] is True
+    assert second["created"] is False
+    token = tmp_path / ".coord" / "token"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert (tmp_path / ".coord" / ".gitignore").read_text() == "*\n"
+
+
+def test_help_lists_every_command() -> None:
+    result = subprocess.run([sys.executable, "-m", "coord", "--help"], capture_output=True,
+                            text=True)
+    for command in ("init", "serve", "stop", "add", "import", "ls", "show", "edit", "cancel",
+                    "claim", "next", "heartbeat", "release", "done", "reply", "ack", "inbox",
+                    "agents", "log"):
+        assert f"    {command}" in result.stdout, command

@@ -1,0 +1,195 @@
+"""The HTTP face in-process (Starlette's test client) on a real board file.
+
+Race and crash behaviour over real sockets lives in tests/acceptance/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from coord.board import Board
+from coord.server.app import MAX_BODY, create_app
+from coord.server.openapi import OPENAPI
+
+TOKEN = "test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def api(board: Board) -> Iterator[TestClient]:
+    with TestClient(create_app(board, TOKEN), base_url="http://127.0.0.1") as client:
+        yield client
+
+
+def post(api: TestClient, path: str, body: Any = None, **kw: Any) -> Any:
+    return api.post(path, json=body, headers={**AUTH, **kw.pop("headers", {})}, **kw)
+
+
+def snapshot(api: TestClient) -> tuple[Any, Any]:
+    return (api.get("/v1/items").json(), api.get("/v1/events").json())
+
+
+def test_add_list_show(api: TestClient) -> None:
+    created = post(api, "/v1/items", {"agent": "h", "title": "Fix", "labels": ["x"]})
+    assert created.status_code == 201
+    item_id = created.json()["id"]
+    listed = api.get("/v1/items", params={"label": "x", "ready": "true"}).json()["items"]
+    assert [i["id"] for i in listed] == [item_id]
+    shown = api.get(f"/v1/items/{item_id}").json()
+    assert shown["title"] == "Fix" and shown["history"][0]["kind"] == "created"
+
+
+def test_import_returns_ids(api: TestClient) -> None:
+    r = api.post("/v1/items:import?agent=h", json=[{"title": "a", "ref": "a"}, {"title": "b", "deps": ["a"]}],
+                 headers=AUTH)
+    assert r.status_code == 201
+    assert r.json() == {"ids": [1, 2]}
+    assert api.get("/v1/items/2").json()["blocked_by"] == [1]
+
+
+def test_claim_conflict_and_lease_lost_bodies(api: TestClient) -> None:
+    post(api, "/v1/items", {"agent": "h", "title": "x"})
+    won = post(api, "/v1/items/1/claim", {"agent": "a", "lease_seconds": 30})
+    assert won.status_code == 200
+    body = won.json()
+    assert {"id", "token", "lease_expires_at", "agent"} <= body.keys()
+    lost = post(api, "/v1/items/1/claim", {"agent": "b"})
+    assert lost.status_code == 409
+    assert lost.json()["error"] == "already_claimed"
+    assert lost.json()["holder"] == "a"
+    assert lost.json()["lease_expires_at"] == body["lease_expires_at"]
+    stale = post(api, "/v1/items/1/done", {"agent": "a", "token": body["token"] + 1})
+    assert stale.status_code == 409 and stale.json()["error"] == "lease_lost"
+    assert post(api, "/v1/items/1/heartbeat", {"agent": "a", "token": body["token"]}).status_code == 200
+    assert post(api, "/v1/items/1/done", {"agent": "a", "token": body["token"]}).json()["state"] == "done"
+
+
+def test_claim_next_nothing_ready_is_404(api: TestClient) -> None:
+    r = post(api, "/v1/claim-next", {"agent": "a"})
+    assert r.status_code == 404
+    assert r.json()["error"] == "nothing_ready"
+
+
+def test_events_after_sequence(api: TestClient) -> None:
+    for n in range(3):
+        post(api, "/v1/items", {"agent": "h", "title": str(n)})
+    events = api.get("/v1/events", params={"after": 1}).json()
+    assert [e["seq"] for e in events["events"]] == [2, 3]
+    assert events["last_seq"] == 3
+    # a long-poll with nothing new returns empty once the wait is over
+    empty = api.get("/v1/events", params={"after": 3, "wait": 0.1}).json()
+    assert empty == {"events": [], "last_seq": 3}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status", "error"),
+    [
+        ("post", "/v1/items", {"content": b"{not json"}, 400, "invalid_json"),
+        ("post", "/v1/items", {"json": ["a"]}, 422, "invalid_input"),
+        ("post", "/v1/items", {"json": {"agent": "h"}}, 422, "invalid_input"),
+        ("post", "/v1/items", {"json": {"agent": "h", "title": 5}}, 422, "invalid_input"),
+        ("post", "/v1/items", {"json": {"agent": "h", "title": "x", "priority": "high"}}, 422,
+         "invalid_input"),
+        ("post", "/v1/items", {"json": {"agent": "h", "title": "x", "colour": 1}}, 422,
+         "invalid_input"),
+        ("post", "/v1/items", {"json": {"agent": "h", "title": "x", "deps": [99]}}, 404,
+         "not_found"),
+        ("post", "/v1/items", {"json": {"agent": "h", "title": "x" * 400}}, 413, "too_large"),
+        ("post", "/v1/items", {"content": b'{"agent":"h","title":"' + b"x" * MAX_BODY + b'"}'},
+         413, "too_large"),
+        ("post", "/v1/items/1/claim", {"json": {}}, 422, "invalid_input"),
+        ("post", "/v1/items/1/claim", {"json": {"agent": "a", "lease_seconds": "soon"}}, 422,
+         "invalid_input"),
+        ("post", "/v1/items/1/claim", {"json": {"agent": "a", "lease_seconds": -5}}, 422,
+         "invalid_input"),
+        ("post", "/v1/items/abc/claim", {"json": {"agent": "a"}}, 422, "invalid_input"),
+        ("post", "/v1/items/77/claim", {"json": {"agent": "a"}}, 404, "not_found"),
+        ("post", "/v1/items/1/done", {"json": {"agent": "a"}}, 422, "invalid_input"),
+        ("post", "/v1/items/1/done", {"json": {"agent": "a", "token": 1}}, 409, "lease_lost"),
+        ("post", "/v1/items/1/replies", {"json": {"agent": "a", "body": ""}}, 422,
+         "invalid_input"),
+        ("patch", "/v1/items/1", {"json": {"agent": "a", "add_deps": [1]}}, 422,
+         "dependency_cycle"),
+        ("post", "/v1/items:import", {"json": {"agent": "h", "items": []}}, 422, "invalid_input"),
+        ("get", "/v1/items", {"params": {"state": "lost"}}, 422, "invalid_input"),
+        ("get", "/v1/items", {"params": {"limit": "many"}}, 422, "invalid_input"),
+        ("get", "/v1/events", {"params": {"wait": "600"}}, 422, "invalid_input"),
+        ("get", "/v1/nowhere", {}, 404, "not_found"),
+        ("delete", "/v1/items/1", {}, 405, "method_not_allowed"),
+    ],
+)
+def test_bad_input_gets_status_and_message_and_changes_nothing(
+    api: TestClient, method: str, path: str, kwargs: dict[str, Any], status: int, error: str
+) -> None:
+    post(api, "/v1/items", {"agent": "h", "title": "existing"})
+    before = snapshot(api)
+    response = api.request(method.upper(), path, headers=AUTH, **kwargs)
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["error"] == error
+    assert isinstance(body["message"], str) and len(body["message"]) > 10
+    assert snapshot(api) == before
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"},
+                                     {"Authorization": "Basic dGVzdA=="}])
+def test_writes_need_the_token(api: TestClient, headers: dict[str, str]) -> None:
+    before = snapshot(api)
+    r = api.post("/v1/items", json={"agent": "h", "title": "x"}, headers=headers)
+    assert r.status_code == 401
+    assert ".coord/token" in r.json()["message"]
+    assert snapshot(api) == before
+
+
+def test_reads_do_not_need_the_token(api: TestClient) -> None:
+    assert api.get("/v1/health").status_code == 200
+    assert api.get("/v1/items").status_code == 200
+
+
+def test_foreign_host_header_is_refused(board: Board) -> None:
+    # A web page using DNS rebinding arrives with its own host name.
+    with TestClient(create_app(board, TOKEN), base_url="http://evil.example") as client:
+        r = client.get("/v1/items")
+    assert r.status_code == 403
+    assert "127.0.0.1" in r.json()["message"]
+
+
+def test_openapi_documents_every_route_and_nothing_else(api: TestClient) -> None:
+    from starlette.routing import Route
+
+    app = api.app
+    served = {
+        (route.path, method.lower())
+        for route in app.routes  # type: ignore[attr-defined]
+        if isinstance(route, Route)
+        for method in (route.methods or ()) if method != "HEAD"
+    }
+    documented = {
+        (path, method) for path, ops in OPENAPI["paths"].items() for method in ops
+    }
+    assert served == documented
+    assert api.get("/openapi.json").json()["openapi"].startswith("3.")
+
+
+def test_internal_errors_are_500_without_traceback(tmp_path: Path) -> None:
+    board = Board.open(_board(tmp_path))
+    board.storage.close()
+    (tmp_path / ".coord" / "board.db").unlink()
+    (tmp_path / ".coord" / "board.db").mkdir()  # the database is now unusable
+    with TestClient(create_app(board, TOKEN), base_url="http://127.0.0.1",
+                    raise_server_exceptions=False) as client:
+        r = client.get("/v1/items")
+    assert r.status_code == 500
+    assert r.json()["error"] == "internal"
+    assert "Traceback" not in r.text
+
+
+def _board(root: Path) -> Path:
+    from conftest import init_board_dir
+
+    return init_board_dir(root)

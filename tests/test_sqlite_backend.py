@@ -1,0 +1,112 @@
+"""SQLite specifics: settings, migrations, and the plans of the hot queries."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from coord.errors import CoordError
+from coord.storage.sqlite import SQLiteStorage, _migrations
+
+
+def test_connection_settings(tmp_path: Path) -> None:
+    storage = SQLiteStorage(tmp_path / "board.db")
+    conn = storage._conn()
+    assert conn.isolation_level is None  # no implicit BEGIN from the stdlib module
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    storage.close()
+
+
+def test_migrations_are_recorded_and_reopening_applies_nothing(tmp_path: Path) -> None:
+    SQLiteStorage(tmp_path / "board.db").close()
+    storage = SQLiteStorage(tmp_path / "board.db")
+    rows = storage._conn().execute("SELECT version, name FROM schema_migrations").fetchall()
+    assert [(v, n) for v, n, _ in _migrations()] == rows
+    assert storage.schema_version() == len(rows) >= 1
+    storage.close()
+
+
+def test_a_board_from_a_newer_release_is_refused(tmp_path: Path) -> None:
+    SQLiteStorage(tmp_path / "board.db").close()
+    conn = sqlite3.connect(tmp_path / "board.db")
+    conn.execute("INSERT INTO schema_migrations VALUES (999, 'future', 0)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(CoordError, match="newer coord"):
+        SQLiteStorage(tmp_path / "board.db")
+
+
+def _plan(conn: sqlite3.Connection, sql: str, params: list) -> str:
+    return "\n".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+
+
+def _seed(storage: SQLiteStorage, count: int, state: str, now: float) -> None:
+    lease = now + 3600 if state == "claimed" else None
+    closed = now if state == "done" else None
+    who = "w" if state == "claimed" else None
+    conn = storage._conn()
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO items (kind, title, priority, state, created_by, claimed_by, "
+        "lease_expires_at, created_at, updated_at, closed_at) "
+        "VALUES ('task', 'x', 2, ?, 'h', ?, ?, ?, ?, ?)",
+        [(state, who, lease, now, now, closed)] * count,
+    )
+    conn.execute("COMMIT")
+
+
+def _next_claimable_work(storage: SQLiteStorage, now: float) -> tuple[int | None, int, list[str]]:
+    """(result, SQLite VM steps, SQL run) of one next_claimable call."""
+    conn = storage._conn()
+    steps, traced = [0], []
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    conn.set_progress_handler(count, 1)
+    conn.set_trace_callback(traced.append)
+    with storage.read() as tx:
+        found = tx.next_claimable(now, ("task",), None)
+    conn.set_progress_handler(None, 1)
+    conn.set_trace_callback(None)
+    return found, steps[0], [s for s in traced if s.lstrip().startswith("SELECT")]
+
+
+def test_claim_next_does_not_read_done_or_live_claimed_rows(tmp_path: Path) -> None:
+    """The work of claim-next stays the same however many done and claimed rows pile up."""
+    now = time.time()
+    storage = SQLiteStorage(tmp_path / "board.db")
+    _seed(storage, 5, "pending", now)
+    _seed(storage, 100, "done", now)
+    _seed(storage, 100, "claimed", now)
+    small = _next_claimable_work(storage, now)
+    _seed(storage, 20_000, "done", now)
+    _seed(storage, 20_000, "claimed", now)
+    storage._conn().execute("ANALYZE")
+    large = _next_claimable_work(storage, now)
+    assert small[0] == large[0] == 1
+    assert large[1] == small[1]  # counted in VM instructions, not time
+    for sql in large[2]:
+        plan = _plan(storage._conn(), sql, [])  # traced SQL has its values bound
+        lines = [line for line in plan.splitlines() if " items " in f" {line} "]
+        assert lines and all("items_pending" in ln or "items_claimed_lease" in ln
+                             for ln in lines), plan
+    storage.close()
+
+
+def test_unreadable_labels_column_is_never_written(tmp_path: Path) -> None:
+    storage = SQLiteStorage(tmp_path / "board.db")
+    with storage.write() as tx:
+        item_id = tx.insert_item(kind="task", title="t", body="", priority=2, labels=("a", "b"),
+                                 created_by="h", recipient=None, now=1.0)
+    raw = storage._conn().execute("SELECT labels FROM items WHERE id = ?", (item_id,)).fetchone()
+    assert json.loads(raw[0]) == ["a", "b"]
+    storage.close()

@@ -1,0 +1,183 @@
+"""The storage contract: every backend runs this same suite (SQLite today).
+
+A new backend (PostgreSQL) is added to ``BACKENDS`` and must pass unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from coord.storage.base import ItemQuery, Storage, WriteTx
+from coord.storage.sqlite import SQLiteStorage
+
+BACKENDS: dict[str, Callable[[Path], Storage]] = {
+    "sqlite": lambda tmp: SQLiteStorage(tmp / "board.db"),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
+    s = BACKENDS[request.param](tmp_path)
+    yield s
+    s.close()
+
+
+def _add(tx: WriteTx, title: str = "t", priority: int = 2, kind: str = "task",
+         labels: tuple[str, ...] = (), now: float = 100.0) -> int:
+    return tx.insert_item(kind=kind, title=title, body="", priority=priority, labels=labels,
+                          created_by="me", recipient=None, now=now)
+
+
+def test_inserted_item_reads_back_whole(storage: Storage) -> None:
+    with storage.write() as tx:
+        item_id = _add(tx, "hello", priority=1, kind="bug", labels=("auth", "ui"))
+    with storage.read() as tx:
+        item = tx.get_item(item_id)
+    assert item is not None
+    assert (item.title, item.priority, item.kind, item.labels) == ("hello", 1, "bug", ("auth", "ui"))
+    assert (item.state, item.fencing_token, item.claimed_by) == ("pending", 0, None)
+
+
+def test_ids_are_small_increasing_integers(storage: Storage) -> None:
+    with storage.write() as tx:
+        ids = [_add(tx) for _ in range(3)]
+    assert ids == [ids[0], ids[0] + 1, ids[0] + 2]
+    assert ids[0] == 1
+
+
+def test_update_is_compare_and_set_on_the_token(storage: Storage) -> None:
+    with storage.write() as tx:
+        item_id = _add(tx)
+        claim = {"state": "claimed", "claimed_by": "a", "fencing_token": 1,
+                 "lease_expires_at": 200.0}
+        assert tx.update_item(item_id, 0, claim)
+        # the same expected token again is stale now: nothing changes
+        assert not tx.update_item(item_id, 0, {**claim, "claimed_by": "b", "fencing_token": 1})
+    with storage.read() as tx:
+        item = tx.get_item(item_id)
+    assert item is not None and (item.claimed_by, item.fencing_token) == ("a", 1)
+
+
+def test_write_transaction_is_all_or_nothing(storage: Storage) -> None:
+    with pytest.raises(RuntimeError), storage.write() as tx:
+        _add(tx)
+        tx.append_event(at=1.0, agent="a", item_id=1, kind="created", details={})
+        raise RuntimeError("boom")
+    with storage.read() as tx:
+        assert tx.get_item(1) is None
+        assert tx.last_seq() == 0
+
+
+def test_schema_refuses_a_claim_without_lease(storage: Storage) -> None:
+    with storage.write() as tx:
+        item_id = _add(tx)
+    with pytest.raises(Exception, match="(?i)check"), storage.write() as tx:
+        tx.update_item(item_id, 0, {"state": "claimed", "claimed_by": "a"})
+
+
+def test_next_claimable_orders_by_priority_then_age(storage: Storage) -> None:
+    with storage.write() as tx:
+        low = _add(tx, priority=3)
+        high_old = _add(tx, priority=1)
+        _add(tx, priority=1)
+    with storage.read() as tx:
+        assert tx.next_claimable(0.0, ("task",), None) == high_old
+    with storage.write() as tx:
+        tx.update_item(high_old, 0, {"state": "done", "closed_at": 1.0})
+        tx.update_item(high_old + 1, 0, {"state": "cancelled", "closed_at": 1.0})
+    with storage.read() as tx:
+        assert tx.next_claimable(0.0, ("task",), None) == low
+
+
+def test_next_claimable_filters_kind_label_and_skips_unmet_deps(storage: Storage) -> None:
+    with storage.write() as tx:
+        dep = _add(tx, priority=4)
+        blocked = _add(tx, priority=0)
+        tx.add_deps(blocked, [dep])
+        bug = _add(tx, priority=3, kind="bug", labels=("ui",))
+    with storage.read() as tx:
+        assert tx.next_claimable(0.0, ("task",), None) == dep
+        assert tx.next_claimable(0.0, ("bug",), None) == bug
+        assert tx.next_claimable(0.0, ("task", "bug"), "ui") == bug
+        assert tx.next_claimable(0.0, ("task",), "nope") is None
+    with storage.write() as tx:
+        tx.update_item(dep, 0, {"state": "done", "closed_at": 1.0})
+    with storage.read() as tx:
+        assert tx.next_claimable(0.0, ("task",), None) == blocked
+        assert tx.get_item(blocked).blocked_by == ()  # type: ignore[union-attr]
+
+
+def test_next_claimable_finds_expired_leases_but_not_live_ones(storage: Storage) -> None:
+    with storage.write() as tx:
+        item_id = _add(tx)
+        tx.update_item(item_id, 0, {"state": "claimed", "claimed_by": "a", "fencing_token": 1,
+                                    "lease_expires_at": 50.0})
+    with storage.read() as tx:
+        assert tx.next_claimable(49.0, ("task",), None) is None
+        assert tx.next_claimable(50.0, ("task",), None) == item_id
+
+
+def test_list_items_filters(storage: Storage) -> None:
+    with storage.write() as tx:
+        a = _add(tx, labels=("x",))
+        b = _add(tx, kind="note")
+        tx.update_item(b, 0, {"state": "done", "closed_at": 1.0})
+    with storage.read() as tx:
+        assert [i.id for i in tx.list_items(ItemQuery())] == [a, b]
+        assert [i.id for i in tx.list_items(ItemQuery(state="open"))] == [a]
+        assert [i.id for i in tx.list_items(ItemQuery(state="done"))] == [b]
+        assert [i.id for i in tx.list_items(ItemQuery(label="x"))] == [a]
+        assert [i.id for i in tx.list_items(ItemQuery(kinds=("note",)))] == [b]
+        assert [i.id for i in tx.list_items(ItemQuery(after_id=a))] == [b]
+        assert [i.id for i in tx.list_items(ItemQuery(claimable_at=0.0))] == [a]
+
+
+def test_events_are_gapless_and_readable_by_item(storage: Storage) -> None:
+    with storage.write() as tx:
+        seqs = [tx.append_event(at=float(n), agent="a", item_id=n % 2, kind="k",
+                                details={"n": n}) for n in range(6)]
+    assert seqs == list(range(1, 7))
+    with storage.read() as tx:
+        assert [e.details["n"] for e in tx.events_after(2, 10)] == [2, 3, 4, 5]
+        assert [e.seq for e in tx.events_after(0, 10, item_id=1)] == [2, 4, 6]
+        assert tx.last_seq() == 6
+
+
+def test_event_log_is_append_only(storage: Storage) -> None:
+    with storage.write() as tx:
+        tx.append_event(at=1.0, agent="a", item_id=None, kind="k", details={})
+    with pytest.raises(Exception, match="append-only"), storage.write() as tx:
+        tx.conn.execute("DELETE FROM events")  # type: ignore[attr-defined]
+
+
+def test_deps_and_existing_ids(storage: Storage) -> None:
+    with storage.write() as tx:
+        a, b, c = _add(tx), _add(tx), _add(tx)
+        tx.add_deps(c, [a, b])
+        tx.add_deps(c, [a])  # idempotent
+        tx.remove_deps(c, [b])
+    with storage.read() as tx:
+        assert tx.deps_of([a, c]) == {c: [a]}
+        assert tx.existing_ids([a, 99]) == {a}
+
+
+def test_acks_replies_agents_and_inbox_cursor(storage: Storage) -> None:
+    with storage.write() as tx:
+        item_id = _add(tx)
+        assert tx.add_ack(item_id, "b", 1.0)
+        assert not tx.add_ack(item_id, "b", 2.0)
+        tx.add_reply(item_id, "b", "hi", 3.0)
+        tx.touch_agent("b", 3.0)
+        tx.touch_agent("b", 4.0)
+        tx.set_inbox_cursor("b", 7, 4.0)
+        tx.set_inbox_cursor("b", 5, 4.0)  # never moves back
+    with storage.read() as tx:
+        assert tx.acks(item_id) == [("b", 1.0)]
+        assert [(r.author, r.body) for r in tx.replies(item_id)] == [("b", "hi")]
+        agents = tx.agents()
+        assert [(a.name, a.first_seen, a.last_seen) for a in agents] == [("b", 3.0, 4.0)]
+        assert tx.inbox_cursor("b") == 7
+        assert tx.inbox_cursor("nobody") == 0
