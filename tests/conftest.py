@@ -86,8 +86,14 @@ class Daemon:
         return self
 
     def request(
-        self, method: str, path: str, body: Any = None, *, token: str | None = "default",
-        raw: bytes | None = None, headers: dict[str, str] | None = None,
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = "default",
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
         data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
         req = urllib.request.Request(self.url + path, data=data, method=method)
@@ -129,7 +135,10 @@ def daemon(board_dir: Path) -> Iterator[Daemon]:
 
 
 def run_cli(
-    *args: str, board_dir: Path, agent: str | None = None, input: str | None = None,
+    *args: str,
+    board_dir: Path,
+    agent: str | None = None,
+    input: str | None = None,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The real `coord` command as a fresh process."""
@@ -139,5 +148,9 @@ def run_cli(
         full_env["COORD_AGENT"] = agent
     return subprocess.run(
         [sys.executable, "-m", "coord", *args],
-        env=full_env, capture_output=True, text=True, input=input, timeout=60,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=60,
     )

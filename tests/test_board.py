@@ -300,7 +300,7 @@ def test_import_links_refs_and_refuses_cycles_whole(board: Board) -> None:
             created_by="h",
         )
     assert board.last_seq() == before
-    assert len(board.list(state=None)) == 2
+    assert len(board.list_items(state=None)) == 2
 
 
 def test_import_is_all_or_nothing_on_bad_entries(board: Board) -> None:
@@ -310,7 +310,7 @@ def test_import_is_all_or_nothing_on_bad_entries(board: Board) -> None:
         board.import_items([{"title": "ok", "prio": 1}], created_by="h")
     with pytest.raises(errors.NotFound, match="unknown dependency 99"):
         board.import_items([{"title": "ok", "deps": [99]}], created_by="h")
-    assert board.list() == [] and board.last_seq() == 0
+    assert board.list_items() == [] and board.last_seq() == 0
 
 
 # --- talking, agents, events ---------------------------------------------------------------
@@ -368,8 +368,16 @@ def test_every_change_appends_exactly_one_event(board: Board, clock: Clock) -> N
     events = board.events()
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert [e.kind for e in events] == [
-        "created", "created", "claimed", "heartbeat", "edited", "reply", "released",
-        "claimed", "done", "cancelled",
+        "created",
+        "created",
+        "claimed",
+        "heartbeat",
+        "edited",
+        "reply",
+        "released",
+        "claimed",
+        "done",
+        "cancelled",
     ]
 
 
@@ -397,7 +405,7 @@ def test_state_can_be_explained_from_the_log(board: Board, clock: Clock) -> None
             replay[e.item_id] = ("done", e.agent)
         elif e.kind == "cancelled":
             replay[e.item_id] = ("cancelled", None)
-    actual = {i.id: (i.state, i.claimed_by) for i in board.list()}
+    actual = {i.id: (i.state, i.claimed_by) for i in board.list_items()}
     assert replay == actual
 
 
@@ -424,7 +432,7 @@ def test_state_can_be_explained_from_the_log(board: Board, clock: Clock) -> None
 )
 def test_bad_input_is_named_and_changes_nothing(board: Board, call, error: str) -> None:  # type: ignore[no-untyped-def]
     board.add("existing", created_by="h")
-    before = (board.list(), board.last_seq())
+    before = (board.list_items(), board.last_seq())
     with pytest.raises(errors.InvalidInput, match=error):
         call(board)
-    assert (board.list(), board.last_seq()) == before
+    assert (board.list_items(), board.last_seq()) == before

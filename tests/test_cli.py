@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import Daemon, run_cli
 
 
@@ -21,8 +22,9 @@ def cli_json(*args: str, board_dir: Path, agent: str | None = None) -> tuple[int
 
 def test_add_claim_conflict_done_through_the_cli(daemon: Daemon) -> None:
     bd = daemon.board_dir
-    code, added = cli_json("add", "Fix login", "--kind", "bug", "--priority", "1",
-                           "--label", "auth", board_dir=bd)
+    code, added = cli_json(
+        "add", "Fix login", "--kind", "bug", "--priority", "1", "--label", "auth", board_dir=bd
+    )
     assert code == 0 and added["id"] == 1 and added["labels"] == ["auth"]
 
     code, won = cli_json("claim", "1", board_dir=bd, agent="a")
@@ -108,9 +110,10 @@ def test_reply_inbox_agents_and_log(daemon: Daemon) -> None:
     run_cli("add", "mine", board_dir=bd, agent="me")
     run_cli("reply", "1", "please", "look", "@me", board_dir=bd, agent="you")
     code, inbox = cli_json("inbox", board_dir=bd, agent="me")
+    assert code == 0
     assert [e["kind"] for e in inbox["events"]] == ["reply"]
     assert cli_json("inbox", board_dir=bd, agent="me")[1]["events"] == []
-    code, agents = cli_json("agents", board_dir=bd)
+    _code, agents = cli_json("agents", board_dir=bd)
     assert {a["name"] for a in agents["agents"]} == {"me", "you"}
     log = run_cli("log", board_dir=bd)
     assert log.returncode == 0
@@ -119,8 +122,12 @@ def test_reply_inbox_agents_and_log(daemon: Daemon) -> None:
 
 def test_log_follow_streams_new_events(daemon: Daemon) -> None:
     env = {**os.environ, "COORD_DIR": str(daemon.board_dir)}
-    follower = subprocess.Popen([sys.executable, "-m", "coord", "log", "--follow", "--json"],
-                                env=env, stdout=subprocess.PIPE, text=True)
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "coord", "log", "--follow", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         run_cli("add", "streamed", board_dir=daemon.board_dir)
         assert follower.stdout is not None
@@ -132,9 +139,13 @@ def test_log_follow_streams_new_events(daemon: Daemon) -> None:
 
 
 def test_no_board_is_a_clear_error(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "coord", "ls"], cwd=tmp_path,
-                            env={k: v for k, v in os.environ.items() if k != "COORD_DIR"},
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "coord", "ls"],
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "COORD_DIR"},
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1
     assert "coord init" in result.stderr and "Traceback" not in result.stderr
 
@@ -146,8 +157,13 @@ def test_init_at_git_root_is_idempotent_and_keeps_the_token_private(tmp_path: Pa
     env = {k: v for k, v in os.environ.items() if k != "COORD_DIR"}
 
     def init() -> dict:
-        r = subprocess.run([sys.executable, "-m", "coord", "init", "--json"], cwd=sub, env=env,
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "coord", "init", "--json"],
+            cwd=sub,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)
 
@@ -160,9 +176,28 @@ def test_init_at_git_root_is_idempotent_and_keeps_the_token_private(tmp_path: Pa
 
 
 def test_help_lists_every_command() -> None:
-    result = subprocess.run([sys.executable, "-m", "coord", "--help"], capture_output=True,
-                            text=True)
-    for command in ("init", "serve", "stop", "add", "import", "ls", "show", "edit", "cancel",
-                    "claim", "next", "heartbeat", "release", "done", "reply", "ack", "inbox",
-                    "agents", "log"):
+    result = subprocess.run(
+        [sys.executable, "-m", "coord", "--help"], capture_output=True, text=True
+    )
+    for command in (
+        "init",
+        "serve",
+        "stop",
+        "add",
+        "import",
+        "ls",
+        "show",
+        "edit",
+        "cancel",
+        "claim",
+        "next",
+        "heartbeat",
+        "release",
+        "done",
+        "reply",
+        "ack",
+        "inbox",
+        "agents",
+        "log",
+    ):
         assert f"    {command}" in result.stdout, command

@@ -45,8 +45,11 @@ def test_add_list_show(api: TestClient) -> None:
 
 
 def test_import_returns_ids(api: TestClient) -> None:
-    r = api.post("/v1/items:import?agent=h", json=[{"title": "a", "ref": "a"}, {"title": "b", "deps": ["a"]}],
-                 headers=AUTH)
+    r = api.post(
+        "/v1/items:import?agent=h",
+        json=[{"title": "a", "ref": "a"}, {"title": "b", "deps": ["a"]}],
+        headers=AUTH,
+    )
     assert r.status_code == 201
     assert r.json() == {"ids": [1, 2]}
     assert api.get("/v1/items/2").json()["blocked_by"] == [1]
@@ -65,8 +68,14 @@ def test_claim_conflict_and_lease_lost_bodies(api: TestClient) -> None:
     assert lost.json()["lease_expires_at"] == body["lease_expires_at"]
     stale = post(api, "/v1/items/1/done", {"agent": "a", "token": body["token"] + 1})
     assert stale.status_code == 409 and stale.json()["error"] == "lease_lost"
-    assert post(api, "/v1/items/1/heartbeat", {"agent": "a", "token": body["token"]}).status_code == 200
-    assert post(api, "/v1/items/1/done", {"agent": "a", "token": body["token"]}).json()["state"] == "done"
+    assert (
+        post(api, "/v1/items/1/heartbeat", {"agent": "a", "token": body["token"]}).status_code
+        == 200
+    )
+    assert (
+        post(api, "/v1/items/1/done", {"agent": "a", "token": body["token"]}).json()["state"]
+        == "done"
+    )
 
 
 def test_claim_next_nothing_ready_is_404(api: TestClient) -> None:
@@ -93,28 +102,62 @@ def test_events_after_sequence(api: TestClient) -> None:
         ("post", "/v1/items", {"json": ["a"]}, 422, "invalid_input"),
         ("post", "/v1/items", {"json": {"agent": "h"}}, 422, "invalid_input"),
         ("post", "/v1/items", {"json": {"agent": "h", "title": 5}}, 422, "invalid_input"),
-        ("post", "/v1/items", {"json": {"agent": "h", "title": "x", "priority": "high"}}, 422,
-         "invalid_input"),
-        ("post", "/v1/items", {"json": {"agent": "h", "title": "x", "colour": 1}}, 422,
-         "invalid_input"),
-        ("post", "/v1/items", {"json": {"agent": "h", "title": "x", "deps": [99]}}, 404,
-         "not_found"),
+        (
+            "post",
+            "/v1/items",
+            {"json": {"agent": "h", "title": "x", "priority": "high"}},
+            422,
+            "invalid_input",
+        ),
+        (
+            "post",
+            "/v1/items",
+            {"json": {"agent": "h", "title": "x", "colour": 1}},
+            422,
+            "invalid_input",
+        ),
+        (
+            "post",
+            "/v1/items",
+            {"json": {"agent": "h", "title": "x", "deps": [99]}},
+            404,
+            "not_found",
+        ),
         ("post", "/v1/items", {"json": {"agent": "h", "title": "x" * 400}}, 413, "too_large"),
-        ("post", "/v1/items", {"content": b'{"agent":"h","title":"' + b"x" * MAX_BODY + b'"}'},
-         413, "too_large"),
+        (
+            "post",
+            "/v1/items",
+            {"content": b'{"agent":"h","title":"' + b"x" * MAX_BODY + b'"}'},
+            413,
+            "too_large",
+        ),
         ("post", "/v1/items/1/claim", {"json": {}}, 422, "invalid_input"),
-        ("post", "/v1/items/1/claim", {"json": {"agent": "a", "lease_seconds": "soon"}}, 422,
-         "invalid_input"),
-        ("post", "/v1/items/1/claim", {"json": {"agent": "a", "lease_seconds": -5}}, 422,
-         "invalid_input"),
+        (
+            "post",
+            "/v1/items/1/claim",
+            {"json": {"agent": "a", "lease_seconds": "soon"}},
+            422,
+            "invalid_input",
+        ),
+        (
+            "post",
+            "/v1/items/1/claim",
+            {"json": {"agent": "a", "lease_seconds": -5}},
+            422,
+            "invalid_input",
+        ),
         ("post", "/v1/items/abc/claim", {"json": {"agent": "a"}}, 422, "invalid_input"),
         ("post", "/v1/items/77/claim", {"json": {"agent": "a"}}, 404, "not_found"),
         ("post", "/v1/items/1/done", {"json": {"agent": "a"}}, 422, "invalid_input"),
         ("post", "/v1/items/1/done", {"json": {"agent": "a", "token": 1}}, 409, "lease_lost"),
-        ("post", "/v1/items/1/replies", {"json": {"agent": "a", "body": ""}}, 422,
-         "invalid_input"),
-        ("patch", "/v1/items/1", {"json": {"agent": "a", "add_deps": [1]}}, 422,
-         "dependency_cycle"),
+        ("post", "/v1/items/1/replies", {"json": {"agent": "a", "body": ""}}, 422, "invalid_input"),
+        (
+            "patch",
+            "/v1/items/1",
+            {"json": {"agent": "a", "add_deps": [1]}},
+            422,
+            "dependency_cycle",
+        ),
         ("post", "/v1/items:import", {"json": {"agent": "h", "items": []}}, 422, "invalid_input"),
         ("get", "/v1/items", {"params": {"state": "lost"}}, 422, "invalid_input"),
         ("get", "/v1/items", {"params": {"limit": "many"}}, 422, "invalid_input"),
@@ -136,8 +179,9 @@ def test_bad_input_gets_status_and_message_and_changes_nothing(
     assert snapshot(api) == before
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"},
-                                     {"Authorization": "Basic dGVzdA=="}])
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic dGVzdA=="}]
+)
 def test_writes_need_the_token(api: TestClient, headers: dict[str, str]) -> None:
     before = snapshot(api)
     r = api.post("/v1/items", json={"agent": "h", "title": "x"}, headers=headers)
@@ -167,11 +211,10 @@ def test_openapi_documents_every_route_and_nothing_else(api: TestClient) -> None
         (route.path, method.lower())
         for route in app.routes  # type: ignore[attr-defined]
         if isinstance(route, Route)
-        for method in (route.methods or ()) if method != "HEAD"
+        for method in (route.methods or ())
+        if method != "HEAD"
     }
-    documented = {
-        (path, method) for path, ops in OPENAPI["paths"].items() for method in ops
-    }
+    documented = {(path, method) for path, ops in OPENAPI["paths"].items() for method in ops}
     assert served == documented
     assert api.get("/openapi.json").json()["openapi"].startswith("3.")
 
@@ -181,8 +224,9 @@ def test_internal_errors_are_500_without_traceback(tmp_path: Path) -> None:
     board.storage.close()
     (tmp_path / ".coord" / "board.db").unlink()
     (tmp_path / ".coord" / "board.db").mkdir()  # the database is now unusable
-    with TestClient(create_app(board, TOKEN), base_url="http://127.0.0.1",
-                    raise_server_exceptions=False) as client:
+    with TestClient(
+        create_app(board, TOKEN), base_url="http://127.0.0.1", raise_server_exceptions=False
+    ) as client:
         r = client.get("/v1/items")
     assert r.status_code == 500
     assert r.json()["error"] == "internal"

@@ -97,16 +97,25 @@ def test_claim_next_does_not_read_done_or_live_claimed_rows(tmp_path: Path) -> N
     for sql in large[2]:
         plan = _plan(storage._conn(), sql, [])  # traced SQL has its values bound
         lines = [line for line in plan.splitlines() if " items " in f" {line} "]
-        assert lines and all("items_pending" in ln or "items_claimed_lease" in ln
-                             for ln in lines), plan
+        assert lines and all(
+            "items_pending" in ln or "items_claimed_lease" in ln for ln in lines
+        ), plan
     storage.close()
 
 
 def test_unreadable_labels_column_is_never_written(tmp_path: Path) -> None:
     storage = SQLiteStorage(tmp_path / "board.db")
     with storage.write() as tx:
-        item_id = tx.insert_item(kind="task", title="t", body="", priority=2, labels=("a", "b"),
-                                 created_by="h", recipient=None, now=1.0)
+        item_id = tx.insert_item(
+            kind="task",
+            title="t",
+            body="",
+            priority=2,
+            labels=("a", "b"),
+            created_by="h",
+            recipient=None,
+            now=1.0,
+        )
     raw = storage._conn().execute("SELECT labels FROM items WHERE id = ?", (item_id,)).fetchone()
     assert json.loads(raw[0]) == ["a", "b"]
     storage.close()

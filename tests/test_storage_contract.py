@@ -25,10 +25,24 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]
     s.close()
 
 
-def _add(tx: WriteTx, title: str = "t", priority: int = 2, kind: str = "task",
-         labels: tuple[str, ...] = (), now: float = 100.0) -> int:
-    return tx.insert_item(kind=kind, title=title, body="", priority=priority, labels=labels,
-                          created_by="me", recipient=None, now=now)
+def _add(
+    tx: WriteTx,
+    title: str = "t",
+    priority: int = 2,
+    kind: str = "task",
+    labels: tuple[str, ...] = (),
+    now: float = 100.0,
+) -> int:
+    return tx.insert_item(
+        kind=kind,
+        title=title,
+        body="",
+        priority=priority,
+        labels=labels,
+        created_by="me",
+        recipient=None,
+        now=now,
+    )
 
 
 def test_inserted_item_reads_back_whole(storage: Storage) -> None:
@@ -37,7 +51,12 @@ def test_inserted_item_reads_back_whole(storage: Storage) -> None:
     with storage.read() as tx:
         item = tx.get_item(item_id)
     assert item is not None
-    assert (item.title, item.priority, item.kind, item.labels) == ("hello", 1, "bug", ("auth", "ui"))
+    assert (item.title, item.priority, item.kind, item.labels) == (
+        "hello",
+        1,
+        "bug",
+        ("auth", "ui"),
+    )
     assert (item.state, item.fencing_token, item.claimed_by) == ("pending", 0, None)
 
 
@@ -51,8 +70,12 @@ def test_ids_are_small_increasing_integers(storage: Storage) -> None:
 def test_update_is_compare_and_set_on_the_token(storage: Storage) -> None:
     with storage.write() as tx:
         item_id = _add(tx)
-        claim = {"state": "claimed", "claimed_by": "a", "fencing_token": 1,
-                 "lease_expires_at": 200.0}
+        claim = {
+            "state": "claimed",
+            "claimed_by": "a",
+            "fencing_token": 1,
+            "lease_expires_at": 200.0,
+        }
         assert tx.update_item(item_id, 0, claim)
         # the same expected token again is stale now: nothing changes
         assert not tx.update_item(item_id, 0, {**claim, "claimed_by": "b", "fencing_token": 1})
@@ -74,7 +97,7 @@ def test_write_transaction_is_all_or_nothing(storage: Storage) -> None:
 def test_schema_refuses_a_claim_without_lease(storage: Storage) -> None:
     with storage.write() as tx:
         item_id = _add(tx)
-    with pytest.raises(Exception, match="(?i)check"), storage.write() as tx:
+    with pytest.raises(Exception, match=r"(?i)check"), storage.write() as tx:
         tx.update_item(item_id, 0, {"state": "claimed", "claimed_by": "a"})
 
 
@@ -113,8 +136,11 @@ def test_next_claimable_filters_kind_label_and_skips_unmet_deps(storage: Storage
 def test_next_claimable_finds_expired_leases_but_not_live_ones(storage: Storage) -> None:
     with storage.write() as tx:
         item_id = _add(tx)
-        tx.update_item(item_id, 0, {"state": "claimed", "claimed_by": "a", "fencing_token": 1,
-                                    "lease_expires_at": 50.0})
+        tx.update_item(
+            item_id,
+            0,
+            {"state": "claimed", "claimed_by": "a", "fencing_token": 1, "lease_expires_at": 50.0},
+        )
     with storage.read() as tx:
         assert tx.next_claimable(49.0, ("task",), None) is None
         assert tx.next_claimable(50.0, ("task",), None) == item_id
@@ -137,8 +163,10 @@ def test_list_items_filters(storage: Storage) -> None:
 
 def test_events_are_gapless_and_readable_by_item(storage: Storage) -> None:
     with storage.write() as tx:
-        seqs = [tx.append_event(at=float(n), agent="a", item_id=n % 2, kind="k",
-                                details={"n": n}) for n in range(6)]
+        seqs = [
+            tx.append_event(at=float(n), agent="a", item_id=n % 2, kind="k", details={"n": n})
+            for n in range(6)
+        ]
     assert seqs == list(range(1, 7))
     with storage.read() as tx:
         assert [e.details["n"] for e in tx.events_after(2, 10)] == [2, 3, 4, 5]

@@ -146,9 +146,7 @@ class Board:
             wanted = {d for e in checked for d in e["deps"] if isinstance(d, int)}
             missing = sorted(wanted - tx.existing_ids(wanted))
             if missing:
-                raise NotFound(
-                    f"unknown dependency {_ids(missing)}: no such item", missing=missing
-                )
+                raise NotFound(f"unknown dependency {_ids(missing)}: no such item", missing=missing)
             ids = [
                 tx.insert_item(
                     kind=e["kind"],
@@ -204,7 +202,7 @@ class Board:
             "history": [e.to_dict() for e in history],
         }
 
-    def list(
+    def list_items(
         self,
         *,
         state: str | None = None,
@@ -295,8 +293,15 @@ class Board:
             item = _require(tx, item_id)
             _ensure_holder(item, agent, token, now)
             expires = now + lease
-            self._change(tx, item, {"lease_expires_at": expires}, agent, "heartbeat", now,
-                         {"token": token, "lease_expires_at": iso(expires)})
+            self._change(
+                tx,
+                item,
+                {"lease_expires_at": expires},
+                agent,
+                "heartbeat",
+                now,
+                {"token": token, "lease_expires_at": iso(expires)},
+            )
             return Claim(_require(tx, item_id), agent, token, expires)
 
     def release(self, item_id: Any, *, agent: str, token: Any, reason: str = "") -> Item:
@@ -307,8 +312,15 @@ class Board:
             item = _require(tx, item_id)
             _ensure_holder(item, agent, token, now)
             changes = {"state": "pending", "claimed_by": None, "lease_expires_at": None}
-            self._change(tx, item, changes, agent, "released", now,
-                         {"token": token, "reason": model.check_body(reason)})
+            self._change(
+                tx,
+                item,
+                changes,
+                agent,
+                "released",
+                now,
+                {"token": token, "reason": model.check_body(reason)},
+            )
             return _require(tx, item_id)
 
     def done(self, item_id: Any, *, agent: str, token: Any, summary: str = "") -> Item:
@@ -319,8 +331,15 @@ class Board:
             item = _require(tx, item_id)
             _ensure_holder(item, agent, token, now)
             changes = {"state": "done", "lease_expires_at": None, "closed_at": now}
-            self._change(tx, item, changes, agent, "done", now,
-                         {"token": token, "summary": model.check_body(summary)})
+            self._change(
+                tx,
+                item,
+                changes,
+                agent,
+                "done",
+                now,
+                {"token": token, "summary": model.check_body(summary)},
+            )
             return _require(tx, item_id)
 
     # --- editing ---------------------------------------------------------------------------
@@ -352,7 +371,9 @@ class Board:
             changes["labels"] = model.check_labels(labels)
         adding, removing = model.check_deps(add_deps), model.check_deps(remove_deps)
         if not changes and not adding and not removing:
-            raise InvalidInput("nothing to change: give a new title, body, priority, labels or deps")
+            raise InvalidInput(
+                "nothing to change: give a new title, body, priority, labels or deps"
+            )
         with self.storage.write() as tx:
             now = self.now()
             item = _require(tx, item_id)
@@ -362,7 +383,9 @@ class Board:
                 raise NotFound(f"unknown dependency {_ids(missing)}: no such item", missing=missing)
             self._link(tx, item_id, adding)
             tx.remove_deps(item_id, removing)
-            details: dict[str, Any] = {k: list(v) if k == "labels" else v for k, v in changes.items()}
+            details: dict[str, Any] = {
+                k: list(v) if k == "labels" else v for k, v in changes.items()
+            }
             if adding:
                 details["added_deps"] = list(adding)
             if removing:
@@ -377,10 +400,15 @@ class Board:
             now = self.now()
             item = _require(tx, item_id)
             _ensure_editable(item, agent, token, now)
-            changes = {"state": "cancelled", "claimed_by": None, "lease_expires_at": None,
-                       "closed_at": now}
-            self._change(tx, item, changes, agent, "cancelled", now,
-                         {"reason": model.check_body(reason)})
+            changes = {
+                "state": "cancelled",
+                "claimed_by": None,
+                "lease_expires_at": None,
+                "closed_at": now,
+            }
+            self._change(
+                tx, item, changes, agent, "cancelled", now, {"reason": model.check_body(reason)}
+            )
             return _require(tx, item_id)
 
     # --- talking ---------------------------------------------------------------------------
@@ -396,9 +424,13 @@ class Board:
             _require(tx, item_id)
             reply_id = tx.add_reply(item_id, agent, body, now)
             mentions = sorted(set(_MENTION.findall(body)) - {agent})
-            tx.append_event(at=now, agent=agent, item_id=item_id, kind="reply",
-                            details={"reply_id": reply_id, "mentions": mentions,
-                                     "excerpt": body[:200]})
+            tx.append_event(
+                at=now,
+                agent=agent,
+                item_id=item_id,
+                kind="reply",
+                details={"reply_id": reply_id, "mentions": mentions, "excerpt": body[:200]},
+            )
             tx.touch_agent(agent, now)
             return Reply(reply_id, item_id, agent, body, now)
 
@@ -535,9 +567,7 @@ def _ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
             **facts,
         )
     if item.state == "claimed":
-        raise LeaseLost(
-            f"item {item.id} is held by {item.claimed_by}, not {agent}", **facts
-        )
+        raise LeaseLost(f"item {item.id} is held by {item.claimed_by}, not {agent}", **facts)
     raise LeaseLost(
         f"item {item.id} is {item.state}; claim {token} is no longer live"
         + (f" (claim it again: `coord claim {item.id}`)" if item.state == "pending" else ""),
@@ -547,8 +577,9 @@ def _ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
 
 def _ensure_editable(item: Item, agent: str, token: Any, now: float) -> None:
     if item.state in ("done", "cancelled"):
-        raise NotClaimable(f"item {item.id} is {item.state}; it can no longer change",
-                           id=item.id, state=item.state)
+        raise NotClaimable(
+            f"item {item.id} is {item.state}; it can no longer change", id=item.id, state=item.state
+        )
     if item.lease_live(now):
         if token is None:
             raise LeaseLost(
@@ -577,10 +608,11 @@ def _path(tx: ReadTx, start: int, goal: int) -> list[int] | None:
                     frontier.append(dep)
     if goal not in parent:
         return None
-    path, node = [], goal
-    while node is not None:
-        path.append(node)
-        node = parent[node]
+    path: list[int] = []
+    step: int | None = goal
+    while step is not None:
+        path.append(step)
+        step = parent[step]
     return path[::-1]
 
 
@@ -614,8 +646,10 @@ def _check_entry(entry: Any, index: int, count: int) -> dict[str, Any]:
             "body": model.check_body(entry.get("body")),
             "to": model.check_agent(to) if to is not None else None,
             "ref": ref,
-            "deps": [d if isinstance(d, str) and not d.isdigit() else model.check_item_id(d)
-                     for d in deps],
+            "deps": [
+                d if isinstance(d, str) and not d.isdigit() else model.check_item_id(d)
+                for d in deps
+            ],
         }
     except InvalidInput as err:
         if count > 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -285,10 +286,8 @@ def check_lease(value: Any, default: float) -> float:
     if value is None:
         return default
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             value = float(value)
-        except ValueError:
-            pass
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInput("lease_seconds must be a number of seconds", field="lease_seconds")
     if not MIN_LEASE_SECONDS <= value <= MAX_LEASE_SECONDS:

@@ -94,12 +94,15 @@ class Client:
             url = self.daemon_url()
             if url is None:
                 if not self.autostart:
-                    raise DaemonUnavailable("no coord daemon is running: start one with `coord serve`")
+                    raise DaemonUnavailable(
+                        "no coord daemon is running: start one with `coord serve`"
+                    )
                 url = self._start_daemon()
             parts = urlsplit(url)
             self._host = parts.netloc
-            conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80,
-                                              timeout=self.timeout)
+            conn = http.client.HTTPConnection(
+                parts.hostname or "127.0.0.1", parts.port or 80, timeout=self.timeout
+            )
             try:
                 conn.connect()
             except OSError:
@@ -108,8 +111,9 @@ class Client:
                 url = self._start_daemon()
                 parts = urlsplit(url)
                 self._host = parts.netloc
-                conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80,
-                                                  timeout=self.timeout)
+                conn = http.client.HTTPConnection(
+                    parts.hostname or "127.0.0.1", parts.port or 80, timeout=self.timeout
+                )
             self._conn = conn
         return self._conn
 

@@ -156,8 +156,14 @@ def cmd_import(args: argparse.Namespace, ctx: Context) -> Result:
 
 def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
     state = None if args.all else (args.state or ("open" if not args.ready else None))
-    query = {"state": state, "ready": "true" if args.ready else None, "kind": args.kind,
-             "label": args.label, "limit": args.limit, "after": args.after}
+    query = {
+        "state": state,
+        "ready": "true" if args.ready else None,
+        "kind": args.kind,
+        "label": args.label,
+        "limit": args.limit,
+        "after": args.after,
+    }
     result = ctx.client.get("/v1/items?" + _query(query))
     return result, render.items_table(result["items"])
 
@@ -179,7 +185,9 @@ def cmd_edit(args: argparse.Namespace, ctx: Context) -> Result:
         body["add_deps"] = args.dep
     if args.no_dep:
         body["remove_deps"] = args.no_dep
-    token = args.token if args.token is not None else tokens.remembered(ctx.board_dir, agent, args.id)
+    token = (
+        args.token if args.token is not None else tokens.remembered(ctx.board_dir, agent, args.id)
+    )
     if token is not None:
         body["token"] = token
     item = ctx.client.call("PATCH", f"/v1/items/{args.id}", body)
@@ -189,7 +197,9 @@ def cmd_edit(args: argparse.Namespace, ctx: Context) -> Result:
 def cmd_cancel(args: argparse.Namespace, ctx: Context) -> Result:
     agent = ctx.agent(required=False)
     body: dict[str, Any] = {"agent": agent, "reason": args.reason}
-    token = args.token if args.token is not None else tokens.remembered(ctx.board_dir, agent, args.id)
+    token = (
+        args.token if args.token is not None else tokens.remembered(ctx.board_dir, agent, args.id)
+    )
     if token is not None:
         body["token"] = token
     item = ctx.client.post(f"/v1/items/{args.id}/cancel", body)
@@ -198,16 +208,19 @@ def cmd_cancel(args: argparse.Namespace, ctx: Context) -> Result:
 
 def cmd_claim(args: argparse.Namespace, ctx: Context) -> Result:
     agent = ctx.agent()
-    won = ctx.client.post(f"/v1/items/{args.id}/claim",
-                          {"agent": agent, "lease_seconds": args.lease})
+    won = ctx.client.post(
+        f"/v1/items/{args.id}/claim", {"agent": agent, "lease_seconds": args.lease}
+    )
     tokens.remember(ctx.board_dir, agent, won["id"], won["token"])
     return won, render.claim_line(won)
 
 
 def cmd_next(args: argparse.Namespace, ctx: Context) -> Result:
     agent = ctx.agent()
-    won = ctx.client.post("/v1/claim-next", {"agent": agent, "lease_seconds": args.lease,
-                                             "kind": args.kind, "label": args.label})
+    won = ctx.client.post(
+        "/v1/claim-next",
+        {"agent": agent, "lease_seconds": args.lease, "kind": args.kind, "label": args.label},
+    )
     tokens.remember(ctx.board_dir, agent, won["id"], won["token"])
     return won, render.claim_line(won)
 
@@ -215,8 +228,10 @@ def cmd_next(args: argparse.Namespace, ctx: Context) -> Result:
 def cmd_heartbeat(args: argparse.Namespace, ctx: Context) -> Result:
     agent = ctx.agent()
     token = ctx.token_for(args.id, agent)
-    claim = ctx.client.post(f"/v1/items/{args.id}/heartbeat",
-                            {"agent": agent, "token": token, "lease_seconds": args.lease})
+    claim = ctx.client.post(
+        f"/v1/items/{args.id}/heartbeat",
+        {"agent": agent, "token": token, "lease_seconds": args.lease},
+    )
     return claim, f"lease on {claim['id']} extended until {claim['lease_expires_at']}"
 
 
@@ -224,8 +239,9 @@ def _finish(args: argparse.Namespace, ctx: Context, action: str, extra: dict[str
     agent = ctx.agent()
     token = ctx.token_for(args.id, agent)
     try:
-        item = ctx.client.post(f"/v1/items/{args.id}/{action}",
-                               {"agent": agent, "token": token, **extra})
+        item = ctx.client.post(
+            f"/v1/items/{args.id}/{action}", {"agent": agent, "token": token, **extra}
+        )
     except CoordError as err:
         if err.code == "lease_lost":  # that claim is over for good: drop its token
             tokens.forget(ctx.board_dir, agent, args.id)
@@ -245,8 +261,10 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_reply(args: argparse.Namespace, ctx: Context) -> Result:
-    reply = ctx.client.post(f"/v1/items/{args.id}/replies",
-                            {"agent": ctx.agent(required=False), "body": " ".join(args.text)})
+    reply = ctx.client.post(
+        f"/v1/items/{args.id}/replies",
+        {"agent": ctx.agent(required=False), "body": " ".join(args.text)},
+    )
     return reply, f"replied on {reply['item_id']} (reply {reply['id']})"
 
 
@@ -273,11 +291,13 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
     after = args.after
     try:
         while True:
-            result = ctx.client.get("/v1/events?" + _query({**query, "after": after, "wait": 25}),
-                                    timeout=40)
+            result = ctx.client.get(
+                "/v1/events?" + _query({**query, "after": after, "wait": 25}), timeout=40
+            )
             for event in result["events"]:
-                print(json.dumps(event) if _json_mode(args) else render.event_line(event),
-                      flush=True)
+                print(
+                    json.dumps(event) if _json_mode(args) else render.event_line(event), flush=True
+                )
             after = result["last_seq"]
     except KeyboardInterrupt:
         return None, ""
@@ -288,10 +308,19 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print one JSON document (errors too)")
-    common.add_argument("--as", dest="agent", metavar="NAME", default=argparse.SUPPRESS,
-                        help="act as this agent (default: $COORD_AGENT)")
+    common.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print one JSON document (errors too)",
+    )
+    common.add_argument(
+        "--as",
+        dest="agent",
+        metavar="NAME",
+        default=argparse.SUPPRESS,
+        help="act as this agent (default: $COORD_AGENT)",
+    )
 
     parser = argparse.ArgumentParser(
         prog="coord",
@@ -316,8 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("serve", cmd_serve, "run the daemon (HTTP API) for this board")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default: any free port)")
-    p.add_argument("--log-level", default="warning",
-                   choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
 
     command("stop", cmd_stop, "stop this board's daemon")
 
@@ -326,8 +356,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="task", choices=["task", "bug", "note", "handoff"])
     p.add_argument("--priority", type=_priority, default=2, help="0 (highest) to 4; default 2")
     p.add_argument("--label", action="append", default=[], help="a label (repeatable)")
-    p.add_argument("--dep", action="append", type=_item_id, default=[], metavar="ID",
-                   help="an item this one waits on (repeatable)")
+    p.add_argument(
+        "--dep",
+        action="append",
+        type=_item_id,
+        default=[],
+        metavar="ID",
+        help="an item this one waits on (repeatable)",
+    )
     p.add_argument("--body", default="", help="the details")
     p.add_argument("--to", metavar="AGENT", help="address it to an agent (handoffs, notes)")
 
@@ -352,10 +388,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--body")
     p.add_argument("--priority", type=_priority)
     p.add_argument("--label", action="append", help="replace the labels (repeatable)")
-    p.add_argument("--dep", action="append", type=_item_id, default=[], metavar="ID",
-                   help="add a dependency")
-    p.add_argument("--no-dep", action="append", type=_item_id, default=[], metavar="ID",
-                   help="remove a dependency")
+    p.add_argument(
+        "--dep", action="append", type=_item_id, default=[], metavar="ID", help="add a dependency"
+    )
+    p.add_argument(
+        "--no-dep",
+        action="append",
+        type=_item_id,
+        default=[],
+        metavar="ID",
+        help="remove a dependency",
+    )
     p.add_argument("--token", type=_item_id, help="the claim's token (default: remembered)")
 
     p = command("cancel", cmd_cancel, "cancel an item")

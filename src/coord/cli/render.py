@@ -32,24 +32,39 @@ def items_table(items: Sequence[dict[str, Any]]) -> str:
         elif state == "pending" and item.get("blocked_by"):
             state = "blocked"
         holder = item["claimed_by"] if item["state"] == "claimed" else ""
-        rows.append((str(item["id"]), str(item["priority"]), item["kind"], state,
-                     holder or "", item["title"]))
+        rows.append(
+            (
+                str(item["id"]),
+                str(item["priority"]),
+                item["kind"],
+                state,
+                holder or "",
+                item["title"],
+            )
+        )
     return _table(rows)
 
 
 def item_detail(item: dict[str, Any]) -> str:
-    lines = [f"{item['id']}  {item['title']}",
-             f"  kind {item['kind']}, priority {item['priority']}, state {item['state']}"
-             + (f", held by {item['claimed_by']} until {item['lease_expires_at']}"
-                if item["state"] == "claimed" else ""),
-             f"  created by {item['created_by']} at {item['created_at']}"
-             + (f", to {item['to']}" if item.get("to") else "")]
+    lines = [
+        f"{item['id']}  {item['title']}",
+        f"  kind {item['kind']}, priority {item['priority']}, state {item['state']}"
+        + (
+            f", held by {item['claimed_by']} until {item['lease_expires_at']}"
+            if item["state"] == "claimed"
+            else ""
+        ),
+        f"  created by {item['created_by']} at {item['created_at']}"
+        + (f", to {item['to']}" if item.get("to") else ""),
+    ]
     if item["labels"]:
         lines.append("  labels: " + ", ".join(item["labels"]))
     if item["deps"]:
         waiting = set(item["blocked_by"])
-        lines.append("  depends on: " + ", ".join(
-            f"{d} (waiting)" if d in waiting else f"{d} (done)" for d in item["deps"]))
+        lines.append(
+            "  depends on: "
+            + ", ".join(f"{d} (waiting)" if d in waiting else f"{d} (done)" for d in item["deps"])
+        )
     if item["body"]:
         lines += ["", *("  " + line for line in item["body"].splitlines())]
     for reply in item.get("replies", []):
@@ -67,7 +82,9 @@ def event_line(event: dict[str, Any]) -> str:
     details = event.get("details") or {}
     extra = ""
     if event["kind"] in ("claimed", "takeover", "heartbeat"):
-        extra = f" token {details.get('token')} until {_short_time(details.get('lease_expires_at'))}"
+        extra = (
+            f" token {details.get('token')} until {_short_time(details.get('lease_expires_at'))}"
+        )
         if details.get("takeover_from"):
             extra += f" (from {details['takeover_from']})"
     elif event["kind"] == "created":
@@ -75,7 +92,9 @@ def event_line(event: dict[str, Any]) -> str:
     elif event["kind"] == "reply":
         extra = f" {details.get('excerpt', '')!r}"
     item = f" #{event['item_id']}" if event.get("item_id") is not None else ""
-    return f"{event['seq']:>6} {event['at']} {event.get('agent') or '-'} {event['kind']}{item}{extra}"
+    return (
+        f"{event['seq']:>6} {event['at']} {event.get('agent') or '-'} {event['kind']}{item}{extra}"
+    )
 
 
 def events_table(events: Sequence[dict[str, Any]], *, empty: str) -> str:
@@ -87,8 +106,14 @@ def agents_table(agents: Sequence[dict[str, Any]]) -> str:
         return "no agents yet"
     rows = [("AGENT", "ACTIVE", "LAST SEEN", "HOLDING")]
     for agent in agents:
-        rows.append((agent["name"], "yes" if agent["active"] else "no", agent["last_seen"],
-                     ", ".join(str(i) for i in agent["holding"]) or "-"))
+        rows.append(
+            (
+                agent["name"],
+                "yes" if agent["active"] else "no",
+                agent["last_seen"],
+                ", ".join(str(i) for i in agent["holding"]) or "-",
+            )
+        )
     return _table(rows)
 
 
@@ -110,6 +135,7 @@ def _table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
-        + "  " + row[-1]
+        + "  "
+        + row[-1]
         for row in rows
     )

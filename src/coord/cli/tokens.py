@@ -47,7 +47,10 @@ def remember(board_dir: Path, agent: str, item_id: int, token: int) -> None:
 
 
 def forget(board_dir: Path, agent: str, item_id: int) -> None:
-    _update(board_dir, agent, lambda tokens: tokens.pop(str(item_id), None))
+    def drop(tokens: dict[str, int]) -> None:
+        tokens.pop(str(item_id), None)
+
+    _update(board_dir, agent, drop)
 
 
 def agent_from_env() -> str | None:

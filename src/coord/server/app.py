@@ -13,6 +13,7 @@ timeout bounds the wait.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable
@@ -47,10 +48,8 @@ class Changes:
         self._event = asyncio.Event()
 
     async def wait(self, timeout: float) -> None:
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._event.wait(), timeout)
-        except TimeoutError:
-            pass
 
 
 def create_app(
@@ -97,8 +96,9 @@ def create_app(
         return JSONResponse(OPENAPI)
 
     async def add_item(request: Request) -> Response:
-        body = await _json_object(request, {"agent", "title", "kind", "priority", "labels",
-                                            "deps", "body", "to"})
+        body = await _json_object(
+            request, {"agent", "title", "kind", "priority", "labels", "deps", "body", "to"}
+        )
         entry = {k: v for k, v in body.items() if k != "agent"}
         ids = board.import_items([entry], created_by=_agent(body))
         return JSONResponse(board.get(ids[0]).to_dict(now()), status_code=201)
@@ -114,7 +114,7 @@ def create_app(
 
     async def list_items(request: Request) -> Response:
         q = request.query_params
-        items = board.list(
+        items = board.list_items(
             state=q.get("state") or None,
             ready=_flag(q.get("ready")),
             kind=q.get("kind") or None,
@@ -129,8 +129,10 @@ def create_app(
         return JSONResponse(board.show(request.path_params["id"]))
 
     async def edit_item(request: Request) -> Response:
-        body = await _json_object(request, {"agent", "token", "title", "body", "priority",
-                                            "labels", "add_deps", "remove_deps"})
+        body = await _json_object(
+            request,
+            {"agent", "token", "title", "body", "priority", "labels", "add_deps", "remove_deps"},
+        )
         item = board.edit(
             request.path_params["id"],
             agent=_agent(body),
@@ -146,39 +148,59 @@ def create_app(
 
     async def cancel_item(request: Request) -> Response:
         body = await _json_object(request, {"agent", "token", "reason"})
-        item = board.cancel(request.path_params["id"], agent=_agent(body),
-                            token=body.get("token"), reason=body.get("reason") or "")
+        item = board.cancel(
+            request.path_params["id"],
+            agent=_agent(body),
+            token=body.get("token"),
+            reason=body.get("reason") or "",
+        )
         return JSONResponse(item.to_dict(now()))
 
     async def claim(request: Request) -> Response:
         body = await _json_object(request, {"agent", "lease_seconds"})
-        won = board.claim(request.path_params["id"], agent=_agent(body),
-                          lease_seconds=body.get("lease_seconds"))
+        won = board.claim(
+            request.path_params["id"], agent=_agent(body), lease_seconds=body.get("lease_seconds")
+        )
         return JSONResponse(won.to_dict(now()))
 
     async def claim_next(request: Request) -> Response:
         body = await _json_object(request, {"agent", "lease_seconds", "kind", "label"})
-        won = board.claim_next(agent=_agent(body), kind=body.get("kind"),
-                               label=_optional_str(body, "label"),
-                               lease_seconds=body.get("lease_seconds"))
+        won = board.claim_next(
+            agent=_agent(body),
+            kind=body.get("kind"),
+            label=_optional_str(body, "label"),
+            lease_seconds=body.get("lease_seconds"),
+        )
         return JSONResponse(won.to_dict(now()))
 
     async def heartbeat(request: Request) -> Response:
         body = await _json_object(request, {"agent", "token", "lease_seconds"})
-        extended = board.heartbeat(request.path_params["id"], agent=_agent(body),
-                                   token=body.get("token"), lease_seconds=body.get("lease_seconds"))
+        extended = board.heartbeat(
+            request.path_params["id"],
+            agent=_agent(body),
+            token=body.get("token"),
+            lease_seconds=body.get("lease_seconds"),
+        )
         return JSONResponse(extended.to_dict(now()))
 
     async def release(request: Request) -> Response:
         body = await _json_object(request, {"agent", "token", "reason"})
-        item = board.release(request.path_params["id"], agent=_agent(body),
-                             token=body.get("token"), reason=body.get("reason") or "")
+        item = board.release(
+            request.path_params["id"],
+            agent=_agent(body),
+            token=body.get("token"),
+            reason=body.get("reason") or "",
+        )
         return JSONResponse(item.to_dict(now()))
 
     async def done(request: Request) -> Response:
         body = await _json_object(request, {"agent", "token", "summary"})
-        item = board.done(request.path_params["id"], agent=_agent(body),
-                          token=body.get("token"), summary=body.get("summary") or "")
+        item = board.done(
+            request.path_params["id"],
+            agent=_agent(body),
+            token=body.get("token"),
+            summary=body.get("summary") or "",
+        )
         return JSONResponse(item.to_dict(now()))
 
     async def reply(request: Request) -> Response:
@@ -194,14 +216,18 @@ def create_app(
 
     async def inbox(request: Request) -> Response:
         body = await _json_object(request, {"agent", "peek", "limit"})
-        events = board.inbox(_agent(body), peek=bool(body.get("peek")),
-                             limit=_int_param(body.get("limit"), "limit", 200))
+        events = board.inbox(
+            _agent(body),
+            peek=bool(body.get("peek")),
+            limit=_int_param(body.get("limit"), "limit", 200),
+        )
         return JSONResponse({"events": [e.to_dict() for e in events]})
 
     async def agents(request: Request) -> Response:
         t = now()
-        return JSONResponse({"agents": [a.to_dict(t, board.active_window_seconds)
-                                        for a in board.agents()]})
+        return JSONResponse(
+            {"agents": [a.to_dict(t, board.active_window_seconds) for a in board.agents()]}
+        )
 
     async def events(request: Request) -> Response:
         q = request.query_params
@@ -235,8 +261,11 @@ def create_app(
         Route("/openapi.json", endpoint(openapi), methods=["GET"]),
         Route("/v1/items", endpoint(add_item, write=True), methods=["POST"]),
         Route("/v1/items", endpoint(list_items), methods=["GET"]),
-        Route("/v1/items:import", endpoint(import_items, write=True, max_body=MAX_IMPORT_BODY),
-              methods=["POST"]),
+        Route(
+            "/v1/items:import",
+            endpoint(import_items, write=True, max_body=MAX_IMPORT_BODY),
+            methods=["POST"],
+        ),
         Route("/v1/items/{id}", endpoint(show_item), methods=["GET"]),
         Route("/v1/items/{id}", endpoint(edit_item, write=True), methods=["PATCH"]),
         Route("/v1/items/{id}/cancel", endpoint(cancel_item, write=True), methods=["POST"]),
@@ -265,8 +294,11 @@ def create_app(
     async def server_error(request: Request, exc: Exception) -> Response:
         # A bug of ours, not bad input: say so plainly and keep the details in the log.
         return JSONResponse(
-            {"error": "internal", "message": f"internal error: {type(exc).__name__}; "
-             "nothing was changed; see .coord/daemon.log and report it"},
+            {
+                "error": "internal",
+                "message": f"internal error: {type(exc).__name__}; "
+                "nothing was changed; see .coord/daemon.log and report it",
+            },
             status_code=500,
         )
 
@@ -288,7 +320,9 @@ def _check_host(request: Request) -> None:
     host = request.headers.get("host", "")
     name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
     if name not in LOOPBACK_HOSTS:
-        err = Unauthorized(f"requests must address the daemon as 127.0.0.1 or localhost, not {host!r}")
+        err = Unauthorized(
+            f"requests must address the daemon as 127.0.0.1 or localhost, not {host!r}"
+        )
         err.http_status = 403
         raise err
 
@@ -298,8 +332,7 @@ def _check_token(request: Request, expected: str) -> None:
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer" or not given:
         raise Unauthorized(
-            "writes need the header 'Authorization: Bearer <token>' with the token in "
-            ".coord/token"
+            "writes need the header 'Authorization: Bearer <token>' with the token in .coord/token"
         )
     if not hmac.compare_digest(given.strip().encode(), expected.encode()):
         raise Unauthorized("wrong token: use the one in this board's .coord/token")

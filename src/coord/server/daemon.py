@@ -47,7 +47,9 @@ def read_record(board_dir: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def serve(board_dir: Path, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
+def serve(
+    board_dir: Path, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
+) -> None:
     import uvicorn
 
     from coord.board import Board
@@ -61,7 +63,9 @@ def serve(board_dir: Path, host: str = "127.0.0.1", port: int = 0, log_level: st
     try:
         sock.bind((host, port))
     except OSError as err:
-        raise CoordError(f"cannot listen on {host}:{port}: {err.strerror}; try another --port") from err
+        raise CoordError(
+            f"cannot listen on {host}:{port}: {err.strerror}; try another --port"
+        ) from err
     sock.listen(1024)
     bound_port = sock.getsockname()[1]
     url_host = f"[{host}]" if ":" in host else host
@@ -90,8 +94,11 @@ def serve(board_dir: Path, host: str = "127.0.0.1", port: int = 0, log_level: st
     server = uvicorn.Server(config)
     record_path = paths.daemon_record_path(board_dir)
     paths.write_json_atomic(record_path, record)
-    print(f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})",
-          file=sys.stderr, flush=True)
+    print(
+        f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         server.run(sockets=[sock])
     finally:

@@ -18,8 +18,9 @@ def _body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
 
 
 def _ok(schema: dict[str, Any], description: str = "OK", status: str = "200") -> dict[str, Any]:
-    return {status: {"description": description,
-                     "content": {"application/json": {"schema": schema}}}}
+    return {
+        status: {"description": description, "content": {"application/json": {"schema": schema}}}
+    }
 
 
 def _errors(*statuses: int) -> dict[str, Any]:
@@ -46,12 +47,17 @@ _ITEM_ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "i
 
 
 def _obj(required: list[str], **props: Any) -> dict[str, Any]:
-    return {"type": "object", "required": required, "properties": props,
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "required": required,
+        "properties": props,
+        "additionalProperties": False,
+    }
 
 
-def _write(summary: str, body: dict[str, Any], ok: dict[str, Any], *,
-           path_id: bool = True) -> dict[str, Any]:
+def _write(
+    summary: str, body: dict[str, Any], ok: dict[str, Any], *, path_id: bool = True
+) -> dict[str, Any]:
     op: dict[str, Any] = {
         "summary": summary,
         "security": [{"bearer": []}],
@@ -69,8 +75,11 @@ _NEW_ITEM = _obj(
     kind={"enum": ["task", "bug", "note", "handoff"], "default": "task"},
     priority={"type": "integer", "minimum": 0, "maximum": 4, "default": 2},
     labels={"type": "array", "items": {"type": "string"}},
-    deps={"type": "array", "items": {"type": ["integer", "string"]},
-          "description": "item ids, or refs of items in the same import"},
+    deps={
+        "type": "array",
+        "items": {"type": ["integer", "string"]},
+        "description": "item ids, or refs of items in the same import",
+    },
     body={"type": "string", "maxLength": 65536},
     to={"type": "string", "description": "the agent it is addressed to"},
     ref={"type": "string", "description": "import only: a name other entries' deps can use"},
@@ -150,104 +159,209 @@ OPENAPI: dict[str, Any] = {
         },
     },
     "paths": {
-        "/v1/health": {"get": {"summary": "liveness and schema version",
-                               "responses": _ok({"type": "object"})}},
-        "/openapi.json": {"get": {"summary": "this document", "responses": _ok({"type": "object"})}},
+        "/v1/health": {
+            "get": {"summary": "liveness and schema version", "responses": _ok({"type": "object"})}
+        },
+        "/openapi.json": {
+            "get": {"summary": "this document", "responses": _ok({"type": "object"})}
+        },
         "/v1/items": {
             "get": {
                 "summary": "list items",
                 "parameters": [
-                    {"name": "state", "in": "query", "schema": {
-                        "enum": ["pending", "claimed", "done", "cancelled", "open"]}},
-                    {"name": "ready", "in": "query", "schema": {"type": "boolean"},
-                     "description": "only items claimable now"},
+                    {
+                        "name": "state",
+                        "in": "query",
+                        "schema": {"enum": ["pending", "claimed", "done", "cancelled", "open"]},
+                    },
+                    {
+                        "name": "ready",
+                        "in": "query",
+                        "schema": {"type": "boolean"},
+                        "description": "only items claimable now",
+                    },
                     {"name": "kind", "in": "query", "schema": {"type": "string"}},
                     {"name": "label", "in": "query", "schema": {"type": "string"}},
                     {"name": "after", "in": "query", "schema": {"type": "integer"}},
-                    {"name": "limit", "in": "query", "schema": {"type": "integer", "maximum": 1000}},
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "maximum": 1000},
+                    },
                 ],
-                "responses": {**_ok({"type": "object", "properties": {
-                    "items": {"type": "array", "items": _ref("Item")}}}), **_errors(422)},
+                "responses": {
+                    **_ok(
+                        {
+                            "type": "object",
+                            "properties": {"items": {"type": "array", "items": _ref("Item")}},
+                        }
+                    ),
+                    **_errors(422),
+                },
             },
-            "post": _write("post an item", _NEW_ITEM, _ok(_ref("Item"), "created", "201"),
-                           path_id=False),
+            "post": _write(
+                "post an item", _NEW_ITEM, _ok(_ref("Item"), "created", "201"), path_id=False
+            ),
         },
         "/v1/items:import": {
             "post": _write(
                 "post many items in one transaction (all or none)",
-                {"oneOf": [{"type": "array", "items": _NEW_ITEM},
-                           _obj(["items"], agent=_AGENT,
-                                items={"type": "array", "items": _NEW_ITEM})]},
-                _ok({"type": "object", "properties": {
-                    "ids": {"type": "array", "items": {"type": "integer"}}}}, "created", "201"),
+                {
+                    "oneOf": [
+                        {"type": "array", "items": _NEW_ITEM},
+                        _obj(["items"], agent=_AGENT, items={"type": "array", "items": _NEW_ITEM}),
+                    ]
+                },
+                _ok(
+                    {
+                        "type": "object",
+                        "properties": {"ids": {"type": "array", "items": {"type": "integer"}}},
+                    },
+                    "created",
+                    "201",
+                ),
                 path_id=False,
             )
         },
         "/v1/items/{id}": {
-            "get": {"summary": "an item with replies, acknowledgements and history",
-                    "parameters": _ITEM_ID,
-                    "responses": {**_ok(_ref("Item")), **_errors(404, 422)}},
+            "get": {
+                "summary": "an item with replies, acknowledgements and history",
+                "parameters": _ITEM_ID,
+                "responses": {**_ok(_ref("Item")), **_errors(404, 422)},
+            },
             "patch": _write(
                 "edit an item; while it is claimed only the holder, with its token",
-                _obj(["agent"], agent=_AGENT, token=_TOKEN, title={"type": "string"},
-                     body={"type": "string"}, priority={"type": "integer"},
-                     labels={"type": "array", "items": {"type": "string"}},
-                     add_deps={"type": "array", "items": {"type": "integer"}},
-                     remove_deps={"type": "array", "items": {"type": "integer"}}),
+                _obj(
+                    ["agent"],
+                    agent=_AGENT,
+                    token=_TOKEN,
+                    title={"type": "string"},
+                    body={"type": "string"},
+                    priority={"type": "integer"},
+                    labels={"type": "array", "items": {"type": "string"}},
+                    add_deps={"type": "array", "items": {"type": "integer"}},
+                    remove_deps={"type": "array", "items": {"type": "integer"}},
+                ),
                 _ok(_ref("Item")),
             ),
         },
-        "/v1/items/{id}/cancel": {"post": _write(
-            "cancel an item", _obj(["agent"], agent=_AGENT, token=_TOKEN,
-                                   reason={"type": "string"}), _ok(_ref("Item")))},
-        "/v1/items/{id}/claim": {"post": _write(
-            "claim an item: exactly one concurrent caller wins",
-            _obj(["agent"], agent=_AGENT, lease_seconds=_LEASE), _ok(_ref("Claim")))},
-        "/v1/claim-next": {"post": _write(
-            "claim the best ready item (priority, then age); 404 nothing_ready",
-            _obj(["agent"], agent=_AGENT, lease_seconds=_LEASE,
-                 kind={"enum": ["task", "bug", "note", "handoff"]}, label={"type": "string"}),
-            _ok(_ref("Claim")), path_id=False)},
-        "/v1/items/{id}/heartbeat": {"post": _write(
-            "extend the lease; 409 lease_lost for a stale token",
-            _obj(["agent", "token"], agent=_AGENT, token=_TOKEN, lease_seconds=_LEASE),
-            _ok(_ref("Claim")))},
-        "/v1/items/{id}/release": {"post": _write(
-            "give the item back to pending; 409 lease_lost for a stale token",
-            _obj(["agent", "token"], agent=_AGENT, token=_TOKEN, reason={"type": "string"}),
-            _ok(_ref("Item")))},
-        "/v1/items/{id}/done": {"post": _write(
-            "close the item; 409 lease_lost for a stale token",
-            _obj(["agent", "token"], agent=_AGENT, token=_TOKEN, summary={"type": "string"}),
-            _ok(_ref("Item")))},
-        "/v1/items/{id}/replies": {"post": _write(
-            "reply on the item's thread; @name mentions reach that agent's inbox",
-            _obj(["agent", "body"], agent=_AGENT, body={"type": "string"}),
-            _ok({"type": "object"}, "created", "201"))},
-        "/v1/items/{id}/ack": {"post": _write(
-            "acknowledge the item", _obj(["agent"], agent=_AGENT), _ok({"type": "object"}))},
-        "/v1/inbox": {"post": _write(
-            "what others said to the agent or did to its items since it last looked "
-            "(marks them seen unless peek)",
-            _obj(["agent"], agent=_AGENT, peek={"type": "boolean"}, limit={"type": "integer"}),
-            _ok({"type": "object", "properties": {
-                "events": {"type": "array", "items": _ref("Event")}}}), path_id=False)},
-        "/v1/agents": {"get": {"summary": "agents, when last seen, and what each holds",
-                               "responses": _ok({"type": "object"})}},
-        "/v1/events": {"get": {
-            "summary": "the event log after a sequence number; wait long-polls",
-            "parameters": [
-                {"name": "after", "in": "query", "schema": {"type": "integer"}},
-                {"name": "limit", "in": "query", "schema": {"type": "integer", "maximum": 5000}},
-                {"name": "item", "in": "query", "schema": {"type": "integer"}},
-                {"name": "wait", "in": "query", "schema": {"type": "number", "maximum": 60},
-                 "description": "seconds to wait for new events when there are none"},
-            ],
-            "responses": {**_ok({"type": "object", "properties": {
-                "events": {"type": "array", "items": _ref("Event")},
-                "last_seq": {"type": "integer"}}}), **_errors(422)},
-        }},
-        "/v1/shutdown": {"post": _write("stop the daemon", {"type": "object"},
-                                        _ok({"type": "object"}), path_id=False)},
+        "/v1/items/{id}/cancel": {
+            "post": _write(
+                "cancel an item",
+                _obj(["agent"], agent=_AGENT, token=_TOKEN, reason={"type": "string"}),
+                _ok(_ref("Item")),
+            )
+        },
+        "/v1/items/{id}/claim": {
+            "post": _write(
+                "claim an item: exactly one concurrent caller wins",
+                _obj(["agent"], agent=_AGENT, lease_seconds=_LEASE),
+                _ok(_ref("Claim")),
+            )
+        },
+        "/v1/claim-next": {
+            "post": _write(
+                "claim the best ready item (priority, then age); 404 nothing_ready",
+                _obj(
+                    ["agent"],
+                    agent=_AGENT,
+                    lease_seconds=_LEASE,
+                    kind={"enum": ["task", "bug", "note", "handoff"]},
+                    label={"type": "string"},
+                ),
+                _ok(_ref("Claim")),
+                path_id=False,
+            )
+        },
+        "/v1/items/{id}/heartbeat": {
+            "post": _write(
+                "extend the lease; 409 lease_lost for a stale token",
+                _obj(["agent", "token"], agent=_AGENT, token=_TOKEN, lease_seconds=_LEASE),
+                _ok(_ref("Claim")),
+            )
+        },
+        "/v1/items/{id}/release": {
+            "post": _write(
+                "give the item back to pending; 409 lease_lost for a stale token",
+                _obj(["agent", "token"], agent=_AGENT, token=_TOKEN, reason={"type": "string"}),
+                _ok(_ref("Item")),
+            )
+        },
+        "/v1/items/{id}/done": {
+            "post": _write(
+                "close the item; 409 lease_lost for a stale token",
+                _obj(["agent", "token"], agent=_AGENT, token=_TOKEN, summary={"type": "string"}),
+                _ok(_ref("Item")),
+            )
+        },
+        "/v1/items/{id}/replies": {
+            "post": _write(
+                "reply on the item's thread; @name mentions reach that agent's inbox",
+                _obj(["agent", "body"], agent=_AGENT, body={"type": "string"}),
+                _ok({"type": "object"}, "created", "201"),
+            )
+        },
+        "/v1/items/{id}/ack": {
+            "post": _write(
+                "acknowledge the item", _obj(["agent"], agent=_AGENT), _ok({"type": "object"})
+            )
+        },
+        "/v1/inbox": {
+            "post": _write(
+                "what others said to the agent or did to its items since it last looked "
+                "(marks them seen unless peek)",
+                _obj(["agent"], agent=_AGENT, peek={"type": "boolean"}, limit={"type": "integer"}),
+                _ok(
+                    {
+                        "type": "object",
+                        "properties": {"events": {"type": "array", "items": _ref("Event")}},
+                    }
+                ),
+                path_id=False,
+            )
+        },
+        "/v1/agents": {
+            "get": {
+                "summary": "agents, when last seen, and what each holds",
+                "responses": _ok({"type": "object"}),
+            }
+        },
+        "/v1/events": {
+            "get": {
+                "summary": "the event log after a sequence number; wait long-polls",
+                "parameters": [
+                    {"name": "after", "in": "query", "schema": {"type": "integer"}},
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "maximum": 5000},
+                    },
+                    {"name": "item", "in": "query", "schema": {"type": "integer"}},
+                    {
+                        "name": "wait",
+                        "in": "query",
+                        "schema": {"type": "number", "maximum": 60},
+                        "description": "seconds to wait for new events when there are none",
+                    },
+                ],
+                "responses": {
+                    **_ok(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "events": {"type": "array", "items": _ref("Event")},
+                                "last_seq": {"type": "integer"},
+                            },
+                        }
+                    ),
+                    **_errors(422),
+                },
+            }
+        },
+        "/v1/shutdown": {
+            "post": _write(
+                "stop the daemon", {"type": "object"}, _ok({"type": "object"}), path_id=False
+            )
+        },
     },
 }

@@ -279,7 +279,8 @@ class _SQLiteTx(WriteTx):
         return found[0] if found else None
 
     def list_items(self, query: ItemQuery) -> list[Item]:
-        where, params = ["id > ?"], [query.after_id]
+        where: list[str] = ["id > ?"]
+        params: list[Any] = [query.after_id]
         if query.state == "open":
             where.append("state IN ('pending', 'claimed')")
         elif query.state is not None:
@@ -338,7 +339,8 @@ class _SQLiteTx(WriteTx):
         for part in chunks(ids):
             marks = ",".join("?" * len(part))
             found.update(
-                row[0] for row in self.conn.execute(f"SELECT id FROM items WHERE id IN ({marks})", part)
+                row[0]
+                for row in self.conn.execute(f"SELECT id FROM items WHERE id IN ({marks})", part)
             )
         return found
 
@@ -419,7 +421,17 @@ class _SQLiteTx(WriteTx):
         cursor = self.conn.execute(
             "INSERT INTO items (kind, title, body, priority, labels, state, created_by, "
             "recipient, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
-            (kind, title, body, priority, json.dumps(list(labels)), created_by, recipient, now, now),
+            (
+                kind,
+                title,
+                body,
+                priority,
+                json.dumps(list(labels)),
+                created_by,
+                recipient,
+                now,
+                now,
+            ),
         )
         return int(cursor.lastrowid or 0)
 
