@@ -11,6 +11,8 @@ $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e .
+	@# bytecode up front, as a wheel install would: the CLI starts on every agent call
+	$(PY) -m compileall -q src
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime

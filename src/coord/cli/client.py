@@ -1,22 +1,26 @@
 """How the CLI reaches the daemon: find it from ``.coord/daemon.json``, start it if needed.
 
-Stdlib only (``http.client``): this runs in every ``coord`` command.
+The request itself is a few lines of HTTP/1.1 over a socket rather than ``http.client``:
+that module drags in the email package and ssl, which cost more than a whole claim
+(``python -X importtime``). The daemon is ours and always answers with a Content-Length and
+``Connection: close`` when asked, so a tiny client is enough and stays correct.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import subprocess
+import socket
 import sys
 import time
-from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 from coord import paths
 from coord.errors import CoordError, DaemonUnavailable, error_from_dict
+
+TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 START_TIMEOUT_SECONDS = 20.0
 
@@ -26,11 +30,8 @@ class Client:
         self.board_dir = board_dir
         self.autostart = autostart
         self.timeout = timeout
-        self._conn: http.client.HTTPConnection | None = None
+        self._address: tuple[str, int] | None = None
         self._token: str | None = None
-        self._host = ""
-
-    # --- calls -----------------------------------------------------------------------------
 
     def get(self, path: str, timeout: float | None = None) -> Any:
         return self.call("GET", path, timeout=timeout)
@@ -40,93 +41,83 @@ class Client:
 
     def call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
         """One request; raises the board's own error on a non-2xx answer."""
-        status, payload = self._send(method, path, body, timeout)
+        status, payload = self._send(method, path, body, timeout or self.timeout)
         if status >= 400:
             if isinstance(payload, dict) and "error" in payload:
                 raise error_from_dict(payload)
             raise CoordError(f"daemon answered {status}: {payload!r}")
         return payload
 
-    def _send(self, method: str, path: str, body: Any, timeout: float | None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data is not None else {}
-        if method != "GET":
-            headers["Authorization"] = f"Bearer {self._write_token()}"
+    def close(self) -> None:
+        """Nothing to release: each request uses its own connection."""
+
+    def _send(self, method: str, path: str, body: Any, timeout: float) -> tuple[int, Any]:
+        data = b"" if body is None else json.dumps(body).encode()
         for attempt in (1, 2):
-            conn = self._connection()
-            conn.timeout = timeout or self.timeout
+            host, port = self._daemon_address(fresh=attempt == 2)
+            lines = [
+                f"{method} {path} HTTP/1.1",
+                f"Host: [{host}]:{port}" if ":" in host else f"Host: {host}:{port}",
+                "Connection: close",
+                f"Content-Length: {len(data)}",
+            ]
+            if body is not None:
+                lines.append("Content-Type: application/json")
+            if method != "GET":
+                lines.append(f"Authorization: Bearer {self._write_token()}")
+            request = ("\r\n".join(lines) + "\r\n\r\n").encode() + data
             try:
-                conn.request(method, path, body=data, headers={"Host": self._host, **headers})
-                response = conn.getresponse()
-                raw = response.read()
-                break
-            except (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine):
-                # The daemon went away (restart, crash): find or start it once more.
-                self.close()
-                if attempt == 2:
-                    raise DaemonUnavailable(
-                        "the coord daemon closed the connection; see .coord/daemon.log"
-                    ) from None
+                with socket.create_connection((host, port), timeout=timeout) as sock:
+                    sock.sendall(request)
+                    raw = _read_all(sock)
             except TimeoutError:
-                self.close()
                 raise DaemonUnavailable(
                     f"the coord daemon did not answer {method} {path} in time"
                 ) from None
-        try:
-            return response.status, json.loads(raw) if raw else None
-        except ValueError:
-            return response.status, raw.decode(errors="replace")
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    # --- finding the daemon ----------------------------------------------------------------
+            except OSError:
+                # Refused or reset: the daemon is gone (crash, restart). Find or start it again.
+                if attempt == 2:
+                    raise DaemonUnavailable(
+                        "cannot reach the coord daemon; see .coord/daemon.log"
+                    ) from None
+                continue
+            return _parse_response(raw)
+        raise AssertionError("unreachable")
 
     def _write_token(self) -> str:
         if self._token is None:
             self._token = paths.read_token(self.board_dir)
         return self._token
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._conn is None:
-            url = self.daemon_url()
-            if url is None:
+    def _daemon_address(self, *, fresh: bool = False) -> tuple[str, int]:
+        if self._address is None or fresh:
+            record = self.daemon_record()
+            if record is None or (fresh and not _accepts(record)):
                 if not self.autostart:
                     raise DaemonUnavailable(
                         "no coord daemon is running: start one with `coord serve`"
                     )
-                url = self._start_daemon()
-            parts = urlsplit(url)
-            self._host = parts.netloc
-            conn = http.client.HTTPConnection(
-                parts.hostname or "127.0.0.1", parts.port or 80, timeout=self.timeout
-            )
-            try:
-                conn.connect()
-            except OSError:
-                if not self.autostart:
-                    raise DaemonUnavailable(f"no coord daemon answers at {url}") from None
-                url = self._start_daemon()
-                parts = urlsplit(url)
-                self._host = parts.netloc
-                conn = http.client.HTTPConnection(
-                    parts.hostname or "127.0.0.1", parts.port or 80, timeout=self.timeout
-                )
-            self._conn = conn
-        return self._conn
+                record = self._start_daemon()
+            self._address = (str(record["host"]), int(record["port"]))
+        return self._address
 
     def daemon_url(self) -> str | None:
-        """The running daemon's address, or None if there is none (stale records ignored)."""
+        record = self.daemon_record()
+        return None if record is None else str(record["url"])
+
+    def daemon_record(self) -> dict[str, Any] | None:
+        """The running daemon's record, or None if there is none (stale records ignored)."""
         try:
             record = json.loads(paths.daemon_record_path(self.board_dir).read_text("utf-8"))
-            pid, url = int(record["pid"]), str(record["url"])
+            alive = _alive(int(record["pid"]))
+            str(record["host"]), int(record["port"]), str(record["url"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        return url if _alive(pid) else None
+        return record if alive else None
 
-    def _start_daemon(self) -> str:
+    def _start_daemon(self) -> dict[str, Any]:
+        import subprocess
+
         log = (self.board_dir / "daemon.log").open("ab")
         env = {**os.environ, "COORD_DIR": str(self.board_dir)}
         process = subprocess.Popen(
@@ -142,9 +133,9 @@ class Client:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         exited_at: float | None = None
         while time.monotonic() < deadline:
-            url = self.daemon_url()
-            if url is not None and _accepts(url):
-                return url
+            record = self.daemon_record()
+            if record is not None and _accepts(record):
+                return record
             # Ours may have lost the start race to another CLI's daemon (it exits at once):
             # give the winner a few seconds to write its record.
             if process.poll() is not None:
@@ -157,6 +148,42 @@ class Client:
         )
 
 
+def _read_all(sock: socket.socket) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _parse_response(raw: bytes) -> tuple[int, Any]:
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    status_line = head.split(b"\r\n", 1)[0].split()
+    if not sep or len(status_line) < 2 or not status_line[1].isdigit():
+        raise DaemonUnavailable("the coord daemon sent a malformed answer; see .coord/daemon.log")
+    headers = head.lower()
+    if b"transfer-encoding: chunked" in headers:
+        body = _dechunk(body)
+    try:
+        return int(status_line[1]), json.loads(body) if body else None
+    except ValueError:
+        return int(status_line[1]), body.decode(errors="replace")
+
+
+def _dechunk(body: bytes) -> bytes:
+    out: list[bytes] = []
+    rest = body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        rest = rest[size + 2 :]
+    return b"".join(out)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -167,13 +194,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _accepts(url: str) -> bool:
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=1)
+def _accepts(record: dict[str, Any]) -> bool:
     try:
-        conn.connect()
-        return True
+        with socket.create_connection((str(record["host"]), int(record["port"])), timeout=1):
+            return True
     except OSError:
         return False
-    finally:
-        conn.close()

@@ -14,17 +14,19 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-from urllib.parse import urlencode
 
 from coord import paths
 from coord.cli import render, tokens
 from coord.cli.client import Client
 from coord.errors import EXIT_OK, EXIT_USAGE, CoordError, InvalidInput
 
-Result = tuple[Any, str]  # (the JSON document, the human text)
-Command = Callable[[argparse.Namespace, "Context"], Result]
+TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    Result = tuple[Any, str]  # (the JSON document, the human text)
+    Command = Callable[[argparse.Namespace, "Context"], Result]
 
 EPILOG = """\
 examples:
@@ -306,7 +308,166 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
 # --- parser ---------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _args_init(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lease", type=_seconds, help="default lease length in seconds (900)")
+
+
+def _args_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    p.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
+
+
+def _args_none(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _args_add(p: argparse.ArgumentParser) -> None:
+    p.add_argument("title")
+    p.add_argument("--kind", default="task", choices=KINDS)
+    p.add_argument("--priority", type=_priority, default=2, help="0 (highest) to 4; default 2")
+    p.add_argument("--label", action="append", default=[], help="a label (repeatable)")
+    p.add_argument(
+        "--dep",
+        action="append",
+        type=_item_id,
+        default=[],
+        metavar="ID",
+        help="an item this one waits on (repeatable)",
+    )
+    p.add_argument("--body", default="", help="the details")
+    p.add_argument("--to", metavar="AGENT", help="address it to an agent (handoffs, notes)")
+
+
+def _args_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "file",
+        help="one JSON object per line: title, kind, priority, labels, deps, "
+        "body, to, ref (deps may name another line's ref)",
+    )
+
+
+def _args_ls(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--state", choices=["pending", "claimed", "done", "cancelled", "open"])
+    p.add_argument("--all", action="store_true", help="every state, closed ones too")
+    p.add_argument("--ready", action="store_true", help="only items claimable now")
+    p.add_argument("--kind", choices=KINDS)
+    p.add_argument("--label")
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--after", type=int, default=0, metavar="ID", help="ids after this one")
+
+
+def _args_id(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", type=_item_id)
+
+
+def _args_token(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--token", type=_item_id, help="the claim's token (default: remembered)")
+
+
+def _args_edit(p: argparse.ArgumentParser) -> None:
+    _args_id(p)
+    p.add_argument("--title")
+    p.add_argument("--body")
+    p.add_argument("--priority", type=_priority)
+    p.add_argument("--label", action="append", help="replace the labels (repeatable)")
+    p.add_argument(
+        "--dep", action="append", type=_item_id, default=[], metavar="ID", help="add a dependency"
+    )
+    p.add_argument(
+        "--no-dep",
+        action="append",
+        type=_item_id,
+        default=[],
+        metavar="ID",
+        help="remove a dependency",
+    )
+    _args_token(p)
+
+
+def _args_cancel(p: argparse.ArgumentParser) -> None:
+    _args_id(p)
+    p.add_argument("--reason", default="")
+    _args_token(p)
+
+
+def _args_lease(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lease", type=_seconds, metavar="SECONDS", help="lease length")
+
+
+def _args_claim(p: argparse.ArgumentParser) -> None:
+    _args_id(p)
+    _args_lease(p)
+
+
+def _args_next(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kind", choices=KINDS, help="only this kind (default: task, bug, handoff)")
+    p.add_argument("--label")
+    _args_lease(p)
+
+
+def _args_heartbeat(p: argparse.ArgumentParser) -> None:
+    _args_id(p)
+    _args_token(p)
+    _args_lease(p)
+
+
+def _args_release(p: argparse.ArgumentParser) -> None:
+    _args_cancel(p)
+
+
+def _args_done(p: argparse.ArgumentParser) -> None:
+    _args_id(p)
+    _args_token(p)
+    p.add_argument("--summary", default="", help="what was done")
+
+
+def _args_reply(p: argparse.ArgumentParser) -> None:
+    _args_id(p)
+    p.add_argument("text", nargs="+")
+
+
+def _args_inbox(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--peek", action="store_true", help="show without marking as seen")
+
+
+def _args_log(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--after", type=int, default=0, metavar="SEQ")
+    p.add_argument("--limit", type=int, default=500)
+    p.add_argument("--item", type=_item_id, metavar="ID", help="only this item's events")
+    p.add_argument("--follow", "-f", action="store_true", help="keep streaming new events")
+
+
+KINDS = ["task", "bug", "note", "handoff"]
+# name -> (run, one-line help, arguments)
+COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None]]] = {
+    "init": (cmd_init, "create the board in .coord/ at the repository root", _args_init),
+    "serve": (cmd_serve, "run the daemon (HTTP API) for this board", _args_serve),
+    "stop": (cmd_stop, "stop this board's daemon", _args_none),
+    "add": (cmd_add, "post an item: a task, bug, note or handoff", _args_add),
+    "import": (cmd_import, "add items from a JSON-lines file ('-' for stdin)", _args_import),
+    "ls": (cmd_ls, "list items (open ones by default)", _args_ls),
+    "show": (cmd_show, "an item with its thread and history", _args_id),
+    "edit": (cmd_edit, "change an item (while claimed, only its holder can)", _args_edit),
+    "cancel": (cmd_cancel, "cancel an item", _args_cancel),
+    "claim": (cmd_claim, "claim one item; exit 3 if someone else holds it", _args_claim),
+    "next": (cmd_next, "claim the best ready item; exit 4 if none", _args_next),
+    "heartbeat": (cmd_heartbeat, "extend your lease on a claimed item", _args_heartbeat),
+    "release": (cmd_release, "give a claimed item back (pending again)", _args_release),
+    "done": (cmd_done, "close a claimed item", _args_done),
+    "reply": (cmd_reply, "reply on an item's thread (@name mentions notify)", _args_reply),
+    "ack": (cmd_ack, "acknowledge an item", _args_id),
+    "inbox": (cmd_inbox, "what was said to you or about your items since you looked", _args_inbox),
+    "agents": (cmd_agents, "who is active and what each holds", _args_none),
+    "log": (cmd_log, "the event log", _args_log),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or (``only``) one with just that command: agents call the CLI many
+    times a minute, and building all twenty subparsers costs more than the claim itself."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--json",
@@ -333,121 +494,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"coord {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    def command(name: str, func: Command, help_text: str) -> argparse.ArgumentParser:
+    for name, (func, help_text, configure) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        configure(p)
         p.set_defaults(func=func)
-        return p
-
-    p = command("init", cmd_init, "create the board in .coord/ at the repository root")
-    p.add_argument("--lease", type=_seconds, help="default lease length in seconds (900)")
-
-    p = command("serve", cmd_serve, "run the daemon (HTTP API) for this board")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port (default: any free port)")
-    p.add_argument(
-        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
-    )
-
-    command("stop", cmd_stop, "stop this board's daemon")
-
-    p = command("add", cmd_add, "post an item: a task, bug, note or handoff")
-    p.add_argument("title")
-    p.add_argument("--kind", default="task", choices=["task", "bug", "note", "handoff"])
-    p.add_argument("--priority", type=_priority, default=2, help="0 (highest) to 4; default 2")
-    p.add_argument("--label", action="append", default=[], help="a label (repeatable)")
-    p.add_argument(
-        "--dep",
-        action="append",
-        type=_item_id,
-        default=[],
-        metavar="ID",
-        help="an item this one waits on (repeatable)",
-    )
-    p.add_argument("--body", default="", help="the details")
-    p.add_argument("--to", metavar="AGENT", help="address it to an agent (handoffs, notes)")
-
-    p = command("import", cmd_import, "add items from a JSON-lines file ('-' for stdin)")
-    p.add_argument("file")
-
-    p = command("ls", cmd_ls, "list items (open ones by default)")
-    p.add_argument("--state", choices=["pending", "claimed", "done", "cancelled", "open"])
-    p.add_argument("--all", action="store_true", help="every state, closed ones too")
-    p.add_argument("--ready", action="store_true", help="only items claimable now")
-    p.add_argument("--kind", choices=["task", "bug", "note", "handoff"])
-    p.add_argument("--label")
-    p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--after", type=int, default=0, metavar="ID", help="ids after this one")
-
-    p = command("show", cmd_show, "an item with its thread and history")
-    p.add_argument("id", type=_item_id)
-
-    p = command("edit", cmd_edit, "change an item (while claimed, only its holder can)")
-    p.add_argument("id", type=_item_id)
-    p.add_argument("--title")
-    p.add_argument("--body")
-    p.add_argument("--priority", type=_priority)
-    p.add_argument("--label", action="append", help="replace the labels (repeatable)")
-    p.add_argument(
-        "--dep", action="append", type=_item_id, default=[], metavar="ID", help="add a dependency"
-    )
-    p.add_argument(
-        "--no-dep",
-        action="append",
-        type=_item_id,
-        default=[],
-        metavar="ID",
-        help="remove a dependency",
-    )
-    p.add_argument("--token", type=_item_id, help="the claim's token (default: remembered)")
-
-    p = command("cancel", cmd_cancel, "cancel an item")
-    p.add_argument("id", type=_item_id)
-    p.add_argument("--reason", default="")
-    p.add_argument("--token", type=_item_id, help="the claim's token (default: remembered)")
-
-    p = command("claim", cmd_claim, "claim one item; exit 3 if someone else holds it")
-    p.add_argument("id", type=_item_id)
-    p.add_argument("--lease", type=_seconds, metavar="SECONDS", help="lease length")
-
-    p = command("next", cmd_next, "claim the best ready item; exit 4 if none")
-    p.add_argument("--kind", choices=["task", "bug", "note", "handoff"])
-    p.add_argument("--label")
-    p.add_argument("--lease", type=_seconds, metavar="SECONDS", help="lease length")
-
-    for name, func, text in (
-        ("heartbeat", cmd_heartbeat, "extend your lease on a claimed item"),
-        ("release", cmd_release, "give a claimed item back (pending again)"),
-        ("done", cmd_done, "close a claimed item"),
-    ):
-        p = command(name, func, text)
-        p.add_argument("id", type=_item_id)
-        p.add_argument("--token", type=_item_id, help="the claim's token (default: remembered)")
-        if name == "heartbeat":
-            p.add_argument("--lease", type=_seconds, metavar="SECONDS", help="new lease length")
-        if name == "release":
-            p.add_argument("--reason", default="")
-        if name == "done":
-            p.add_argument("--summary", default="", help="what was done")
-
-    p = command("reply", cmd_reply, "reply on an item's thread (@name mentions notify)")
-    p.add_argument("id", type=_item_id)
-    p.add_argument("text", nargs="+")
-
-    p = command("ack", cmd_ack, "acknowledge an item")
-    p.add_argument("id", type=_item_id)
-
-    p = command("inbox", cmd_inbox, "what was said to you or about your items since you looked")
-    p.add_argument("--peek", action="store_true", help="show without marking as seen")
-
-    command("agents", cmd_agents, "who is active and what each holds")
-
-    p = command("log", cmd_log, "the event log")
-    p.add_argument("--after", type=int, default=0, metavar="SEQ")
-    p.add_argument("--limit", type=int, default=500)
-    p.add_argument("--item", type=_item_id, metavar="ID", help="only this item's events")
-    p.add_argument("--follow", "-f", action="store_true", help="keep streaming new events")
     return parser
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The command named in argv, skipping the global options before it."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--as":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
 def _item_id(text: str) -> int:
@@ -474,6 +540,8 @@ def _seconds(text: str) -> float:
 
 
 def _query(params: dict[str, Any]) -> str:
+    from urllib.parse import urlencode
+
     return urlencode({k: v for k, v in params.items() if v not in (None, "", 0, False)})
 
 
@@ -489,7 +557,8 @@ def _json_mode(args: argparse.Namespace) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(only=_command_in(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()

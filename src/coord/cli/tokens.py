@@ -9,10 +9,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable
-from pathlib import Path
 
 from coord import paths
+
+TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 
 def _file(board_dir: Path, agent: str) -> Path:
