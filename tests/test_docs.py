@@ -1,0 +1,43 @@
+"""The README cannot drift from the code: commands, endpoints and settings are checked."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from coord.cli.main import COMMANDS
+from coord.paths import DEFAULT_CONFIG
+from coord.server.openapi import OPENAPI
+
+README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_starts_with_the_two_newcomer_commands() -> None:
+    first_block = README.split("```", 2)[1]
+    assert "make serve" in first_block and "make test" in first_block
+
+
+def test_every_command_is_in_the_readme_table_and_nothing_else() -> None:
+    documented = set(re.findall(r"^\| `coord (\w+)", README, flags=re.M))
+    assert documented == set(COMMANDS)
+
+
+def test_every_endpoint_is_in_the_readme_and_the_readme_names_no_other() -> None:
+    documented = {
+        (method.lower(), path.split("?")[0])
+        for method, path in re.findall(r"^\| `(GET|POST|PATCH|DELETE) (/\S+?)`", README, re.M)
+    }
+    served = {
+        (method, path)
+        for path, ops in OPENAPI["paths"].items()
+        if path != "/openapi.json"
+        for method in ops
+    }
+    assert documented == served
+
+
+def test_every_setting_is_documented() -> None:
+    for key in DEFAULT_CONFIG:
+        assert f"`{key}`" in README, key
+    for variable in ("COORD_DIR", "COORD_AGENT"):
+        assert f"`{variable}`" in README
