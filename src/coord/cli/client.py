@@ -67,20 +67,24 @@ class Client:
                 lines.append(f"Authorization: Bearer {self._write_token()}")
             request = ("\r\n".join(lines) + "\r\n\r\n").encode() + data
             try:
-                with socket.create_connection((host, port), timeout=timeout) as sock:
-                    sock.sendall(request)
-                    raw = _read_all(sock)
-            except TimeoutError:
-                raise DaemonUnavailable(
-                    f"the coord daemon did not answer {method} {path} in time"
-                ) from None
+                sock = socket.create_connection((host, port), timeout=timeout)
             except OSError:
-                # Refused or reset: the daemon is gone (crash, restart). Find or start it again.
+                # Nothing was sent: the daemon is gone (crash, restart). Find or start it.
                 if attempt == 2:
                     raise DaemonUnavailable(
                         "cannot reach the coord daemon; see .coord/daemon.log"
                     ) from None
                 continue
+            # Once the request is out it is never sent twice: a claim might have been applied.
+            try:
+                with sock:
+                    sock.sendall(request)
+                    raw = _read_all(sock)
+            except OSError as err:
+                raise DaemonUnavailable(
+                    f"the coord daemon went away during {method} {path} ({err}); it may or may "
+                    "not have been applied: check with `coord show` or `coord log`"
+                ) from None
             return _parse_response(raw)
         raise AssertionError("unreachable")
 
