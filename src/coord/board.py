@@ -306,41 +306,22 @@ class Board:
 
     def release(self, item_id: Any, *, agent: str, token: Any, reason: str = "") -> Item:
         """Give the item back to pending for someone else."""
-        agent, item_id, token = _claim_args(agent, item_id, token)
-        with self.storage.write() as tx:
-            now = self.now()
-            item = _require(tx, item_id)
-            _ensure_holder(item, agent, token, now)
-            changes = {"state": "pending", "claimed_by": None, "lease_expires_at": None}
-            self._change(
-                tx,
-                item,
-                changes,
-                agent,
-                "released",
-                now,
-                {"token": token, "reason": model.check_body(reason)},
-            )
-            return _require(tx, item_id)
+        changes = {"state": "pending", "claimed_by": None}
+        return self._end_claim(
+            item_id, agent, token, "released", changes, {"reason": model.check_body(reason)}
+        )
 
     def done(self, item_id: Any, *, agent: str, token: Any, summary: str = "") -> Item:
         """Close a claimed item. Only the live holder can."""
-        agent, item_id, token = _claim_args(agent, item_id, token)
-        with self.storage.write() as tx:
-            now = self.now()
-            item = _require(tx, item_id)
-            _ensure_holder(item, agent, token, now)
-            changes = {"state": "done", "lease_expires_at": None, "closed_at": now}
-            self._change(
-                tx,
-                item,
-                changes,
-                agent,
-                "done",
-                now,
-                {"token": token, "summary": model.check_body(summary)},
-            )
-            return _require(tx, item_id)
+        return self._end_claim(
+            item_id,
+            agent,
+            token,
+            "done",
+            {"state": "done"},
+            {"summary": model.check_body(summary)},
+            closes=True,
+        )
 
     # --- editing ---------------------------------------------------------------------------
 
@@ -461,6 +442,28 @@ class Board:
             return found
 
     # --- internals -------------------------------------------------------------------------
+
+    def _end_claim(
+        self,
+        item_id: Any,
+        agent: str,
+        token: Any,
+        kind: str,
+        changes: dict[str, Any],
+        details: dict[str, Any],
+        *,
+        closes: bool = False,
+    ) -> Item:
+        agent, item_id, token = _claim_args(agent, item_id, token)
+        with self.storage.write() as tx:
+            now = self.now()
+            item = _require(tx, item_id)
+            _ensure_holder(item, agent, token, now)
+            changes = {**changes, "lease_expires_at": None}
+            if closes:
+                changes["closed_at"] = now
+            self._change(tx, item, changes, agent, kind, now, {"token": token, **details})
+            return _require(tx, item_id)
 
     def _take(self, tx: WriteTx, item: Item, agent: str, lease: float, now: float) -> Claim:
         token = item.fencing_token + 1

@@ -146,16 +146,6 @@ def create_app(
         )
         return JSONResponse(item.to_dict(now()))
 
-    async def cancel_item(request: Request) -> Response:
-        body = await _json_object(request, {"agent", "token", "reason"})
-        item = board.cancel(
-            request.path_params["id"],
-            agent=_agent(body),
-            token=body.get("token"),
-            reason=body.get("reason") or "",
-        )
-        return JSONResponse(item.to_dict(now()))
-
     async def claim(request: Request) -> Response:
         body = await _json_object(request, {"agent", "lease_seconds"})
         won = board.claim(
@@ -183,25 +173,20 @@ def create_app(
         )
         return JSONResponse(extended.to_dict(now()))
 
-    async def release(request: Request) -> Response:
-        body = await _json_object(request, {"agent", "token", "reason"})
-        item = board.release(
-            request.path_params["id"],
-            agent=_agent(body),
-            token=body.get("token"),
-            reason=body.get("reason") or "",
-        )
-        return JSONResponse(item.to_dict(now()))
+    def end_claim(action: str, text_field: str) -> Handler:
+        """release, done, cancel: agent + token (+ one free-text field)."""
 
-    async def done(request: Request) -> Response:
-        body = await _json_object(request, {"agent", "token", "summary"})
-        item = board.done(
-            request.path_params["id"],
-            agent=_agent(body),
-            token=body.get("token"),
-            summary=body.get("summary") or "",
-        )
-        return JSONResponse(item.to_dict(now()))
+        async def handler(request: Request) -> Response:
+            body = await _json_object(request, {"agent", "token", text_field})
+            item = getattr(board, action)(
+                request.path_params["id"],
+                agent=_agent(body),
+                token=body.get("token"),
+                **{text_field: body.get(text_field) or ""},
+            )
+            return JSONResponse(item.to_dict(now()))
+
+        return handler
 
     async def reply(request: Request) -> Response:
         body = await _json_object(request, {"agent", "body"})
@@ -268,11 +253,23 @@ def create_app(
         ),
         Route("/v1/items/{id}", endpoint(show_item), methods=["GET"]),
         Route("/v1/items/{id}", endpoint(edit_item, write=True), methods=["PATCH"]),
-        Route("/v1/items/{id}/cancel", endpoint(cancel_item, write=True), methods=["POST"]),
+        Route(
+            "/v1/items/{id}/cancel",
+            endpoint(end_claim("cancel", "reason"), write=True),
+            methods=["POST"],
+        ),
         Route("/v1/items/{id}/claim", endpoint(claim, write=True), methods=["POST"]),
         Route("/v1/items/{id}/heartbeat", endpoint(heartbeat, write=True), methods=["POST"]),
-        Route("/v1/items/{id}/release", endpoint(release, write=True), methods=["POST"]),
-        Route("/v1/items/{id}/done", endpoint(done, write=True), methods=["POST"]),
+        Route(
+            "/v1/items/{id}/release",
+            endpoint(end_claim("release", "reason"), write=True),
+            methods=["POST"],
+        ),
+        Route(
+            "/v1/items/{id}/done",
+            endpoint(end_claim("done", "summary"), write=True),
+            methods=["POST"],
+        ),
         Route("/v1/items/{id}/replies", endpoint(reply, write=True), methods=["POST"]),
         Route("/v1/items/{id}/ack", endpoint(ack, write=True), methods=["POST"]),
         Route("/v1/claim-next", endpoint(claim_next, write=True), methods=["POST"]),
