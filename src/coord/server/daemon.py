@@ -58,7 +58,11 @@ def serve(
     lock_fd = _take_lock(board_dir)
     board = Board.open(board_dir)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio switches Nagle off only on accepted sockets whose protocol
+    # says TCP. With Nagle on, a reused connection waited ~40 ms for the client's delayed ACK
+    # between uvicorn's header and body writes (tests/acceptance/test_daemon_socket.py).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
