@@ -2,12 +2,17 @@
 
     python bench/refserver.py BOARD_DB PORT_FILE
 
-Served exactly like ``coord serve`` serves the board (src/coord/server/daemon.py): uvicorn
-with httptools, no access log, lifespan off, a pre-bound 127.0.0.1 socket with backlog 1024,
+Served like ``coord serve`` serves the board (src/coord/server/daemon.py): uvicorn with
+httptools, no access log, lifespan off, a pre-bound 127.0.0.1 socket with backlog 1024,
 and the database opened with the same settings as src/coord/storage/sqlite.py (WAL,
 synchronous=NORMAL, busy_timeout=5000, foreign_keys=ON, isolation_level=None). The claim runs
 inline on the event loop, as coord's does. It checks no token and writes no event: it is the
 floor of what a claim over HTTP can cost here.
+
+One difference on purpose: the socket is made with ``proto=IPPROTO_TCP``, as uvicorn's own
+``create_server(host, port)`` makes it, so asyncio sets TCP_NODELAY on every accepted
+connection. A socket made as ``socket.socket(AF_INET, SOCK_STREAM)`` has proto 0, and asyncio
+then leaves Nagle on (see README: the 40 ms delayed-ACK stall).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ CLAIM_SQL = (
     "WHERE id = (SELECT id FROM items WHERE state = 'pending' ORDER BY priority, id LIMIT 1) "
     "RETURNING id, kind, title, priority, fencing_token, lease_expires_at"
 )
+_FIELDS = ("id", "kind", "title", "priority", "token", "lease_expires_at")
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
@@ -57,7 +63,7 @@ def make_app(conn: sqlite3.Connection) -> Any:
             status, doc = 404, {"error": "nothing_ready", "message": "nothing is ready"}
         else:
             status = 200
-            doc = dict(zip(("id", "kind", "title", "priority", "token", "lease_expires_at"), row))
+            doc = dict(zip(_FIELDS, row, strict=True))
             doc["claimed_by"] = agent
         payload = json.dumps(doc).encode()
         headers = [*_JSON_HEADERS, (b"content-length", str(len(payload)).encode())]
@@ -69,7 +75,7 @@ def make_app(conn: sqlite3.Connection) -> Any:
 
 def main() -> None:
     db_path, port_file = sys.argv[1], sys.argv[2]
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)

@@ -1,0 +1,73 @@
+"""Print coord's performance figures, each next to a reference measured in the same run.
+
+    python bench/run.py [all|claim-next|drain|cli|plan] [--items N] [--quick]
+
+Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
+target is a ratio to a reference measured in this very run. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import claims
+import cli_plan
+from common import CLEANUP, log
+
+BENCHES = ("plan", "claim-next", "cli", "drain")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("bench", nargs="?", default="all", choices=("all", *BENCHES))
+    parser.add_argument("--items", type=int, help="board size (default 200,000; --quick 20,000)")
+    parser.add_argument("--quick", action="store_true", help="smaller board, fewer rounds")
+    parser.add_argument(
+        "--layout",
+        default="auto",
+        choices=("auto", "1", "2", "4"),
+        help="load generator processes (auto: probe them on the reference)",
+    )
+    parser.add_argument("--cli-runs", type=int, help="runs per CLI command (default 30)")
+    parser.add_argument("--importtime", action="store_true", help="always print import costs")
+    args = parser.parse_args(argv)
+    items = args.items or (20_000 if args.quick else 200_000)
+    if items < 1000:
+        parser.error("--items must be at least 1000")
+    cli_runs = args.cli_runs or (15 if args.quick else 30)
+    chosen = BENCHES if args.bench == "all" else (args.bench,)
+    signal.signal(signal.SIGTERM, _interrupt)
+    began = time.perf_counter()
+    try:
+        for name in chosen:
+            if name == "plan":
+                board_dir, _ = claims.mostly_done_board(items, items // 20)
+                cli_plan.bench_plan(board_dir)
+            elif name == "claim-next":
+                claims.bench_claim_next(items, args.quick, args.layout)
+            elif name == "cli":
+                cli_plan.bench_cli(cli_runs, args.importtime)
+            elif name == "drain":
+                claims.bench_drain(items, args.layout)
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        print("\ninterrupted: cleaning up", file=sys.stderr)
+        return 130
+    finally:
+        CLEANUP.run()
+    log(f"bench finished in {time.perf_counter() - began:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
