@@ -41,3 +41,9 @@ def test_every_setting_is_documented() -> None:
         assert f"`{key}`" in README, key
     for variable in ("COORD_DIR", "COORD_AGENT"):
         assert f"`{variable}`" in README
+
+
+def test_the_overlap_rule_in_the_readme_is_the_one_in_the_code() -> None:
+    from coord.patterns import OVERLAP_RULE
+
+    assert " ".join(OVERLAP_RULE.split()) in " ".join(README.split())

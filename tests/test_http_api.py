@@ -162,6 +162,60 @@ def test_events_after_sequence(api: TestClient) -> None:
         ("get", "/v1/items", {"params": {"state": "lost"}}, 422, "invalid_input"),
         ("get", "/v1/items", {"params": {"limit": "many"}}, 422, "invalid_input"),
         ("get", "/v1/events", {"params": {"wait": "600"}}, 422, "invalid_input"),
+        (
+            "post",
+            "/v1/reservations",
+            {"json": {"agent": "a", "patterns": "src/a.py"}},
+            422,
+            "invalid_input",
+        ),
+        (
+            "post",
+            "/v1/reservations",
+            {"json": {"agent": "a", "patterns": []}},
+            422,
+            "invalid_input",
+        ),
+        (
+            "post",
+            "/v1/reservations",
+            {"json": {"agent": "a", "patterns": ["../x"]}},
+            422,
+            "invalid_input",
+        ),
+        (
+            "post",
+            "/v1/reservations",
+            {"json": {"agent": "a", "patterns": ["!x"]}},
+            422,
+            "invalid_input",
+        ),
+        (
+            "post",
+            "/v1/reservations",
+            {"json": {"agent": "a", "patterns": ["x"], "shared": "y"}},
+            422,
+            "invalid_input",
+        ),
+        (
+            "post",
+            "/v1/reservations",
+            {"json": {"agent": "a", "patterns": ["x"], "item": 99}},
+            404,
+            "not_found",
+        ),
+        ("post", "/v1/reservations:release", {"json": {"agent": "a"}}, 422, "invalid_input"),
+        ("get", "/v1/who", {}, 422, "invalid_input"),
+        ("get", "/v1/who", {"params": {"path": "/etc/passwd"}}, 422, "invalid_input"),
+        ("post", "/v1/claim-next", {"json": {"agent": "a", "count": 0}}, 422, "invalid_input"),
+        ("post", "/v1/claim-next", {"json": {"agent": "a", "count": "3"}}, 422, "invalid_input"),
+        (
+            "post",
+            "/v1/items",
+            {"json": {"agent": "h", "title": "x", "files": ["/etc/x"]}},
+            422,
+            "invalid_input",
+        ),
         ("get", "/v1/nowhere", {}, 404, "not_found"),
         ("delete", "/v1/items/1", {}, 405, "method_not_allowed"),
     ],
@@ -217,6 +271,34 @@ def test_openapi_documents_every_route_and_nothing_else(api: TestClient) -> None
     documented = {(path, method) for path, ops in OPENAPI["paths"].items() for method in ops}
     assert served == documented
     assert api.get("/openapi.json").json()["openapi"].startswith("3.")
+
+
+def test_every_error_a_face_can_raise_is_known_on_the_wire() -> None:
+    """The CLI rebuilds errors from their code; an unknown code would lose its exit code."""
+    import coord.board
+    import coord.server.daemon  # noqa: F401
+    from coord.errors import ERRORS_BY_CODE, CoordError
+
+    def all_subclasses(cls: type) -> set[type]:
+        return {c for sub in cls.__subclasses__() for c in (sub, *all_subclasses(sub))}
+
+    for cls in all_subclasses(CoordError):
+        assert ERRORS_BY_CODE.get(cls.code) is cls, cls
+
+
+def test_reservation_conflict_over_http_names_holder(api: TestClient) -> None:
+    assert post(api, "/v1/reservations", {"agent": "a", "patterns": ["src/**"]}).status_code == 201
+    refused = post(api, "/v1/reservations", {"agent": "b", "patterns": ["src/x.py", "y.py"]})
+    assert refused.status_code == 409
+    body = refused.json()
+    assert body["error"] == "files_reserved" and body["holders"] == ["a"]
+    assert body["conflicts"][0]["pattern"] == "src"
+    assert api.get("/v1/who", params={"path": "src/x.py", "agent": "b"}).json()["may_edit"] is False
+    freed = post(api, "/v1/reservations:release", {"agent": "a", "all": True}).json()
+    assert freed == {"freed": ["src"]}
+    assert (
+        post(api, "/v1/reservations", {"agent": "b", "patterns": ["src/x.py"]}).status_code == 201
+    )
 
 
 def test_internal_errors_are_500_without_traceback(tmp_path: Path) -> None:

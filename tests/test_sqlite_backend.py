@@ -74,7 +74,7 @@ def _next_claimable_work(storage: SQLiteStorage, now: float) -> tuple[int | None
     conn.set_progress_handler(count, 1)
     conn.set_trace_callback(traced.append)
     with storage.read() as tx:
-        found = tx.next_claimable(now, ("task",), None)
+        found = next(iter(tx.claimable_ids(now, ("task",), None)), (0, None))[1]
     conn.set_progress_handler(None, 1)
     conn.set_trace_callback(None)
     return found, steps[0], [s for s in traced if s.lstrip().startswith("SELECT")]

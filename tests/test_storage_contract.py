@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coord.storage.base import ItemQuery, Storage, WriteTx
+from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
 from coord.storage.sqlite import SQLiteStorage
 
 BACKENDS: dict[str, Callable[[Path], Storage]] = {
@@ -43,6 +43,26 @@ def _add(
         recipient=None,
         now=now,
     )
+
+
+def next_claimable(tx: ReadTx, now: float, kinds: tuple[str, ...], label: str | None) -> int | None:
+    found = tx.claimable_ids(now, kinds, label, limit=1)
+    return found[0][1] if found else None
+
+
+def test_claimable_ids_pages_in_claim_order(storage: Storage) -> None:
+    with storage.write() as tx:
+        ids = [_add(tx, priority=p) for p in (3, 1, 1, 0, 2)]
+        tx.update_item(
+            ids[4],
+            0,
+            {"state": "claimed", "claimed_by": "a", "fencing_token": 1, "lease_expires_at": 10.0},
+        )
+    with storage.read() as tx:
+        first = tx.claimable_ids(20.0, ("task",), None, limit=2)
+        rest = tx.claimable_ids(20.0, ("task",), None, after=first[-1], limit=10)
+    # the expired claim (priority 2) takes its place among the pending ones
+    assert [i for _, i in first + rest] == [ids[3], ids[1], ids[2], ids[4], ids[0]]
 
 
 def test_inserted_item_reads_back_whole(storage: Storage) -> None:
@@ -107,12 +127,12 @@ def test_next_claimable_orders_by_priority_then_age(storage: Storage) -> None:
         high_old = _add(tx, priority=1)
         _add(tx, priority=1)
     with storage.read() as tx:
-        assert tx.next_claimable(0.0, ("task",), None) == high_old
+        assert next_claimable(tx, 0.0, ("task",), None) == high_old
     with storage.write() as tx:
         tx.update_item(high_old, 0, {"state": "done", "closed_at": 1.0})
         tx.update_item(high_old + 1, 0, {"state": "cancelled", "closed_at": 1.0})
     with storage.read() as tx:
-        assert tx.next_claimable(0.0, ("task",), None) == low
+        assert next_claimable(tx, 0.0, ("task",), None) == low
 
 
 def test_next_claimable_filters_kind_label_and_skips_unmet_deps(storage: Storage) -> None:
@@ -122,14 +142,14 @@ def test_next_claimable_filters_kind_label_and_skips_unmet_deps(storage: Storage
         tx.add_deps(blocked, [dep])
         bug = _add(tx, priority=3, kind="bug", labels=("ui",))
     with storage.read() as tx:
-        assert tx.next_claimable(0.0, ("task",), None) == dep
-        assert tx.next_claimable(0.0, ("bug",), None) == bug
-        assert tx.next_claimable(0.0, ("task", "bug"), "ui") == bug
-        assert tx.next_claimable(0.0, ("task",), "nope") is None
+        assert next_claimable(tx, 0.0, ("task",), None) == dep
+        assert next_claimable(tx, 0.0, ("bug",), None) == bug
+        assert next_claimable(tx, 0.0, ("task", "bug"), "ui") == bug
+        assert next_claimable(tx, 0.0, ("task",), "nope") is None
     with storage.write() as tx:
         tx.update_item(dep, 0, {"state": "done", "closed_at": 1.0})
     with storage.read() as tx:
-        assert tx.next_claimable(0.0, ("task",), None) == blocked
+        assert next_claimable(tx, 0.0, ("task",), None) == blocked
         assert tx.get_item(blocked).blocked_by == ()  # type: ignore[union-attr]
 
 
@@ -142,8 +162,8 @@ def test_next_claimable_finds_expired_leases_but_not_live_ones(storage: Storage)
             {"state": "claimed", "claimed_by": "a", "fencing_token": 1, "lease_expires_at": 50.0},
         )
     with storage.read() as tx:
-        assert tx.next_claimable(49.0, ("task",), None) is None
-        assert tx.next_claimable(50.0, ("task",), None) == item_id
+        assert next_claimable(tx, 49.0, ("task",), None) is None
+        assert next_claimable(tx, 50.0, ("task",), None) == item_id
 
 
 def test_list_items_filters(storage: Storage) -> None:

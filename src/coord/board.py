@@ -14,33 +14,28 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from coord import model
+from coord import model, reserving, rules
 from coord.errors import (
-    AlreadyClaimed,
     CoordError,
     DependencyCycle,
     InvalidInput,
-    LeaseLost,
-    NotClaimable,
     NotFound,
-    NothingReady,
-    NotReady,
     TooLarge,
 )
-from coord.model import Agent, Claim, Event, Item, Reply, iso
+from coord.model import Agent, Claim, Event, Item, Reply, Reservation, iso
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
 
 DEFAULT_LEASE_SECONDS = 15 * 60
 ACTIVE_WINDOW_SECONDS = 15 * 60
 _MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9][A-Za-z0-9._:+-]{0,63})")
-_IMPORT_FIELDS = {"title", "kind", "priority", "labels", "deps", "body", "to", "ref"}
 
 
-class Board:
+class Board(reserving.FileReservations):
     def __init__(
         self,
         storage: Storage,
@@ -48,15 +43,25 @@ class Board:
         clock: Callable[[], float] = time.time,
         default_lease_seconds: float = DEFAULT_LEASE_SECONDS,
         active_window_seconds: float = ACTIVE_WINDOW_SECONDS,
+        repo_root: str | Path | None = None,
     ) -> None:
         self.storage = storage
+        # file patterns are repository-relative; without a root the board holds no files
+        self.repo_root = Path(repo_root).resolve() if repo_root is not None else None
+        self.is_file = reserving.working_tree_files(self.repo_root)
+        self._touched: dict[str, float] = {}
         self.clock = clock
         self.default_lease_seconds = model.check_lease(default_lease_seconds, 0)
         self.active_window_seconds = active_window_seconds
 
     @classmethod
     def open(
-        cls, coord_dir: str | Path | None = None, *, create: bool = False, **options: Any
+        cls,
+        coord_dir: str | Path | None = None,
+        *,
+        create: bool = False,
+        storage_options: dict[str, Any] | None = None,
+        **options: Any,
     ) -> Board:
         """Open the board in ``coord_dir`` (default: the ``.coord`` found from the cwd).
 
@@ -69,11 +74,14 @@ class Board:
         board_dir = paths.require_board_dir(coord_dir, must_exist=not create)
         settings = paths.read_config(board_dir)
         storage = SQLiteStorage(
-            paths.db_path(board_dir), synchronous=str(settings.get("synchronous", "NORMAL"))
+            paths.db_path(board_dir),
+            synchronous=str(settings.get("synchronous", "NORMAL")),
+            **(storage_options or {}),
         )
         options.setdefault(
             "default_lease_seconds", settings.get("default_lease_seconds", DEFAULT_LEASE_SECONDS)
         )
+        options.setdefault("repo_root", paths.repo_root(board_dir))
         return cls(storage, **options)
 
     def close(self) -> None:
@@ -95,6 +103,7 @@ class Board:
         deps: Sequence[int] = (),
         body: str = "",
         to: str | None = None,
+        files: Sequence[str] = (),
     ) -> Item:
         ids = self.import_items(
             [
@@ -106,6 +115,7 @@ class Board:
                     "deps": list(deps),
                     "body": body,
                     "to": to,
+                    "files": list(files),
                 }
             ],
             created_by=created_by,
@@ -125,7 +135,9 @@ class Board:
             raise InvalidInput("nothing to import: the list is empty")
         if len(entries) > model.MAX_IMPORT:
             raise TooLarge(f"{len(entries)} items in one import; the limit is {model.MAX_IMPORT}")
-        checked = [_check_entry(entry, index, len(entries)) for index, entry in enumerate(entries)]
+        checked = [
+            rules.check_entry(entry, index, len(entries)) for index, entry in enumerate(entries)
+        ]
         refs: dict[str, int] = {}
         for index, entry in enumerate(checked):
             ref = entry["ref"]
@@ -141,12 +153,16 @@ class Board:
                         "of an item in this import",
                         index=index,
                     )
+        for entry in checked:
+            entry["files"] = reserving.canonical(entry["files"], self.repo_root)
         with self.storage.write() as tx:
             now = self.now()
             wanted = {d for e in checked for d in e["deps"] if isinstance(d, int)}
             missing = sorted(wanted - tx.existing_ids(wanted))
             if missing:
-                raise NotFound(f"unknown dependency {_ids(missing)}: no such item", missing=missing)
+                raise NotFound(
+                    f"unknown dependency {rules.ids_text(missing)}: no such item", missing=missing
+                )
             ids = [
                 tx.insert_item(
                     kind=e["kind"],
@@ -163,6 +179,7 @@ class Board:
             for item_id, entry in zip(ids, checked, strict=True):
                 deps = [d if isinstance(d, int) else ids[refs[d]] for d in entry["deps"]]
                 self._link(tx, item_id, deps)
+                tx.set_item_files(item_id, entry["files"])
                 tx.append_event(
                     at=now,
                     agent=created_by,
@@ -174,9 +191,10 @@ class Board:
                         "priority": entry["priority"],
                         "deps": deps,
                         "to": entry["to"],
+                        "files": list(entry["files"]),
                     },
                 )
-            tx.touch_agent(created_by, now)
+            self._touch(tx, created_by, now)
         return ids
 
     # --- reading ---------------------------------------------------------------------------
@@ -184,13 +202,13 @@ class Board:
     def get(self, item_id: Any) -> Item:
         item_id = model.check_item_id(item_id)
         with self.storage.read() as tx:
-            return _require(tx, item_id)
+            return self._with_holds(tx, [rules.require_item(tx, item_id)], self.now())[0]
 
     def show(self, item_id: Any) -> dict[str, Any]:
         """An item with its thread, acknowledgements and history."""
         item_id = model.check_item_id(item_id)
         with self.storage.read() as tx:
-            item = _require(tx, item_id)
+            item = self._with_holds(tx, [rules.require_item(tx, item_id)], self.now())[0]
             replies = tx.replies(item_id)
             acks = tx.acks(item_id)
             history = tx.events_after(0, 200, item_id=item_id)
@@ -225,7 +243,9 @@ class Board:
             limit=limit,
         )
         with self.storage.read() as tx:
-            return tx.list_items(query)
+            items = self._with_holds(tx, tx.list_items(query), self.now())
+        # ready also means no file of the item is held by someone else
+        return [i for i in items if i.claimable(self.now())] if ready else items
 
     def events(self, after: int = 0, limit: int = 500, item_id: int | None = None) -> list[Event]:
         if not 1 <= limit <= 5000:
@@ -255,9 +275,9 @@ class Board:
         lease = model.check_lease(lease_seconds, self.default_lease_seconds)
         with self.storage.write() as tx:
             now = self.now()
-            item = _require(tx, item_id)
-            _ensure_claimable(item, now)
-            return self._take(tx, item, agent, lease, now)
+            item = rules.require_item(tx, item_id)
+            rules.ensure_claimable(item, now)
+            return self._take(tx, item, agent, lease, now, tx.live_reservations(now))
 
     def claim_next(
         self,
@@ -273,27 +293,56 @@ class Board:
         lease = model.check_lease(lease_seconds, self.default_lease_seconds)
         with self.storage.write() as tx:
             now = self.now()
-            item_id = tx.next_claimable(now, kinds, label)
-            if item_id is None:
-                raise NothingReady(
-                    "nothing is ready to claim" + _filters_text(kind, label),
-                    kind=kind,
-                    label=label,
-                )
-            return self._take(tx, _require(tx, item_id), agent, lease, now)
+            for item, live in self._ready_for(tx, agent, kinds, label, now):
+                return self._take(tx, item, agent, lease, now, live)
+        raise rules.nothing_ready(kind, label)
+
+    def claim_batch(
+        self,
+        count: int,
+        *,
+        agent: str,
+        kind: str | None = None,
+        label: str | None = None,
+        lease_seconds: float | None = None,
+    ) -> list[Claim]:
+        """Claim up to ``count`` ready items whose files overlap neither each other nor
+        anything held: work for ``count`` agents started at once."""
+        agent = model.check_agent(agent)
+        kinds = (model.check_kind(kind),) if kind else model.WORK_KINDS
+        lease = model.check_lease(lease_seconds, self.default_lease_seconds)
+        if (
+            isinstance(count, bool)
+            or not isinstance(count, int)
+            or not 1 <= count <= model.MAX_BATCH
+        ):
+            raise InvalidInput(f"count must be 1 to {model.MAX_BATCH}", field="count")
+        claims: list[Claim] = []
+        with self.storage.write() as tx:
+            now = self.now()
+            for item, live in self._ready_for(tx, agent, kinds, label, now):
+                chosen = [c.item.files for c in claims]
+                if reserving.pairwise_disjoint(chosen, item.files, self.is_file):
+                    claims.append(self._take(tx, item, agent, lease, now, live))
+                    if len(claims) == count:
+                        break
+        if not claims:
+            raise rules.nothing_ready(kind, label)
+        return claims
 
     def heartbeat(
         self, item_id: Any, *, agent: str, token: Any, lease_seconds: float | None = None
     ) -> Claim:
         """Extend a live claim. A stale token changes nothing."""
-        agent, item_id, token = _claim_args(agent, item_id, token)
+        agent, item_id, token = rules.claim_args(agent, item_id, token)
         lease = model.check_lease(lease_seconds, self.default_lease_seconds)
         with self.storage.write() as tx:
             now = self.now()
-            item = _require(tx, item_id)
-            _ensure_holder(item, agent, token, now)
+            item = rules.require_item(tx, item_id)
+            rules.ensure_holder(item, agent, token, now)
             expires = now + lease
-            self._change(
+            tx.extend_item_reservations(item_id, agent, expires)
+            extended = self._change(
                 tx,
                 item,
                 {"lease_expires_at": expires},
@@ -302,7 +351,7 @@ class Board:
                 now,
                 {"token": token, "lease_expires_at": iso(expires)},
             )
-            return Claim(_require(tx, item_id), agent, token, expires)
+            return Claim(extended, agent, token, expires)
 
     def release(self, item_id: Any, *, agent: str, token: Any, reason: str = "") -> Item:
         """Give the item back to pending for someone else."""
@@ -357,11 +406,13 @@ class Board:
             )
         with self.storage.write() as tx:
             now = self.now()
-            item = _require(tx, item_id)
-            _ensure_editable(item, agent, token, now)
+            item = rules.require_item(tx, item_id)
+            rules.ensure_editable(item, agent, token, now)
             missing = sorted(set(adding) - tx.existing_ids(adding))
             if missing:
-                raise NotFound(f"unknown dependency {_ids(missing)}: no such item", missing=missing)
+                raise NotFound(
+                    f"unknown dependency {rules.ids_text(missing)}: no such item", missing=missing
+                )
             self._link(tx, item_id, adding)
             tx.remove_deps(item_id, removing)
             details: dict[str, Any] = {
@@ -372,15 +423,16 @@ class Board:
             if removing:
                 details["removed_deps"] = list(removing)
             self._change(tx, item, changes, agent, "edited", now, details)
-            return _require(tx, item_id)
+            return rules.require_item(tx, item_id)
 
     def cancel(self, item_id: Any, *, agent: str, token: Any = None, reason: str = "") -> Item:
         agent = model.check_agent(agent)
         item_id = model.check_item_id(item_id)
         with self.storage.write() as tx:
             now = self.now()
-            item = _require(tx, item_id)
-            _ensure_editable(item, agent, token, now)
+            item = rules.require_item(tx, item_id)
+            rules.ensure_editable(item, agent, token, now)
+            tx.delete_item_reservations(item_id, None)
             changes = {
                 "state": "cancelled",
                 "claimed_by": None,
@@ -390,7 +442,7 @@ class Board:
             self._change(
                 tx, item, changes, agent, "cancelled", now, {"reason": model.check_body(reason)}
             )
-            return _require(tx, item_id)
+            return rules.require_item(tx, item_id)
 
     # --- talking ---------------------------------------------------------------------------
 
@@ -402,7 +454,7 @@ class Board:
             raise InvalidInput("a reply needs some text", field="body")
         with self.storage.write() as tx:
             now = self.now()
-            _require(tx, item_id)
+            rules.require_item(tx, item_id)
             reply_id = tx.add_reply(item_id, agent, body, now)
             mentions = sorted(set(_MENTION.findall(body)) - {agent})
             tx.append_event(
@@ -412,7 +464,7 @@ class Board:
                 kind="reply",
                 details={"reply_id": reply_id, "mentions": mentions, "excerpt": body[:200]},
             )
-            tx.touch_agent(agent, now)
+            self._touch(tx, agent, now)
             return Reply(reply_id, item_id, agent, body, now)
 
     def ack(self, item_id: Any, *, agent: str) -> bool:
@@ -421,11 +473,11 @@ class Board:
         item_id = model.check_item_id(item_id)
         with self.storage.write() as tx:
             now = self.now()
-            _require(tx, item_id)
+            rules.require_item(tx, item_id)
             added = tx.add_ack(item_id, agent, now)
             if added:
                 tx.append_event(at=now, agent=agent, item_id=item_id, kind="ack", details={})
-            tx.touch_agent(agent, now)
+            self._touch(tx, agent, now)
             return added
 
     def inbox(self, agent: str, *, peek: bool = False, limit: int = 200) -> list[Event]:
@@ -454,18 +506,31 @@ class Board:
         *,
         closes: bool = False,
     ) -> Item:
-        agent, item_id, token = _claim_args(agent, item_id, token)
+        agent, item_id, token = rules.claim_args(agent, item_id, token)
         with self.storage.write() as tx:
             now = self.now()
-            item = _require(tx, item_id)
-            _ensure_holder(item, agent, token, now)
+            item = rules.require_item(tx, item_id)
+            rules.ensure_holder(item, agent, token, now)
             changes = {**changes, "lease_expires_at": None}
             if closes:
                 changes["closed_at"] = now
-            self._change(tx, item, changes, agent, kind, now, {"token": token, **details})
-            return _require(tx, item_id)
+            tx.delete_item_reservations(item_id, agent)
+            return self._change(tx, item, changes, agent, kind, now, {"token": token, **details})
 
-    def _take(self, tx: WriteTx, item: Item, agent: str, lease: float, now: float) -> Claim:
+    def _take(
+        self,
+        tx: WriteTx,
+        item: Item,
+        agent: str,
+        lease: float,
+        now: float,
+        live: list[Reservation],
+    ) -> Claim:
+        """The claim itself, with the item's files, in the caller's write transaction."""
+        if item.files:
+            conflicts = reserving.find_conflicts(agent, item.files, True, live, self.is_file)
+            if conflicts:
+                raise reserving.refusal(conflicts, f"claim of item {item.id}")
         token = item.fencing_token + 1
         expires = now + lease
         takeover_from = item.claimed_by if item.state == "claimed" else None
@@ -479,12 +544,68 @@ class Board:
         if takeover_from is not None:
             details["takeover_from"] = takeover_from
             details["expired_at"] = iso(item.lease_expires_at)
+            tx.delete_item_reservations(item.id, takeover_from)  # expired with its lease
+        for pattern in item.files:
+            tx.insert_reservation(
+                agent=agent,
+                pattern=pattern,
+                exclusive=True,
+                item_id=item.id,
+                reason=f"claim of item {item.id}",
+                now=now,
+                expires_at=expires,
+            )
+            live.append(Reservation(0, agent, pattern, True, item.id, "", now, expires))
+        if item.files:
+            details["files"] = list(item.files)
         kind = "takeover" if takeover_from is not None else "claimed"
-        self._change(tx, item, changes, agent, kind, now, details)
-        return Claim(_require(tx, item.id), agent, token, expires, takeover_from)
+        claimed = self._change(tx, item, changes, agent, kind, now, details, files_held_by=())
+        return Claim(claimed, agent, token, expires, takeover_from)
 
-    @staticmethod
+    def _ready_for(
+        self, tx: WriteTx, agent: str, kinds: Sequence[str], label: str | None, now: float
+    ) -> Iterator[tuple[Item, list[Reservation]]]:
+        """Claimable items in claim order, skipping those whose files others hold."""
+        live: list[Reservation] | None = None
+        after: tuple[int, int] | None = None
+        limit = 1  # the first candidate usually wins; fetch more only while skipping
+        while batch := tx.claimable_ids(now, kinds, label, after, limit=limit):
+            limit = min(limit * 4, 64)
+            for _, item_id in batch:
+                item = rules.require_item(tx, item_id)
+                if live is None:
+                    live = tx.live_reservations(now) if item.files else []
+                elif item.files and not live:
+                    live = tx.live_reservations(now)
+                if item.files and reserving.find_conflicts(
+                    agent, item.files, True, live, self.is_file
+                ):
+                    continue
+                yield item, live
+            after = batch[-1]
+
+    def _with_holds(self, tx: ReadTx, items: list[Item], now: float) -> list[Item]:
+        """Fill in which other agents' live reservations block each open item's files."""
+        if not any(i.files and i.state in ("pending", "claimed") for i in items):
+            return items
+        live = tx.live_reservations(now)
+        return [
+            replace(
+                i,
+                files_held_by=reserving.holds_on(
+                    i.files,
+                    live,
+                    except_agent=i.claimed_by if i.lease_live(now) else None,
+                    is_file=self.is_file,
+                ),
+            )
+            if i.files and i.state in ("pending", "claimed")
+            else i
+            for i in items
+        ]
+
     def _change(
+        self,
         tx: WriteTx,
         item: Item,
         changes: dict[str, Any],
@@ -492,18 +613,29 @@ class Board:
         kind: str,
         now: float,
         details: dict[str, Any],
-    ) -> None:
+        **also: Any,
+    ) -> Item:
+        """Write the changes, log them, and return the item as it now is (no second read);
+        ``also`` sets derived fields of the returned item that are not stored."""
+        changes = {**changes, "updated_at": now}
         # Compare-and-set on the token we read: under the write lock it cannot fail, and if
         # a backend ever let two writers interleave, this is where the loser would stop.
-        if not tx.update_item(item.id, item.fencing_token, {**changes, "updated_at": now}):
+        if not tx.update_item(item.id, item.fencing_token, changes):
             raise CoordError(f"item {item.id} changed under us; nothing was written")
         tx.append_event(at=now, agent=agent, item_id=item.id, kind=kind, details=details)
-        tx.touch_agent(agent, now)
+        self._touch(tx, agent, now)
+        return replace(item, **changes, **also)
+
+    def _touch(self, tx: WriteTx, agent: str, now: float) -> None:
+        # last_seen to the second is plenty; skipping the upsert keeps hot writes lean.
+        if now - self._touched.get(agent, float("-inf")) >= 1.0:
+            tx.touch_agent(agent, now)
+            self._touched[agent] = now
 
     @staticmethod
     def _link(tx: WriteTx, item_id: int, deps: Iterable[int]) -> None:
         for dep in deps:
-            cycle = _path(tx, dep, item_id)
+            cycle = rules.dependency_path(tx, dep, item_id)
             if cycle is not None:
                 named = " → ".join(str(n) for n in [item_id, *cycle])
                 raise DependencyCycle(
@@ -511,162 +643,3 @@ class Board:
                     cycle=[item_id, *cycle],
                 )
             tx.add_deps(item_id, [dep])
-
-
-# --- rules ---------------------------------------------------------------------------------
-
-
-def _require(tx: ReadTx, item_id: int) -> Item:
-    item = tx.get_item(item_id)
-    if item is None:
-        raise NotFound(f"no item {item_id} on this board; `coord ls` lists them", id=item_id)
-    return item
-
-
-def _ensure_claimable(item: Item, now: float) -> None:
-    if item.state in ("done", "cancelled"):
-        raise NotClaimable(
-            f"item {item.id} is {item.state}; pick another (`coord ls --ready`)",
-            id=item.id,
-            state=item.state,
-        )
-    if item.lease_live(now):
-        raise AlreadyClaimed(
-            f"item {item.id} is claimed by {item.claimed_by} until "
-            f"{iso(item.lease_expires_at)}; pick another (`coord next`)",
-            id=item.id,
-            holder=item.claimed_by,
-            lease_expires_at=iso(item.lease_expires_at),
-        )
-    if item.blocked_by:
-        raise NotReady(
-            f"item {item.id} waits on {_ids(item.blocked_by)}, not done yet; pick another",
-            id=item.id,
-            blocked_by=list(item.blocked_by),
-        )
-
-
-def _ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
-    """The zombie check: only the live claim's holder, with its current token, may write."""
-    facts = {
-        "id": item.id,
-        "holder": item.claimed_by if item.state == "claimed" else None,
-        "lease_expires_at": iso(item.lease_expires_at),
-        "state": item.state,
-        "current_token": item.fencing_token,
-    }
-    if item.state == "claimed" and item.claimed_by == agent and item.fencing_token == token:
-        if item.lease_live(now):
-            return
-        raise LeaseLost(
-            f"your lease on item {item.id} expired at {iso(item.lease_expires_at)}; "
-            f"claim it again to go on (`coord claim {item.id}`)",
-            **facts,
-        )
-    if item.state == "claimed" and item.fencing_token != token:
-        raise LeaseLost(
-            f"item {item.id} is now held by {item.claimed_by} (token {item.fencing_token}) "
-            f"until {iso(item.lease_expires_at)}; your token {token} is stale: stop work on it",
-            **facts,
-        )
-    if item.state == "claimed":
-        raise LeaseLost(f"item {item.id} is held by {item.claimed_by}, not {agent}", **facts)
-    raise LeaseLost(
-        f"item {item.id} is {item.state}; claim {token} is no longer live"
-        + (f" (claim it again: `coord claim {item.id}`)" if item.state == "pending" else ""),
-        **facts,
-    )
-
-
-def _ensure_editable(item: Item, agent: str, token: Any, now: float) -> None:
-    if item.state in ("done", "cancelled"):
-        raise NotClaimable(
-            f"item {item.id} is {item.state}; it can no longer change", id=item.id, state=item.state
-        )
-    if item.lease_live(now):
-        if token is None:
-            raise LeaseLost(
-                f"item {item.id} is claimed by {item.claimed_by}; only the holder can change "
-                "it, with its token",
-                id=item.id,
-                holder=item.claimed_by,
-                lease_expires_at=iso(item.lease_expires_at),
-            )
-        _ensure_holder(item, agent, model.check_token(token), now)
-
-
-def _path(tx: ReadTx, start: int, goal: int) -> list[int] | None:
-    """A dependency path start → … → goal, if one exists (breadth-first, so the shortest)."""
-    parent: dict[int, int | None] = {start: None}
-    frontier = [start]
-    while frontier:
-        if goal in parent:
-            break
-        edges = tx.deps_of(frontier)
-        frontier = []
-        for node, deps in edges.items():
-            for dep in deps:
-                if dep not in parent:
-                    parent[dep] = node
-                    frontier.append(dep)
-    if goal not in parent:
-        return None
-    path: list[int] = []
-    step: int | None = goal
-    while step is not None:
-        path.append(step)
-        step = parent[step]
-    return path[::-1]
-
-
-def _claim_args(agent: Any, item_id: Any, token: Any) -> tuple[str, int, int]:
-    return model.check_agent(agent), model.check_item_id(item_id), model.check_token(token)
-
-
-def _check_entry(entry: Any, index: int, count: int) -> dict[str, Any]:
-    if not isinstance(entry, dict):
-        raise InvalidInput(f"item {index}: expected an object with at least a title", index=index)
-    unknown = sorted(set(entry) - _IMPORT_FIELDS)
-    if unknown:
-        raise InvalidInput(
-            f"item {index}: unknown field {', '.join(unknown)}; known fields are "
-            f"{', '.join(sorted(_IMPORT_FIELDS))}",
-            index=index,
-        )
-    try:
-        deps = entry.get("deps") or []
-        if not isinstance(deps, list):
-            raise InvalidInput("deps must be a list of item ids or refs", field="deps")
-        ref = entry.get("ref")
-        if ref is not None and (not isinstance(ref, str) or not ref):
-            raise InvalidInput("ref must be a non-empty string", field="ref")
-        to = entry.get("to")
-        return {
-            "title": model.check_title(entry.get("title")),
-            "kind": model.check_kind(entry.get("kind", "task")),
-            "priority": model.check_priority(entry.get("priority", model.PRIORITY_DEFAULT)),
-            "labels": model.check_labels(entry.get("labels")),
-            "body": model.check_body(entry.get("body")),
-            "to": model.check_agent(to) if to is not None else None,
-            "ref": ref,
-            "deps": [
-                d if isinstance(d, str) and not d.isdigit() else model.check_item_id(d)
-                for d in deps
-            ],
-        }
-    except InvalidInput as err:
-        if count > 1:
-            err.message = f"item {index}: {err.message}"
-            err.args = (err.message,)
-            err.details.setdefault("index", index)
-        raise
-
-
-def _ids(ids: Iterable[int]) -> str:
-    return ", ".join(str(i) for i in ids)
-
-
-def _filters_text(kind: str | None, label: str | None) -> str:
-    parts = [f"kind={kind}" if kind else "", f"label={label}" if label else ""]
-    shown = " ".join(p for p in parts if p)
-    return f" ({shown})" if shown else ""

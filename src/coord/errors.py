@@ -77,6 +77,12 @@ class LeaseLost(Conflict):
     code = "lease_lost"
 
 
+class FilesReserved(Conflict):
+    """Some requested file is held by another agent."""
+
+    code = "files_reserved"
+
+
 class NotReady(Conflict):
     """The item waits on dependencies that are not done."""
 
@@ -100,6 +106,10 @@ class BoardNotFound(CoordError):
     exit_code = EXIT_ERROR
 
 
+class DaemonAlreadyRunning(CoordError):
+    code = "daemon_running"
+
+
 class DaemonUnavailable(CoordError):
     code = "daemon_unavailable"
     http_status = 503
@@ -117,10 +127,12 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         Conflict,
         AlreadyClaimed,
         LeaseLost,
+        FilesReserved,
         NotReady,
         NotClaimable,
         NothingReady,
         BoardNotFound,
+        DaemonAlreadyRunning,
         DaemonUnavailable,
     )
 }

@@ -191,3 +191,23 @@ def import_items(daemon: Any, count: int, chunk: int = 5000) -> list[int]:
         assert status == 201, body
         ids.extend(body["ids"])
     return ids
+
+
+def reserve_worker(
+    out: Any, url: str, token: str, agent: str, barrier: Any, rounds: Sequence[Sequence[str]]
+) -> None:
+    """Each round: wait for everyone, reserve these patterns; the winner frees them after."""
+    barrier.wait(BARRIER_TIMEOUT)
+    api = Api(url, token)
+    answers = []
+    for patterns in rounds:
+        api.call("GET", "/v1/health")
+        barrier.wait(BARRIER_TIMEOUT)
+        status, body = api.call("POST", "/v1/reservations", {"agent": agent, "patterns": patterns})
+        answers.append((status, body))
+        barrier.wait(BARRIER_TIMEOUT)  # every answer is in before anyone frees anything
+        if status == 201:
+            api.call("POST", "/v1/reservations:release", {"agent": agent, "all": True})
+        barrier.wait(BARRIER_TIMEOUT)
+    api.close()
+    out.put((agent, answers))

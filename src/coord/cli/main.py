@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 
 from coord import paths
-from coord.cli import render, tokens
+from coord.cli import files, render, tokens
 from coord.cli.client import Client
 from coord.errors import EXIT_OK, EXIT_USAGE, CoordError, InvalidInput
 
@@ -134,6 +134,7 @@ def cmd_add(args: argparse.Namespace, ctx: Context) -> Result:
             "deps": args.dep,
             "body": args.body,
             "to": args.to,
+            "files": files.repo_relative(ctx, args.file) if args.file else [],
         },
     )
     return item, f"added {item['id']}: {item['title']}"
@@ -219,12 +220,15 @@ def cmd_claim(args: argparse.Namespace, ctx: Context) -> Result:
 
 def cmd_next(args: argparse.Namespace, ctx: Context) -> Result:
     agent = ctx.agent()
-    won = ctx.client.post(
-        "/v1/claim-next",
-        {"agent": agent, "lease_seconds": args.lease, "kind": args.kind, "label": args.label},
-    )
-    tokens.remember(ctx.board_dir, agent, won["id"], won["token"])
-    return won, render.claim_line(won)
+    request = {"agent": agent, "lease_seconds": args.lease, "kind": args.kind, "label": args.label}
+    if args.count is None:
+        won = ctx.client.post("/v1/claim-next", request)
+        tokens.remember(ctx.board_dir, agent, won["id"], won["token"])
+        return won, render.claim_line(won)
+    batch = ctx.client.post("/v1/claim-next", {**request, "count": args.count})
+    for claim in batch["items"]:
+        tokens.remember(ctx.board_dir, agent, claim["id"], claim["token"])
+    return batch, "\n".join(render.claim_line(c) for c in batch["items"])
 
 
 def cmd_heartbeat(args: argparse.Namespace, ctx: Context) -> Result:
@@ -339,6 +343,14 @@ def _args_add(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--body", default="", help="the details")
     p.add_argument("--to", metavar="AGENT", help="address it to an agent (handoffs, notes)")
+    p.add_argument(
+        "--file",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="PATTERN",
+        help="files the item owns; claiming it reserves them (repeatable)",
+    )
 
 
 def _args_import(p: argparse.ArgumentParser) -> None:
@@ -406,6 +418,13 @@ def _args_next(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", choices=KINDS, help="only this kind (default: task, bug, handoff)")
     p.add_argument("--label")
     _args_lease(p)
+    p.add_argument(
+        "--count",
+        type=_count,
+        metavar="N",
+        help="claim up to N items whose files overlap neither each other nor "
+        'anything held (prints {"items": [...]})',
+    )
 
 
 def _args_heartbeat(p: argparse.ArgumentParser) -> None:
@@ -462,6 +481,32 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
     "inbox": (cmd_inbox, "what was said to you or about your items since you looked", _args_inbox),
     "agents": (cmd_agents, "who is active and what each holds", _args_none),
     "log": (cmd_log, "the event log", _args_log),
+    "reserve": (
+        files.cmd_reserve,
+        "reserve paths or patterns (exit 3 if someone holds them)",
+        lambda p: files.add_arguments("reserve", p),
+    ),
+    "unreserve": (
+        files.cmd_unreserve,
+        "free your reservations",
+        lambda p: files.add_arguments("unreserve", p),
+    ),
+    "reservations": (
+        files.cmd_reservations,
+        "who holds which files, until when",
+        lambda p: files.add_arguments("reservations", p),
+    ),
+    "who": (
+        files.cmd_who,
+        "who holds a path, and may you edit it",
+        lambda p: files.add_arguments("who", p),
+    ),
+    "guard": (
+        files.cmd_guard,
+        "may I edit these paths? exit 0, or 2 with the reasons "
+        "(reads the board directly; for hooks)",
+        lambda p: files.add_arguments("guard", p),
+    ),
 }
 
 
@@ -521,6 +566,12 @@ def _item_id(text: str) -> int:
     if not value.isdigit() or int(value) <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not an item id (a positive integer)")
     return int(value)
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r}: count is 1 to 64")
+    return int(text)
 
 
 def _priority(text: str) -> int:

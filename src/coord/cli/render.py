@@ -33,6 +33,8 @@ def items_table(items: Sequence[dict[str, Any]]) -> str:
             state = "expired"
         elif state == "pending" and item.get("blocked_by"):
             state = "blocked"
+        elif state == "pending" and item.get("files_held_by"):
+            state = "files held"
         holder = item["claimed_by"] if item["state"] == "claimed" else ""
         rows.append(
             (
@@ -61,6 +63,10 @@ def item_detail(item: dict[str, Any]) -> str:
     ]
     if item["labels"]:
         lines.append("  labels: " + ", ".join(item["labels"]))
+    if item.get("files"):
+        lines.append("  files: " + ", ".join(item["files"]))
+        for r in item.get("files_held_by", []):
+            lines.append(f"    {r['pattern']} held by {r['agent']} until {r['expires_at']}")
     if item["deps"]:
         waiting = set(item["blocked_by"])
         lines.append(
@@ -114,6 +120,24 @@ def agents_table(agents: Sequence[dict[str, Any]]) -> str:
                 "yes" if agent["active"] else "no",
                 agent["last_seen"],
                 ", ".join(str(i) for i in agent["holding"]) or "-",
+            )
+        )
+    return _table(rows)
+
+
+def reservations_table(reservations: Sequence[dict[str, Any]]) -> str:
+    if not reservations:
+        return "no live reservations"
+    rows = [("PATTERN", "HOLDER", "MODE", "ITEM", "UNTIL", "REASON")]
+    for r in reservations:
+        rows.append(
+            (
+                r["pattern"],
+                r["agent"],
+                "exclusive" if r["exclusive"] else "shared",
+                str(r["item"]) if r["item"] is not None else "-",
+                _short_time(r["expires_at"]),
+                r["reason"] or "",
             )
         )
     return _table(rows)

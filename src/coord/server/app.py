@@ -97,7 +97,8 @@ def create_app(
 
     async def add_item(request: Request) -> Response:
         body = await _json_object(
-            request, {"agent", "title", "kind", "priority", "labels", "deps", "body", "to"}
+            request,
+            {"agent", "title", "kind", "priority", "labels", "deps", "body", "to", "files"},
         )
         entry = {k: v for k, v in body.items() if k != "agent"}
         ids = board.import_items([entry], created_by=_agent(body))
@@ -154,14 +155,50 @@ def create_app(
         return JSONResponse(won.to_dict(now()))
 
     async def claim_next(request: Request) -> Response:
-        body = await _json_object(request, {"agent", "lease_seconds", "kind", "label"})
-        won = board.claim_next(
-            agent=_agent(body),
-            kind=body.get("kind"),
-            label=_optional_str(body, "label"),
-            lease_seconds=body.get("lease_seconds"),
+        body = await _json_object(request, {"agent", "lease_seconds", "kind", "label", "count"})
+        options: dict[str, Any] = {
+            "agent": _agent(body),
+            "kind": body.get("kind"),
+            "label": _optional_str(body, "label"),
+            "lease_seconds": body.get("lease_seconds"),
+        }
+        if "count" in body:  # a batch for parallel work: {"items": [claim, ...]}
+            won = board.claim_batch(body["count"], **options)
+            t = now()
+            return JSONResponse({"items": [c.to_dict(t) for c in won]})
+        return JSONResponse(board.claim_next(**options).to_dict(now()))
+
+    async def reserve(request: Request) -> Response:
+        body = await _json_object(
+            request, {"agent", "patterns", "shared", "lease_seconds", "item", "reason"}
         )
-        return JSONResponse(won.to_dict(now()))
+        made = board.reserve(
+            body.get("patterns") or [],
+            agent=_agent(body),
+            shared=_bool(body, "shared"),
+            lease_seconds=body.get("lease_seconds"),
+            item=body.get("item"),
+            reason=body.get("reason") or "",
+        )
+        return JSONResponse({"reservations": [r.to_dict() for r in made]}, status_code=201)
+
+    async def unreserve(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "patterns", "all"})
+        freed = board.unreserve(
+            body.get("patterns") or [], agent=_agent(body), everything=_bool(body, "all")
+        )
+        return JSONResponse({"freed": freed})
+
+    async def reservations(request: Request) -> Response:
+        agent = request.query_params.get("agent") or None
+        held = board.reservations(model.check_agent(agent) if agent else None)
+        return JSONResponse({"reservations": [r.to_dict() for r in held]})
+
+    async def who(request: Request) -> Response:
+        path = request.query_params.get("path")
+        if not path:
+            raise InvalidInput("give the path to ask about: /v1/who?path=src/a.py", field="path")
+        return JSONResponse(board.who(path, request.query_params.get("agent") or None))
 
     async def heartbeat(request: Request) -> Response:
         body = await _json_object(request, {"agent", "token", "lease_seconds"})
@@ -241,7 +278,9 @@ def create_app(
         on_shutdown()
         return JSONResponse({"ok": True, "message": "daemon stopping"})
 
+    # Starlette tries routes in order: the hot path goes first.
     routes = [
+        Route("/v1/claim-next", endpoint(claim_next, write=True), methods=["POST"]),
         Route("/v1/health", endpoint(health), methods=["GET"]),
         Route("/openapi.json", endpoint(openapi), methods=["GET"]),
         Route("/v1/items", endpoint(add_item, write=True), methods=["POST"]),
@@ -272,8 +311,11 @@ def create_app(
         ),
         Route("/v1/items/{id}/replies", endpoint(reply, write=True), methods=["POST"]),
         Route("/v1/items/{id}/ack", endpoint(ack, write=True), methods=["POST"]),
-        Route("/v1/claim-next", endpoint(claim_next, write=True), methods=["POST"]),
         Route("/v1/inbox", endpoint(inbox, write=True), methods=["POST"]),
+        Route("/v1/reservations", endpoint(reserve, write=True), methods=["POST"]),
+        Route("/v1/reservations", endpoint(reservations), methods=["GET"]),
+        Route("/v1/reservations:release", endpoint(unreserve, write=True), methods=["POST"]),
+        Route("/v1/who", endpoint(who), methods=["GET"]),
         Route("/v1/agents", endpoint(agents), methods=["GET"]),
         Route("/v1/events", endpoint(events), methods=["GET"]),
         Route("/v1/shutdown", endpoint(shutdown, write=True), methods=["POST"]),
@@ -340,12 +382,19 @@ async def _json(request: Request) -> Any:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"request body is {declared} bytes; the limit is {limit}")
-    chunks, size = [], 0
-    async for chunk in request.stream():
+    # Straight from the ASGI receive channel: Starlette's stream() generator costs more than
+    # the rest of a small request's parsing.
+    chunks, size, more = [], 0, True
+    while more:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise InvalidInput("the client went away before sending the whole body")
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise TooLarge(f"request body is over the limit of {limit} bytes")
         chunks.append(chunk)
+        more = message.get("more_body", False)
     raw = b"".join(chunks)
     if not raw.strip():
         return {}
@@ -378,6 +427,13 @@ def _optional_str(body: dict[str, Any], key: str) -> str | None:
     value = body.get(key)
     if value is not None and not isinstance(value, str):
         raise InvalidInput(f"{key} must be a string", field=key)
+    return value
+
+
+def _bool(body: dict[str, Any], key: str) -> bool:
+    value = body.get(key, False)
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{key} must be true or false", field=key)
     return value
 
 

@@ -18,11 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from coord import paths
-from coord.errors import CoordError
-
-
-class DaemonAlreadyRunning(CoordError):
-    code = "daemon_running"
+from coord.errors import CoordError, DaemonAlreadyRunning
 
 
 def _take_lock(board_dir: Path) -> int:
@@ -54,9 +50,11 @@ def serve(
 
     from coord.board import Board
     from coord.server.app import LOOPBACK_HOSTS, create_app
+    from coord.storage.sqlite import Checkpointer
 
     lock_fd = _take_lock(board_dir)
-    board = Board.open(board_dir)
+    board = Board.open(board_dir, storage_options={"wal_autocheckpoint": 0})
+    checkpointer = Checkpointer(paths.db_path(board_dir)).start()
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP, not 0: asyncio switches Nagle off only on accepted sockets whose protocol
     # says TCP. With Nagle on, a reused connection waited ~40 ms for the client's delayed ACK
@@ -108,5 +106,6 @@ def serve(
     finally:
         if (read_record(board_dir) or {}).get("pid") == os.getpid():
             record_path.unlink(missing_ok=True)
+        checkpointer.stop()
         board.close()
         os.close(lock_fd)

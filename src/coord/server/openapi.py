@@ -83,6 +83,11 @@ _NEW_ITEM = _obj(
     body={"type": "string", "maxLength": 65536},
     to={"type": "string", "description": "the agent it is addressed to"},
     ref={"type": "string", "description": "import only: a name other entries' deps can use"},
+    files={
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "paths or gitignore-style patterns the item owns; claiming it reserves them",
+    },
     agent=_AGENT,
 )
 
@@ -126,6 +131,8 @@ OPENAPI: dict[str, Any] = {
                     "lease_expired": {"type": "boolean"},
                     "deps": {"type": "array", "items": {"type": "integer"}},
                     "blocked_by": {"type": "array", "items": {"type": "integer"}},
+                    "files": {"type": "array", "items": {"type": "string"}},
+                    "files_held_by": {"type": "array", "items": _ref("Reservation")},
                     "ready": {"type": "boolean"},
                     "created_at": {"type": "string"},
                     "updated_at": {"type": "string"},
@@ -143,6 +150,19 @@ OPENAPI: dict[str, Any] = {
                     "lease_expires_at": {"type": "string"},
                     "takeover_from": {"type": ["string", "null"]},
                     "item": _ref("Item"),
+                },
+            },
+            "Reservation": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "agent": {"type": "string"},
+                    "pattern": {"type": "string"},
+                    "exclusive": {"type": "boolean"},
+                    "item": {"type": ["integer", "null"]},
+                    "reason": {"type": "string"},
+                    "created_at": {"type": "string"},
+                    "expires_at": {"type": "string"},
                 },
             },
             "Event": {
@@ -261,15 +281,28 @@ OPENAPI: dict[str, Any] = {
         },
         "/v1/claim-next": {
             "post": _write(
-                "claim the best ready item (priority, then age); 404 nothing_ready",
+                "claim the best ready item (priority, then age); 404 nothing_ready. With "
+                "count: up to count items whose files overlap neither each other nor anything "
+                'held, as {"items": [claim, ...]}',
                 _obj(
                     ["agent"],
                     agent=_AGENT,
                     lease_seconds=_LEASE,
                     kind={"enum": ["task", "bug", "note", "handoff"]},
                     label={"type": "string"},
+                    count={"type": "integer", "minimum": 1, "maximum": 64},
                 ),
-                _ok(_ref("Claim")),
+                _ok(
+                    {
+                        "oneOf": [
+                            _ref("Claim"),
+                            {
+                                "type": "object",
+                                "properties": {"items": {"type": "array", "items": _ref("Claim")}},
+                            },
+                        ]
+                    }
+                ),
                 path_id=False,
             )
         },
@@ -351,6 +384,88 @@ OPENAPI: dict[str, Any] = {
                             "properties": {
                                 "events": {"type": "array", "items": _ref("Event")},
                                 "last_seq": {"type": "integer"},
+                            },
+                        }
+                    ),
+                    **_errors(422),
+                },
+            }
+        },
+        "/v1/reservations": {
+            "get": {
+                "summary": "live reservations (of one agent with ?agent=)",
+                "parameters": [{"name": "agent", "in": "query", "schema": {"type": "string"}}],
+                "responses": {
+                    **_ok(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "reservations": {"type": "array", "items": _ref("Reservation")}
+                            },
+                        }
+                    ),
+                    **_errors(422),
+                },
+            },
+            "post": _write(
+                "reserve paths or patterns, all or none; 409 files_reserved names every "
+                "conflicting holder, pattern, item and expiry",
+                _obj(
+                    ["agent", "patterns"],
+                    agent=_AGENT,
+                    patterns={"type": "array", "items": {"type": "string"}},
+                    shared={"type": "boolean", "default": False},
+                    lease_seconds=_LEASE,
+                    item={"type": "integer"},
+                    reason={"type": "string"},
+                ),
+                _ok(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "reservations": {"type": "array", "items": _ref("Reservation")}
+                        },
+                    },
+                    "created",
+                    "201",
+                ),
+                path_id=False,
+            ),
+        },
+        "/v1/reservations:release": {
+            "post": _write(
+                "free the agent's reservations of these patterns, or all of them",
+                _obj(
+                    ["agent"],
+                    agent=_AGENT,
+                    patterns={"type": "array", "items": {"type": "string"}},
+                    all={"type": "boolean"},
+                ),
+                _ok(
+                    {
+                        "type": "object",
+                        "properties": {"freed": {"type": "array", "items": {"type": "string"}}},
+                    }
+                ),
+                path_id=False,
+            )
+        },
+        "/v1/who": {
+            "get": {
+                "summary": "who holds a path, and may the agent edit it",
+                "parameters": [
+                    {"name": "path", "in": "query", "required": True, "schema": {"type": "string"}},
+                    {"name": "agent", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {
+                    **_ok(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "path": {"type": "string"},
+                                "holders": {"type": "array", "items": _ref("Reservation")},
+                                "may_edit": {"type": "boolean"},
+                                "blocked_by": {"type": "array", "items": _ref("Reservation")},
                             },
                         }
                     ),

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from coord.model import Agent, Event, Item, Reply
+from coord.model import Agent, Event, Item, Reply, Reservation
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,23 @@ class ReadTx(ABC):
     def list_items(self, query: ItemQuery) -> list[Item]: ...
 
     @abstractmethod
-    def next_claimable(self, now: float, kinds: Sequence[str], label: str | None) -> int | None:
-        """The id of the best claimable item: lowest priority number, then oldest.
+    def claimable_ids(
+        self,
+        now: float,
+        kinds: Sequence[str],
+        label: str | None,
+        after: tuple[int, int] | None = None,
+        limit: int = 1,
+    ) -> list[tuple[int, int]]:
+        """(priority, id) of claimable items in claim order, after ``after`` (keyset paging).
 
-        Must not scan done or live-claimed rows: this is the hot path of claim-next.
+        Claimable here means state and dependencies only; the core checks files. Must not
+        scan done or live-claimed rows: this is the hot path of claim-next.
         """
+
+    @abstractmethod
+    def live_reservations(self, now: float) -> list[Reservation]:
+        """Every reservation with ``expires_at > now``, oldest first."""
 
     @abstractmethod
     def deps_of(self, item_ids: Iterable[int]) -> dict[int, list[int]]:
@@ -127,6 +139,37 @@ class WriteTx(ReadTx):
 
     @abstractmethod
     def touch_agent(self, name: str, now: float) -> None: ...
+
+    @abstractmethod
+    def set_item_files(self, item_id: int, patterns: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def insert_reservation(
+        self,
+        *,
+        agent: str,
+        pattern: str,
+        exclusive: bool,
+        item_id: int | None,
+        reason: str,
+        now: float,
+        expires_at: float,
+    ) -> int: ...
+
+    @abstractmethod
+    def delete_reservations(self, ids: Iterable[int]) -> None: ...
+
+    @abstractmethod
+    def extend_item_reservations(self, item_id: int, agent: str, expires_at: float) -> None:
+        """Move the expiry of ``agent``'s reservations that belong to the item."""
+
+    @abstractmethod
+    def delete_item_reservations(self, item_id: int, agent: str | None) -> None:
+        """Free the item's reservations (``agent``'s only, or everyone's when None)."""
+
+    @abstractmethod
+    def purge_expired_reservations(self, now: float) -> None:
+        """Housekeeping only: expired rows already stopped counting."""
 
     @abstractmethod
     def add_reply(self, item_id: int, author: str, body: str, now: float) -> int: ...

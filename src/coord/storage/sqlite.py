@@ -8,6 +8,7 @@ write inside it cannot interleave with another writer in any process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from coord.errors import CoordError
-from coord.model import Agent, Event, Item, Reply
+from coord.model import Agent, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx, chunks
 
 _ITEM_COLUMNS = (
@@ -39,6 +40,12 @@ _UPDATABLE = frozenset(
         "updated_at",
         "closed_at",
     }
+)
+_ITEM_RELATIONS = (
+    "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), "
+    "(SELECT json_group_array(d.depends_on) FROM deps d JOIN items dep ON dep.id = d.depends_on "
+    " WHERE d.item_id = items.id AND dep.state != 'done'), "
+    "(SELECT json_group_array(pattern) FROM item_files WHERE item_id = items.id)"
 )
 # A dependency holds an item back until it is done.
 _UNMET_DEPS = (
@@ -88,6 +95,7 @@ class SQLiteStorage(Storage):
         busy_timeout_ms: int = 5000,
         synchronous: str = "NORMAL",
         read_only: bool = False,
+        wal_autocheckpoint: int = 1000,
     ) -> None:
         self.path = Path(path)
         self._busy_timeout_ms = busy_timeout_ms
@@ -95,6 +103,9 @@ class SQLiteStorage(Storage):
         if self._synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise CoordError(f"invalid synchronous setting {synchronous!r}")
         self._read_only = read_only
+        # 0 when a background Checkpointer does it instead (the daemon): a checkpoint run by
+        # the committing connection stalls that commit for tens of milliseconds.
+        self._wal_autocheckpoint = int(wal_autocheckpoint)
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -119,6 +130,7 @@ class SQLiteStorage(Storage):
         if not self._read_only:
             self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {self._wal_autocheckpoint}")
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
@@ -210,6 +222,40 @@ class SQLiteStorage(Storage):
         conn.execute("COMMIT")
 
 
+class Checkpointer:
+    """Copies the WAL back into the database from a thread of its own.
+
+    With ``wal_autocheckpoint = 0`` on the writer, the commit that crosses the threshold no
+    longer pays for the checkpoint (and its fsyncs) on the daemon's event loop. PASSIVE never
+    waits for readers or writers; sqlite3 releases the GIL while it works.
+    """
+
+    def __init__(self, path: Path, interval: float = 0.5) -> None:
+        self.path = path
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="coord-checkpoint", daemon=True)
+
+    def start(self) -> Checkpointer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout = 1000")
+            while not self._stop.wait(self.interval):
+                with contextlib.suppress(sqlite3.Error):  # busy: the next round catches up
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+
 def _split_sql(script: str) -> list[str]:
     """Split a migration into statements, keeping trigger bodies whole."""
     statements, current = [], ""
@@ -232,25 +278,12 @@ class _SQLiteTx(WriteTx):
     # --- reads -----------------------------------------------------------------------------
 
     def _items(self, where: str, params: Sequence[Any], tail: str = "") -> list[Item]:
+        # One statement per read, however many items: dependencies and files come along as
+        # JSON arrays (their primary keys keep them sorted). Each statement costs more than
+        # the JSON does, and the claim path reads an item on every claim.
         rows = self.conn.execute(
-            f"SELECT {_ITEM_COLUMNS} FROM items WHERE {where} {tail}", params
+            f"SELECT {_ITEM_COLUMNS}, {_ITEM_RELATIONS} FROM items WHERE {where} {tail}", params
         ).fetchall()
-        if not rows:
-            return []
-        ids = [row[0] for row in rows]
-        deps: dict[int, list[int]] = {}
-        blocked: dict[int, list[int]] = {}
-        for part in chunks(ids):
-            marks = ",".join("?" * len(part))
-            for item_id, dep_id, dep_state in self.conn.execute(
-                "SELECT d.item_id, d.depends_on, dep.state FROM deps d "
-                f"JOIN items dep ON dep.id = d.depends_on WHERE d.item_id IN ({marks}) "
-                "ORDER BY d.item_id, d.depends_on",
-                part,
-            ):
-                deps.setdefault(item_id, []).append(dep_id)
-                if dep_state != "done":
-                    blocked.setdefault(item_id, []).append(dep_id)
         return [
             Item(
                 id=row[0],
@@ -258,7 +291,7 @@ class _SQLiteTx(WriteTx):
                 title=row[2],
                 body=row[3],
                 priority=row[4],
-                labels=tuple(json.loads(row[5])),
+                labels=_array(row[5]),
                 state=row[6],
                 created_by=row[7],
                 to=row[8],
@@ -268,8 +301,9 @@ class _SQLiteTx(WriteTx):
                 created_at=row[12],
                 updated_at=row[13],
                 closed_at=row[14],
-                deps=tuple(deps.get(row[0], ())),
-                blocked_by=tuple(blocked.get(row[0], ())),
+                deps=_array(row[15]),
+                blocked_by=_array(row[16]),
+                files=_array(row[17]),
             )
             for row in rows
         ]
@@ -300,27 +334,55 @@ class _SQLiteTx(WriteTx):
             params.append(query.claimable_at)
         return self._items(" AND ".join(where), params, f"ORDER BY id LIMIT {int(query.limit)}")
 
-    def next_claimable(self, now: float, kinds: Sequence[str], label: str | None) -> int | None:
-        filters, params = f"kind IN ({','.join('?' * len(kinds))})", list(kinds)
+    def claimable_ids(
+        self,
+        now: float,
+        kinds: Sequence[str],
+        label: str | None,
+        after: tuple[int, int] | None = None,
+        limit: int = 1,
+    ) -> list[tuple[int, int]]:
+        filters = f"kind IN ({','.join('?' * len(kinds))})"
+        params: list[Any] = list(kinds)
         if label is not None:
             filters += f" AND {_HAS_LABEL}"
             params.append(label)
+        if after is not None:
+            filters += " AND (priority, id) > (?, ?)"
+            params.extend(after)
         # Two index walks, each over one partial index: pending rows in (priority, id) order,
         # and claimed rows whose lease has run out. Done and live-claimed rows are never read.
-        pending = self.conn.execute(
-            "SELECT priority, id FROM items INDEXED BY items_pending "
+        rows = self.conn.execute(
+            "SELECT * FROM (SELECT priority, id FROM items INDEXED BY items_pending "
             f"WHERE state = 'pending' AND {filters} AND NOT {_UNMET_DEPS} "
-            "ORDER BY priority, id LIMIT 1",
-            params,
-        ).fetchone()
-        expired = self.conn.execute(
-            "SELECT priority, id FROM items INDEXED BY items_claimed_lease "
+            "ORDER BY priority, id LIMIT ?) "
+            "UNION ALL "
+            "SELECT * FROM (SELECT priority, id FROM items INDEXED BY items_claimed_lease "
             f"WHERE state = 'claimed' AND lease_expires_at <= ? AND {filters} "
-            f"AND NOT {_UNMET_DEPS} ORDER BY priority, id LIMIT 1",
-            [now, *params],
-        ).fetchone()
-        candidates = [row for row in (pending, expired) if row is not None]
-        return min(candidates)[1] if candidates else None
+            f"AND NOT {_UNMET_DEPS} ORDER BY priority, id LIMIT ?) "
+            "ORDER BY 1, 2 LIMIT ?",
+            [*params, limit, now, *params, limit, limit],
+        ).fetchall()
+        return [(row[0], row[1]) for row in rows]
+
+    def live_reservations(self, now: float) -> list[Reservation]:
+        return [
+            Reservation(
+                id=row[0],
+                agent=row[1],
+                pattern=row[2],
+                exclusive=bool(row[3]),
+                item_id=row[4],
+                reason=row[5],
+                created_at=row[6],
+                expires_at=row[7],
+            )
+            for row in self.conn.execute(
+                "SELECT id, agent, pattern, exclusive, item_id, reason, created_at, expires_at "
+                "FROM reservations WHERE expires_at > ? ORDER BY id",
+                (now,),
+            )
+        ]
 
     def deps_of(self, item_ids: Iterable[int]) -> dict[int, list[int]]:
         ids = list(item_ids)
@@ -481,6 +543,51 @@ class _SQLiteTx(WriteTx):
             (name, now, now),
         )
 
+    def set_item_files(self, item_id: int, patterns: Sequence[str]) -> None:
+        self.conn.execute("DELETE FROM item_files WHERE item_id = ?", (item_id,))
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO item_files (item_id, pattern) VALUES (?, ?)",
+            [(item_id, p) for p in patterns],
+        )
+
+    def insert_reservation(
+        self,
+        *,
+        agent: str,
+        pattern: str,
+        exclusive: bool,
+        item_id: int | None,
+        reason: str,
+        now: float,
+        expires_at: float,
+    ) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO reservations (agent, pattern, exclusive, item_id, reason, created_at, "
+            "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (agent, pattern, int(exclusive), item_id, reason, now, expires_at),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def delete_reservations(self, ids: Iterable[int]) -> None:
+        self.conn.executemany("DELETE FROM reservations WHERE id = ?", [(i,) for i in ids])
+
+    def extend_item_reservations(self, item_id: int, agent: str, expires_at: float) -> None:
+        self.conn.execute(
+            "UPDATE reservations SET expires_at = ? WHERE item_id = ? AND agent = ?",
+            (expires_at, item_id, agent),
+        )
+
+    def delete_item_reservations(self, item_id: int, agent: str | None) -> None:
+        if agent is None:
+            self.conn.execute("DELETE FROM reservations WHERE item_id = ?", (item_id,))
+        else:
+            self.conn.execute(
+                "DELETE FROM reservations WHERE item_id = ? AND agent = ?", (item_id, agent)
+            )
+
+    def purge_expired_reservations(self, now: float) -> None:
+        self.conn.execute("DELETE FROM reservations WHERE expires_at <= ?", (now,))
+
     def add_reply(self, item_id: int, author: str, body: str, now: float) -> int:
         cursor = self.conn.execute(
             "INSERT INTO replies (item_id, author, body, created_at) VALUES (?, ?, ?, ?)",
@@ -500,6 +607,10 @@ class _SQLiteTx(WriteTx):
         self.conn.execute(
             "UPDATE agents SET inbox_seq = max(inbox_seq, ?) WHERE name = ?", (seq, agent)
         )
+
+
+def _array(text: str) -> tuple[Any, ...]:
+    return () if text == "[]" else tuple(json.loads(text))
 
 
 def _event(row: Sequence[Any]) -> Event:

@@ -1,0 +1,96 @@
+"""The edit rule, and a fast read-only look at the board for hooks that run before every edit.
+
+An agent may edit a path unless another agent holds a live *exclusive* reservation that
+covers it (a shared reservation says "several of us edit this; nobody takes it alone").
+The core's ``who`` and the ``coord guard`` command both ask ``blockers``: one rule.
+
+Stdlib only and no daemon: it opens ``board.db`` read-only. When it cannot read the board it
+says why, and the guard refuses (fail closed) unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+from coord import patterns
+
+TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from pathlib import Path
+    from typing import Protocol, TypeVar
+
+    class HeldFiles(Protocol):
+        @property
+        def agent(self) -> str: ...
+        @property
+        def pattern(self) -> str: ...
+        @property
+        def exclusive(self) -> bool: ...
+        @property
+        def item_id(self) -> int | None: ...
+        @property
+        def expires_at(self) -> float: ...
+
+    Held = TypeVar("Held", bound=HeldFiles)
+
+
+class Row:
+    """A live reservation as the guard reads it, without the core's dataclasses."""
+
+    __slots__ = ("agent", "exclusive", "expires_at", "item_id", "pattern")
+
+    def __init__(
+        self, agent: str, pattern: str, exclusive: int, item_id: int | None, expires_at: float
+    ) -> None:
+        self.agent = agent
+        self.pattern = pattern
+        self.exclusive = bool(exclusive)
+        self.item_id = item_id
+        self.expires_at = expires_at
+
+
+def blockers(path: str, held: Iterable[Held], agent: str | None) -> list[Held]:
+    """The live reservations that forbid ``agent`` to edit canonical ``path``."""
+    return [
+        r for r in held if r.exclusive and r.agent != agent and patterns.covers(r.pattern, path)
+    ]
+
+
+class BoardUnreadable(Exception):
+    pass
+
+
+def read_live(db_path: Path, now: float | None = None) -> list[Row]:
+    """Live reservations straight from the board file, read-only (no daemon needed)."""
+    if not os.path.exists(db_path):
+        raise BoardUnreadable(f"no board at {db_path}")
+    try:
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=2)
+        try:
+            rows = conn.execute(
+                "SELECT agent, pattern, exclusive, item_id, expires_at FROM reservations "
+                "WHERE expires_at > ?",
+                (time.time() if now is None else now,),
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
+        raise BoardUnreadable(f"cannot read {db_path}: {err}") from None
+    return [Row(*row) for row in rows]
+
+
+def refusal_lines(path: str, blocking: Sequence[HeldFiles]) -> list[str]:
+    from datetime import UTC, datetime
+
+    lines = []
+    for r in blocking:
+        until = datetime.fromtimestamp(r.expires_at, UTC).strftime("%H:%M:%SZ")
+        item = f" for item {r.item_id}" if r.item_id is not None else ""
+        lines.append(
+            f"coord guard: {path} is held by {r.agent} ({r.pattern}){item} until {until}; "
+            f"do not edit it: pick other work or ask {r.agent} (`coord who {path}`)"
+        )
+    return lines

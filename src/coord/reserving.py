@@ -1,0 +1,257 @@
+"""Who may hold which files: the reservation rules, as pure functions.
+
+Exclusive conflicts with any overlapping reservation of another agent; shared conflicts only
+with another agent's exclusive one. An agent never conflicts with itself. Whether two
+patterns overlap is ``coord.patterns.overlaps`` (exact for literal paths and directories,
+conservative for globs).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from coord import model, patterns, rules
+from coord.errors import FilesReserved, InvalidInput
+from coord.model import Reservation, iso
+from coord.storage.base import Storage
+
+IsFile = Callable[[str], bool]
+
+
+def canonical(raw: Iterable[str], repo_root: Path | None) -> tuple[str, ...]:
+    """Normalise user patterns to their canonical repository-relative form, deduplicated."""
+    raw = list(raw)
+    if not raw:
+        return ()
+    if repo_root is None:
+        raise InvalidInput("this board has no repository root, so it cannot hold files")
+    return tuple(dict.fromkeys(patterns.normalize(p, repo_root) for p in raw))
+
+
+def find_conflicts(
+    agent: str,
+    requested: Sequence[str],
+    exclusive: bool,
+    held: Iterable[Reservation],
+    is_file: IsFile | None = None,
+) -> list[dict[str, Any]]:
+    """Every (requested pattern, held reservation) pair that refuses the request."""
+    found = []
+    for reservation in held:
+        if reservation.agent == agent:
+            continue
+        if not (exclusive or reservation.exclusive):
+            continue
+        for pattern in requested:
+            if patterns.overlaps(pattern, reservation.pattern, is_file=is_file):
+                found.append(conflict_facts(pattern, reservation))
+    return found
+
+
+def conflict_facts(requested: str, reservation: Reservation) -> dict[str, Any]:
+    return {
+        "requested": requested,
+        "holder": reservation.agent,
+        "pattern": reservation.pattern,
+        "exclusive": reservation.exclusive,
+        "item": reservation.item_id,
+        "expires_at": iso(reservation.expires_at),
+    }
+
+
+def refusal(conflicts: list[dict[str, Any]], what: str) -> FilesReserved:
+    """One error naming every conflicting holder, pattern, item and expiry."""
+    lines = [
+        f"{c['requested']} overlaps {c['pattern']} held by {c['holder']}"
+        + (f" for item {c['item']}" if c["item"] is not None else "")
+        + f" until {c['expires_at']}"
+        for c in conflicts
+    ]
+    holders = sorted({c["holder"] for c in conflicts})
+    return FilesReserved(
+        f"{what} refused: "
+        + "; ".join(lines)
+        + ". Pick other work, or ask "
+        + ", ".join(holders)
+        + " (`coord reply`)",
+        conflicts=conflicts,
+        holders=holders,
+    )
+
+
+def holds_on(
+    files: Sequence[str],
+    held: Iterable[Reservation],
+    *,
+    except_agent: str | None,
+    is_file: IsFile | None = None,
+) -> tuple[Reservation, ...]:
+    """Live reservations of others that would stop a claim of ``files`` (exclusive request)."""
+    return tuple(
+        r
+        for r in held
+        if r.agent != except_agent
+        and any(patterns.overlaps(f, r.pattern, is_file=is_file) for f in files)
+    )
+
+
+def pairwise_disjoint(
+    chosen: Sequence[Sequence[str]], candidate: Sequence[str], is_file: IsFile | None = None
+) -> bool:
+    return not any(
+        patterns.overlaps(a, b, is_file=is_file)
+        for files in chosen
+        for a in files
+        for b in candidate
+    )
+
+
+def working_tree_files(repo_root: Path | None) -> IsFile | None:
+    """Which literal paths are plain files in the repository's working tree.
+
+    Lets ``**/*.sql`` and ``README.md`` be judged disjoint: without it any literal might be a
+    directory with anything beneath it. A path that does not exist yet stays "might be".
+    """
+    if repo_root is None:
+        return None
+    root = str(repo_root)
+    return lambda path: os.path.isfile(os.path.join(root, path))
+
+
+class FileReservations:
+    """The Board's verbs for files. Mixed into ``coord.board.Board``, which supplies the
+    storage, the clock, the repository root and the default lease."""
+
+    storage: Storage
+    repo_root: Path | None
+    is_file: IsFile | None
+    default_lease_seconds: float
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def reserve(
+        self,
+        patterns_given: Sequence[str],
+        *,
+        agent: str,
+        shared: bool = False,
+        lease_seconds: float | None = None,
+        item: int | None = None,
+        reason: str = "",
+    ) -> list[Reservation]:
+        """Reserve every pattern, or none: refused whole if any overlaps another agent's."""
+        agent = model.check_agent(agent)
+        wanted = canonical(model.check_files(patterns_given), self.repo_root)
+        if not wanted:
+            raise InvalidInput("name at least one path or pattern to reserve", field="patterns")
+        lease = model.check_lease(lease_seconds, self.default_lease_seconds)
+        item_id = model.check_item_id(item) if item is not None else None
+        reason = model.check_body(reason)
+        exclusive = not shared
+        with self.storage.write() as tx:
+            now = self.now()
+            if item_id is not None:
+                rules.require_item(tx, item_id)
+            tx.purge_expired_reservations(now)
+            live = tx.live_reservations(now)
+            conflicts = find_conflicts(agent, wanted, exclusive, live, self.is_file)
+            if conflicts:
+                raise refusal(conflicts, "reservation")
+            # Reserving what you already hold renews it (new lease, new mode) in place.
+            tx.delete_reservations(
+                r.id
+                for r in live
+                if r.agent == agent and r.pattern in wanted and r.item_id == item_id
+            )
+            expires = now + lease
+            made = [
+                Reservation(
+                    tx.insert_reservation(
+                        agent=agent,
+                        pattern=p,
+                        exclusive=exclusive,
+                        item_id=item_id,
+                        reason=reason,
+                        now=now,
+                        expires_at=expires,
+                    ),
+                    agent,
+                    p,
+                    exclusive,
+                    item_id,
+                    reason,
+                    now,
+                    expires,
+                )
+                for p in wanted
+            ]
+            tx.append_event(
+                at=now,
+                agent=agent,
+                item_id=item_id,
+                kind="reserved",
+                details={
+                    "patterns": list(wanted),
+                    "exclusive": exclusive,
+                    "expires_at": iso(expires),
+                    "reason": reason,
+                },
+            )
+            tx.touch_agent(agent, now)
+        return made
+
+    def unreserve(
+        self, patterns_given: Sequence[str] = (), *, agent: str, everything: bool = False
+    ) -> list[str]:
+        """Free the agent's reservations of these patterns (or all of them). Returns what
+        was freed; freeing what you do not hold is not an error."""
+        agent = model.check_agent(agent)
+        wanted = set(canonical(model.check_files(list(patterns_given)), self.repo_root))
+        if not wanted and not everything:
+            raise InvalidInput("name the patterns to free, or --all", field="patterns")
+        with self.storage.write() as tx:
+            now = self.now()
+            mine = [
+                r
+                for r in tx.live_reservations(now)
+                if r.agent == agent and (everything or r.pattern in wanted)
+            ]
+            if not mine:
+                return []
+            tx.delete_reservations(r.id for r in mine)
+            freed = sorted({r.pattern for r in mine})
+            tx.append_event(
+                at=now, agent=agent, item_id=None, kind="unreserved", details={"patterns": freed}
+            )
+            tx.touch_agent(agent, now)
+        return freed
+
+    def reservations(self, agent: str | None = None) -> list[Reservation]:
+        """Live reservations, oldest first (of one agent, or everyone's)."""
+        with self.storage.read() as tx:
+            live = tx.live_reservations(self.now())
+        return [r for r in live if agent is None or r.agent == agent]
+
+    def who(self, path: str, agent: str | None = None) -> dict[str, Any]:
+        """Who holds ``path``, and may ``agent`` edit it?"""
+        from coord.guard import blockers
+
+        if self.repo_root is None:
+            raise InvalidInput("this board has no repository root, so it holds no files")
+        canonical_path = patterns.normalize(path, self.repo_root, literal=True)
+        if agent is not None:
+            agent = model.check_agent(agent)
+        with self.storage.read() as tx:
+            live = tx.live_reservations(self.now())
+        holders = [r for r in live if patterns.covers(r.pattern, canonical_path)]
+        blocking = blockers(canonical_path, live, agent)
+        return {
+            "path": canonical_path,
+            "holders": [r.to_dict() for r in holders],
+            "may_edit": not blocking,
+            "blocked_by": [r.to_dict() for r in blocking],
+        }

@@ -1,0 +1,188 @@
+"""The rules the core applies inside its transactions: pure checks, no I/O of their own.
+
+Each raises the ``CoordError`` a face shows to the user, with the facts (holder, expiry,
+blocking dependencies) that let an agent decide what to do next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from coord import model
+from coord.errors import (
+    AlreadyClaimed,
+    InvalidInput,
+    LeaseLost,
+    NotClaimable,
+    NotFound,
+    NothingReady,
+    NotReady,
+)
+from coord.model import Item, iso
+from coord.storage.base import ReadTx
+
+IMPORT_FIELDS = {"title", "kind", "priority", "labels", "deps", "body", "to", "ref", "files"}
+
+
+def require_item(tx: ReadTx, item_id: int) -> Item:
+    item = tx.get_item(item_id)
+    if item is None:
+        raise NotFound(f"no item {item_id} on this board; `coord ls` lists them", id=item_id)
+    return item
+
+
+def ensure_claimable(item: Item, now: float) -> None:
+    if item.state in ("done", "cancelled"):
+        raise NotClaimable(
+            f"item {item.id} is {item.state}; pick another (`coord ls --ready`)",
+            id=item.id,
+            state=item.state,
+        )
+    if item.lease_live(now):
+        raise AlreadyClaimed(
+            f"item {item.id} is claimed by {item.claimed_by} until "
+            f"{iso(item.lease_expires_at)}; pick another (`coord next`)",
+            id=item.id,
+            holder=item.claimed_by,
+            lease_expires_at=iso(item.lease_expires_at),
+        )
+    if item.blocked_by:
+        raise NotReady(
+            f"item {item.id} waits on {ids_text(item.blocked_by)}, not done yet; pick another",
+            id=item.id,
+            blocked_by=list(item.blocked_by),
+        )
+
+
+def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
+    """The zombie check: only the live claim's holder, with its current token, may write."""
+    facts = {
+        "id": item.id,
+        "holder": item.claimed_by if item.state == "claimed" else None,
+        "lease_expires_at": iso(item.lease_expires_at),
+        "state": item.state,
+        "current_token": item.fencing_token,
+    }
+    if item.state == "claimed" and item.claimed_by == agent and item.fencing_token == token:
+        if item.lease_live(now):
+            return
+        raise LeaseLost(
+            f"your lease on item {item.id} expired at {iso(item.lease_expires_at)}; "
+            f"claim it again to go on (`coord claim {item.id}`)",
+            **facts,
+        )
+    if item.state == "claimed" and item.fencing_token != token:
+        raise LeaseLost(
+            f"item {item.id} is now held by {item.claimed_by} (token {item.fencing_token}) "
+            f"until {iso(item.lease_expires_at)}; your token {token} is stale: stop work on it",
+            **facts,
+        )
+    if item.state == "claimed":
+        raise LeaseLost(f"item {item.id} is held by {item.claimed_by}, not {agent}", **facts)
+    raise LeaseLost(
+        f"item {item.id} is {item.state}; claim {token} is no longer live"
+        + (f" (claim it again: `coord claim {item.id}`)" if item.state == "pending" else ""),
+        **facts,
+    )
+
+
+def ensure_editable(item: Item, agent: str, token: Any, now: float) -> None:
+    if item.state in ("done", "cancelled"):
+        raise NotClaimable(
+            f"item {item.id} is {item.state}; it can no longer change", id=item.id, state=item.state
+        )
+    if item.lease_live(now):
+        if token is None:
+            raise LeaseLost(
+                f"item {item.id} is claimed by {item.claimed_by}; only the holder can change "
+                "it, with its token",
+                id=item.id,
+                holder=item.claimed_by,
+                lease_expires_at=iso(item.lease_expires_at),
+            )
+        ensure_holder(item, agent, model.check_token(token), now)
+
+
+def dependency_path(tx: ReadTx, start: int, goal: int) -> list[int] | None:
+    """A dependency path start → … → goal, if one exists (breadth-first, so the shortest)."""
+    parent: dict[int, int | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        if goal in parent:
+            break
+        edges = tx.deps_of(frontier)
+        frontier = []
+        for node, deps in edges.items():
+            for dep in deps:
+                if dep not in parent:
+                    parent[dep] = node
+                    frontier.append(dep)
+    if goal not in parent:
+        return None
+    path: list[int] = []
+    step: int | None = goal
+    while step is not None:
+        path.append(step)
+        step = parent[step]
+    return path[::-1]
+
+
+def claim_args(agent: Any, item_id: Any, token: Any) -> tuple[str, int, int]:
+    return model.check_agent(agent), model.check_item_id(item_id), model.check_token(token)
+
+
+def check_entry(entry: Any, index: int, count: int) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise InvalidInput(f"item {index}: expected an object with at least a title", index=index)
+    unknown = sorted(set(entry) - IMPORT_FIELDS)
+    if unknown:
+        raise InvalidInput(
+            f"item {index}: unknown field {', '.join(unknown)}; known fields are "
+            f"{', '.join(sorted(IMPORT_FIELDS))}",
+            index=index,
+        )
+    try:
+        deps = entry.get("deps") or []
+        if not isinstance(deps, list):
+            raise InvalidInput("deps must be a list of item ids or refs", field="deps")
+        ref = entry.get("ref")
+        if ref is not None and (not isinstance(ref, str) or not ref):
+            raise InvalidInput("ref must be a non-empty string", field="ref")
+        to = entry.get("to")
+        return {
+            "title": model.check_title(entry.get("title")),
+            "kind": model.check_kind(entry.get("kind", "task")),
+            "priority": model.check_priority(entry.get("priority", model.PRIORITY_DEFAULT)),
+            "labels": model.check_labels(entry.get("labels")),
+            "body": model.check_body(entry.get("body")),
+            "to": model.check_agent(to) if to is not None else None,
+            "ref": ref,
+            "files": model.check_files(entry.get("files")),
+            "deps": [
+                d if isinstance(d, str) and not d.isdigit() else model.check_item_id(d)
+                for d in deps
+            ],
+        }
+    except InvalidInput as err:
+        if count > 1:
+            err.message = f"item {index}: {err.message}"
+            err.args = (err.message,)
+            err.details.setdefault("index", index)
+        raise
+
+
+def ids_text(ids: Iterable[int]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+def nothing_ready(kind: str | None, label: str | None) -> NothingReady:
+    parts = [f"kind={kind}" if kind else "", f"label={label}" if label else ""]
+    shown = " ".join(p for p in parts if p)
+    return NothingReady(
+        "nothing is ready to claim"
+        + (f" ({shown})" if shown else "")
+        + ": every open item is claimed, waits on a dependency, or needs files someone holds",
+        kind=kind,
+        label=label,
+    )

@@ -1,0 +1,164 @@
+"""`coord guard`, `reserve`, `who` and `next --count` as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import Daemon, run_cli
+from coord.board import Board
+
+
+def guard(
+    board_dir: Path,
+    *paths: str,
+    agent: str | None = None,
+    cwd: Path | None = None,
+    extra: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COORD_DIR": str(board_dir)}
+    env.pop("COORD_AGENT", None)
+    if agent is not None:
+        env["COORD_AGENT"] = agent
+    return subprocess.run(
+        [sys.executable, "-m", "coord", "guard", *extra, *paths],
+        env=env,
+        cwd=cwd or board_dir.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_guard_refuses_a_held_path_and_allows_the_holder_and_free_paths(board_dir: Path) -> None:
+    board = Board.open(board_dir)
+    board.reserve(["src/auth"], agent="alice", reason="session rework")
+    board.reserve(["docs/shared.md"], agent="bob", shared=True)
+    board.close()
+    refused = guard(board_dir, "src/auth/login.py", agent="bob")
+    assert refused.returncode == 2
+    line = refused.stderr.strip()
+    assert "src/auth/login.py is held by alice" in line and "until" in line
+    assert "Traceback" not in refused.stderr
+    assert guard(board_dir, "src/auth/login.py", agent="alice").returncode == 0
+    assert guard(board_dir, "README.md", agent="bob").returncode == 0
+    # a shared reservation does not stop an edit; nobody named means every hold binds
+    assert guard(board_dir, "docs/shared.md", agent="carol").returncode == 0
+    assert guard(board_dir, "src/auth/x.py").returncode == 2
+    # no daemon was needed or started
+    assert not (board_dir / "daemon.json").exists()
+
+
+def test_guard_reports_every_refused_path_and_json(board_dir: Path) -> None:
+    board = Board.open(board_dir)
+    board.reserve(["a.py"], agent="alice")
+    board.reserve(["b.py"], agent="bob")
+    board.close()
+    both = guard(board_dir, "a.py", "b.py", "c.py", agent="carol")
+    assert both.returncode == 2
+    assert len(both.stderr.strip().splitlines()) == 2
+    as_json = guard(board_dir, "a.py", agent="carol", extra=("--json",))
+    verdict = json.loads(as_json.stdout)
+    assert verdict["may_edit"] is False
+    assert verdict["refusals"][0]["holder"] == "alice"
+
+
+def test_guard_resolves_paths_from_the_current_directory(board_dir: Path) -> None:
+    board = Board.open(board_dir)
+    board.reserve(["src/pkg/mod.py"], agent="alice")
+    board.close()
+    sub = board_dir.parent / "src" / "pkg"
+    sub.mkdir(parents=True)
+    assert guard(board_dir, "mod.py", agent="bob", cwd=sub).returncode == 2
+    assert guard(board_dir, "./../pkg/mod.py", agent="bob", cwd=sub).returncode == 2
+    assert guard(board_dir, str(sub / "mod.py"), agent="bob").returncode == 2
+    assert guard(board_dir, "other.py", agent="bob", cwd=sub).returncode == 0
+
+
+def test_guard_refuses_paths_outside_the_repository(
+    board_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("elsewhere")  # not under the repository
+    (board_dir.parent / "link").symlink_to(outside)
+    for path in ("../etc/passwd", "/etc/passwd", "link/file.py", ".git/config"):
+        result = guard(board_dir, path, agent="bob")
+        assert result.returncode == 2, path
+        assert result.stderr.strip(), path
+
+
+def test_guard_fails_closed_on_an_unreadable_board(tmp_path: Path) -> None:
+    board_dir = tmp_path / ".coord"
+    board_dir.mkdir()
+    (board_dir / "board.db").write_bytes(b"this is not a database" * 100)
+    refused = guard(board_dir, "a.py", agent="bob")
+    assert refused.returncode == 2
+    assert "refusing the edit" in refused.stderr
+    allowed = guard(board_dir, "a.py", agent="bob", extra=("--fail-open",))
+    assert allowed.returncode == 0 and "--fail-open" in allowed.stderr
+    (tmp_path / "nothing").mkdir()
+    missing = guard(tmp_path / "nothing" / ".coord", "a.py", agent="bob")
+    assert missing.returncode == 2
+
+
+def test_guard_staged_checks_what_git_would_commit(board_dir: Path) -> None:
+    repo = board_dir.parent
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    (repo / "held.py").write_text("x\n")
+    (repo / "free.py").write_text("y\n")
+    board = Board.open(board_dir)
+    board.reserve(["held.py"], agent="alice")
+    board.close()
+    subprocess.run([*git, "add", "free.py"], cwd=repo, check=True)
+    assert guard(board_dir, agent="bob", extra=("--staged",)).returncode == 0
+    subprocess.run([*git, "add", "held.py"], cwd=repo, check=True)
+    refused = guard(board_dir, agent="bob", extra=("--staged",))
+    assert refused.returncode == 2 and "held.py is held by alice" in refused.stderr
+
+
+def test_reserve_contract_and_who(daemon: Daemon) -> None:
+    bd = daemon.board_dir
+    granted = run_cli(
+        "reserve", "src/**", "--json", "--reason", "refactor", board_dir=bd, agent="alice"
+    )
+    assert granted.returncode == 0, granted.stderr
+    assert [r["pattern"] for r in json.loads(granted.stdout)["reservations"]] == ["src"]
+    refused = run_cli("reserve", "src/a.py", "README.md", "--json", board_dir=bd, agent="bob")
+    assert refused.returncode == 3
+    body = json.loads(refused.stdout)
+    assert body["error"] == "files_reserved" and body["holders"] == ["alice"]
+    who = json.loads(run_cli("who", "src/a.py", "--json", board_dir=bd, agent="bob").stdout)
+    assert who["may_edit"] is False and who["holders"][0]["agent"] == "alice"
+    listed = json.loads(run_cli("reservations", "--json", board_dir=bd).stdout)
+    assert [(r["agent"], r["pattern"]) for r in listed["reservations"]] == [("alice", "src")]
+    freed = run_cli("unreserve", "--all", "--json", board_dir=bd, agent="alice")
+    assert json.loads(freed.stdout) == {"freed": ["src"]}
+    assert run_cli("reserve", "src/a.py", board_dir=bd, agent="bob").returncode == 0
+
+
+def test_next_count_claims_pairwise_disjoint_items(daemon: Daemon) -> None:
+    bd = daemon.board_dir
+    for title, files in (
+        ("a", ["src/**"]),
+        ("b", ["src/x.py"]),
+        ("c", ["docs"]),
+        ("d", ["docs/api.md"]),
+        ("e", ["db/schema.sql"]),
+    ):
+        args = ["add", title, "--file", *files]
+        assert run_cli(*args, board_dir=bd).returncode == 0
+    result = run_cli("next", "--count", "3", "--json", board_dir=bd, agent="orchestrator")
+    assert result.returncode == 0, result.stderr
+    items = json.loads(result.stdout)["items"]
+    assert [c["title"] for c in items] == ["a", "c", "e"]
+    assert all({"id", "token", "lease_expires_at"} <= c.keys() for c in items)
+    # the remaining two overlap what is now held: nothing ready for anyone else
+    assert run_cli("next", board_dir=bd, agent="other").returncode == 4
+    # the CLI remembered every token: done works for each
+    for claim in items:
+        assert run_cli("done", str(claim["id"]), board_dir=bd, agent="orchestrator").returncode == 0

@@ -1,0 +1,213 @@
+"""File reservations in the core: all-or-nothing, claimed with items, freed with them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coord import errors
+from coord.board import Board
+from coord.errors import FilesReserved
+from coord.storage.sqlite import SQLiteStorage
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def board(tmp_path: Path, clock: Clock) -> Iterator[Board]:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    b = Board(
+        SQLiteStorage(tmp_path / "board.db"), clock=clock, default_lease_seconds=60, repo_root=repo
+    )
+    yield b
+    b.close()
+
+
+def held(board: Board) -> list[tuple[str, str, bool]]:
+    return [(r.agent, r.pattern, r.exclusive) for r in board.reservations()]
+
+
+def test_exclusive_refuses_overlap_and_names_every_holder(board: Board) -> None:
+    board.reserve(["src/auth/**"], agent="a", reason="refactor")
+    board.reserve(["README.md"], agent="b")
+    before = (held(board), board.last_seq())
+    with pytest.raises(FilesReserved) as refused:
+        board.reserve(["src/auth/login.py", "README.md", "docs/x.md"], agent="c")
+    conflicts = refused.value.details["conflicts"]
+    assert {(c["holder"], c["pattern"], c["requested"]) for c in conflicts} == {
+        ("a", "src/auth", "src/auth/login.py"),
+        ("b", "README.md", "README.md"),
+    }
+    assert all(c["expires_at"] for c in conflicts)
+    assert "held by a" in refused.value.message and "held by b" in refused.value.message
+    # all or nothing: docs/x.md, which was free, was not granted either
+    assert (held(board), board.last_seq()) == before
+
+
+def test_shared_conflicts_only_with_exclusive(board: Board) -> None:
+    board.reserve(["docs/**"], agent="a", shared=True)
+    board.reserve(["docs/api.md"], agent="b", shared=True)
+    with pytest.raises(FilesReserved):
+        board.reserve(["docs/api.md"], agent="c")
+    board.reserve(["CHANGELOG.md"], agent="c")
+    with pytest.raises(FilesReserved):
+        board.reserve(["CHANGELOG.md"], agent="a", shared=True)
+
+
+def test_an_agent_never_conflicts_with_itself_and_renews_in_place(
+    board: Board, clock: Clock
+) -> None:
+    board.reserve(["src/**"], agent="a", lease_seconds=10)
+    board.reserve(["src/a.py"], agent="a")
+    clock.now += 5
+    board.reserve(["src/**"], agent="a", lease_seconds=100)
+    patterns = [r.pattern for r in board.reservations("a")]
+    assert sorted(patterns) == ["src", "src/a.py"]  # src/** is the directory src
+    renewed = next(r for r in board.reservations("a") if r.pattern == "src")
+    assert renewed.expires_at == clock.now + 100
+
+
+def test_expired_reservations_stop_counting_at_once(board: Board, clock: Clock) -> None:
+    board.reserve(["src/a.py"], agent="a", lease_seconds=10)
+    clock.now += 10
+    assert board.reservations() == []
+    board.reserve(["src/a.py"], agent="b")
+    assert held(board) == [("b", "src/a.py", True)]
+
+
+def test_unreserve_frees_named_patterns_or_all(board: Board) -> None:
+    board.reserve(["a.py", "b.py", "c/**"], agent="a")
+    assert board.unreserve(["./b.py"], agent="a") == ["b.py"]
+    assert board.unreserve(["nothing.py"], agent="a") == []
+    assert board.unreserve(agent="a", everything=True) == ["a.py", "c"]
+    assert board.reservations() == []
+    kinds = [e.kind for e in board.events()]
+    assert kinds == ["reserved", "unreserved", "unreserved"]
+
+
+def test_paths_are_normalised_and_escapes_refused(board: Board) -> None:
+    board.reserve(["./src//x/../a.py/"], agent="a")
+    assert held(board) == [("a", "src/a.py", True)]
+    assert board.repo_root is not None
+    board.reserve([str(board.repo_root / "docs" / "b.md")], agent="a")
+    for bad in ("../outside.py", "/etc/passwd", "!src/a.py"):
+        with pytest.raises(errors.InvalidInput):
+            board.reserve([bad], agent="b")
+    assert len(board.reservations()) == 2
+
+
+def test_claim_takes_the_items_files_in_the_same_transaction(board: Board) -> None:
+    item = board.add("auth", created_by="h", files=["src/auth/**"])
+    board.reserve(["src/auth/login.py"], agent="b")
+    seq = board.last_seq()
+    with pytest.raises(FilesReserved) as refused:
+        board.claim(item.id, agent="a")
+    assert refused.value.details["holders"] == ["b"]
+    # neither the claim nor any file was taken
+    assert board.get(item.id).state == "pending"
+    assert held(board) == [("b", "src/auth/login.py", True)]
+    assert board.last_seq() == seq
+    board.unreserve(["src/auth/login.py"], agent="b")
+    claim = board.claim(item.id, agent="a")
+    assert held(board) == [("a", "src/auth", True)]
+    assert board.reservations()[0].item_id == item.id
+    assert claim.item.files == ("src/auth",)
+
+
+def test_claim_is_granted_after_the_blocking_lease_expires(board: Board, clock: Clock) -> None:
+    item = board.add("x", created_by="h", files=["a.py"])
+    board.reserve(["a.py"], agent="b", lease_seconds=30)
+    with pytest.raises(FilesReserved):
+        board.claim(item.id, agent="a")
+    clock.now += 30
+    assert board.claim(item.id, agent="a").token == 1
+
+
+def test_heartbeat_extends_and_release_done_free_the_items_files(
+    board: Board, clock: Clock
+) -> None:
+    first = board.add("one", created_by="h", files=["a.py"])
+    second = board.add("two", created_by="h", files=["b.py"])
+    c1 = board.claim(first.id, agent="a", lease_seconds=10)
+    clock.now += 8
+    board.heartbeat(first.id, agent="a", token=c1.token, lease_seconds=10)
+    assert board.reservations()[0].expires_at == clock.now + 10
+    board.release(first.id, agent="a", token=c1.token)
+    c2 = board.claim(second.id, agent="a")
+    board.done(second.id, agent="a", token=c2.token)
+    assert board.reservations() == []
+
+
+def test_expired_claim_frees_files_for_a_takeover(board: Board, clock: Clock) -> None:
+    item = board.add("x", created_by="h", files=["a.py"])
+    board.claim(item.id, agent="crashed", lease_seconds=5)
+    with pytest.raises(FilesReserved):
+        board.reserve(["a.py"], agent="b")
+    clock.now += 5
+    taken = board.claim(item.id, agent="b")
+    assert taken.takeover_from == "crashed"
+    assert held(board) == [("b", "a.py", True)]
+
+
+def test_claim_next_skips_items_whose_files_are_held(board: Board) -> None:
+    blocked = board.add("blocked", created_by="h", priority=0, files=["src/a.py"])
+    free = board.add("free", created_by="h", priority=3, files=["docs/**"])
+    board.reserve(["src/*.py"], agent="b")
+    assert [i.id for i in board.list_items(ready=True)] == [free.id]
+    assert board.get(blocked.id).files_held_by[0].agent == "b"
+    assert board.claim_next(agent="a").item.id == free.id
+    with pytest.raises(errors.NothingReady):
+        board.claim_next(agent="a")
+    # b's own reservation does not stop b
+    assert board.claim_next(agent="b").item.id == blocked.id
+
+
+def test_batch_is_pairwise_disjoint_and_avoids_held_files(board: Board) -> None:
+    a = board.add("a", created_by="h", priority=0, files=["src/**"])
+    board.add("b", created_by="h", priority=1, files=["src/x.py"])  # overlaps a
+    c = board.add("c", created_by="h", priority=2, files=["docs/**"])
+    board.add("d", created_by="h", priority=2, files=["db/*.sql"])  # held by z
+    e = board.add("e", created_by="h", priority=3)  # no files: disjoint from all
+    f = board.add("f", created_by="h", priority=4, files=["README.md"])
+    board.reserve(["db/schema.sql"], agent="z")
+    batch = board.claim_batch(3, agent="orchestrator")
+    assert [c_.item.id for c_ in batch] == [a.id, c.id, e.id]
+    assert board.claim_batch(5, agent="o2")[0].item.id == f.id
+    with pytest.raises(errors.InvalidInput):
+        board.claim_batch(0, agent="o2")
+
+
+def test_who_and_may_edit(board: Board) -> None:
+    board.reserve(["src/**"], agent="a")
+    board.reserve(["docs/api.md"], agent="b", shared=True)
+    answer = board.who("src/pkg/mod.py", agent="b")
+    assert answer["path"] == "src/pkg/mod.py"
+    assert [h["agent"] for h in answer["holders"]] == ["a"]
+    assert answer["may_edit"] is False
+    assert board.who("src/pkg/mod.py", agent="a")["may_edit"] is True
+    shared = board.who("docs/api.md", agent="c")
+    assert shared["may_edit"] is True and shared["holders"][0]["exclusive"] is False
+    assert board.who("free.txt")["holders"] == []
+
+
+def test_item_files_are_normalised_and_validated(board: Board) -> None:
+    item = board.add("x", created_by="h", files=["./src/a.py", "src/a.py", "*.sql"])
+    assert item.files == ("**/*.sql", "src/a.py")
+    with pytest.raises(errors.InvalidInput):
+        board.add("y", created_by="h", files=["../escape"])
+    with pytest.raises(errors.InvalidInput):
+        board.import_items([{"title": "z", "files": "src/a.py"}], created_by="h")
