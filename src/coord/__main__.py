@@ -1,3 +1,3 @@
-from coord.cli.main import main
+from coord.cli.entry import main
 
 raise SystemExit(main())

@@ -20,7 +20,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every e
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from pathlib import Path
-    from typing import Protocol, TypeVar
+    from typing import Any, Protocol, TypeVar
 
     class HeldFiles(Protocol):
         @property
@@ -80,6 +80,70 @@ def read_live(db_path: Path, now: float | None = None) -> list[Row]:
     except sqlite3.Error as err:
         raise BoardUnreadable(f"cannot read {db_path}: {err}") from None
     return [Row(*row) for row in rows]
+
+
+def check(
+    board_dir: Path | None,
+    given: Sequence[str],
+    agent: str | None,
+    *,
+    cwd: str,
+    fail_open: bool = False,
+) -> tuple[int, list[str], dict[str, Any]]:
+    """The guard's whole decision: (exit code, lines for stderr, the JSON verdict).
+
+    ``board_dir`` None means no board was found. Exit 0 allows every path; 2 refuses.
+    """
+    from coord.errors import InvalidInput
+
+    if not given:
+        return 2, ["coord guard: name the paths to check, or --staged"], _verdict([], "no paths")
+    try:
+        if board_dir is None:
+            raise BoardUnreadable("no coord board here or above; run `coord init`")
+        live = read_live(board_dir / "board.db")
+    except BoardUnreadable as err:
+        if fail_open:
+            return (
+                0,
+                [f"coord guard: cannot check ({err}); allowed by --fail-open"],
+                (_verdict([], str(err))),
+            )
+        line = f"coord guard: cannot check the board ({err}); refusing the edit"
+        return 2, [line], _verdict([{"path": None, "reason": str(err)}], str(err))
+    root = str(board_dir.parent)
+    refusals: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for raw in given:
+        try:
+            path = patterns.normalize(raw, root, cwd=cwd, literal=True)
+        except InvalidInput as err:
+            refusals.append({"path": raw, "reason": err.message})
+            lines.append(f"coord guard: {raw}: {err.message}; refusing the edit")
+            continue
+        blocking = blockers(path, live, agent)
+        refusals += [
+            {
+                "path": path,
+                "holder": r.agent,
+                "pattern": r.pattern,
+                "item": r.item_id,
+                "expires_at": _iso(r.expires_at),
+            }
+            for r in blocking
+        ]
+        lines += refusal_lines(path, blocking)
+    return (2 if refusals else 0), lines, _verdict(refusals, None)
+
+
+def _verdict(refusals: list[dict[str, Any]], note: str | None) -> dict[str, Any]:
+    return {"may_edit": not refusals, "refusals": refusals, "note": note}
+
+
+def _iso(ts: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def refusal_lines(path: str, blocking: Sequence[HeldFiles]) -> list[str]:

@@ -7,18 +7,14 @@ to the daemon in their canonical repository-relative form.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 
 from coord import patterns
 from coord.cli import render
-from coord.errors import CoordError, InvalidInput
+from coord.errors import InvalidInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any
 
     from coord.cli.main import Context, Result
 
@@ -83,83 +79,19 @@ def cmd_who(args: argparse.Namespace, ctx: Context) -> Result:
 def cmd_guard(args: argparse.Namespace, ctx: Context) -> Result:
     """May this agent edit these paths? Exit 0, or 2 with one line per refusal on stderr.
 
-    Reads the board file directly (read-only): no daemon, fast, and when it cannot tell it
-    refuses (fail closed) unless --fail-open was given.
+    ``coord guard`` normally takes the fast path in ``coord.cli.entry``, which skips argparse;
+    this is the same decision for ``--help`` and unusual spellings.
     """
-    from coord import guard
+    from coord.cli.guard_cmd import run_guard
 
-    as_json = bool(getattr(args, "json", False))
-    # No name: a person at the keyboard, whom every agent's exclusive reservation binds.
     agent = getattr(args, "agent", None) or os.environ.get("COORD_AGENT") or None
-    refusals: list[dict[str, Any]] = []
-    lines: list[str] = []
-    try:
-        board_dir = ctx.board_dir
-        given = _staged_paths(board_dir) if args.staged else list(args.paths)
-        if not given and not args.staged:
-            raise InvalidInput("name the paths to check, or --staged")
-        live = guard.read_live(board_dir / "board.db")
-    except (CoordError, guard.BoardUnreadable) as err:
-        reason = getattr(err, "message", None) or str(err)
-        if args.fail_open:
-            print(f"coord guard: cannot check ({reason}); allowed by --fail-open", file=sys.stderr)
-            return _verdict(as_json, [], reason)
-        print(
-            f"coord guard: cannot check the board ({reason}); refusing the edit. "
-            "Fix the board or run `coord init`.",
-            file=sys.stderr,
-        )
-        _exit_refused(as_json, [{"path": None, "reason": reason}])
-    root = board_dir.parent
-    for raw in given:
-        try:
-            path = patterns.normalize(raw, root, cwd=os.getcwd(), literal=True)
-        except InvalidInput as err:
-            refusals.append({"path": raw, "reason": err.message})
-            lines.append(f"coord guard: {raw}: {err.message}")
-            continue
-        blocking = guard.blockers(path, live, agent)
-        for r in blocking:
-            refusals.append(
-                {
-                    "path": path,
-                    "holder": r.agent,
-                    "pattern": r.pattern,
-                    "item": r.item_id,
-                    "expires_at": r.expires_at,
-                }
-            )
-        lines += guard.refusal_lines(path, blocking)
-    if refusals:
-        print("\n".join(lines), file=sys.stderr)
-        _exit_refused(as_json, refusals)
-    return _verdict(as_json, [], None)
-
-
-def _verdict(as_json: bool, refusals: list[dict[str, Any]], note: str | None) -> Result:
-    return {"may_edit": not refusals, "refusals": refusals, "note": note}, ""
-
-
-def _exit_refused(as_json: bool, refusals: list[dict[str, Any]]) -> None:
-    if as_json:
-        print(json.dumps({"may_edit": False, "refusals": refusals}))
-    raise SystemExit(EXIT_REFUSED)
-
-
-def _staged_paths(board_dir: Path) -> list[str]:
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            ["git", "diff", "--cached", "--name-only", "-z", "--no-renames"],
-            cwd=board_dir.parent,
-            capture_output=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError) as err:
-        raise InvalidInput(f"cannot list the staged paths with git: {err}") from None
-    root = str(board_dir.parent)
-    return [os.path.join(root, p) for p in out.decode().split("\0") if p]
+    return run_guard(
+        list(args.paths),
+        agent,
+        staged=args.staged,
+        fail_open=args.fail_open,
+        as_json=bool(getattr(args, "json", False)),
+    )
 
 
 def add_arguments(name: str, p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,69 @@
+"""`coord guard`: the decision printed the way hooks and scripts read it.
+
+Stdlib and coord's small modules only (no argparse, no HTTP): it runs before every edit, and
+``coord.cli.entry`` routes plain ``coord guard ...`` calls straight here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from coord.errors import InvalidInput
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+EXIT_REFUSED = 2  # the guard's "do not edit": what the agents' hook protocols understand
+
+
+def run_guard(
+    given: list[str], agent: str | None, *, staged: bool, fail_open: bool, as_json: bool
+) -> tuple[dict[str, Any], str]:
+    """Print the verdict and exit 2 when refused. No name means a person at the keyboard,
+    whom every agent's exclusive reservation binds."""
+    from coord import guard
+    from coord.paths import find_board_dir
+
+    board_dir = find_board_dir()
+    if staged and board_dir is not None:
+        try:
+            given = _staged_paths(board_dir)
+        except InvalidInput as err:
+            print(f"coord guard: {err.message}; refusing the commit", file=sys.stderr)
+            raise SystemExit(EXIT_REFUSED) from None
+        if not given:
+            return guard_verdict_ok(), ""
+    code, lines, verdict = guard.check(
+        board_dir, given, agent, cwd=os.getcwd(), fail_open=fail_open
+    )
+    if lines:
+        print("\n".join(lines), file=sys.stderr)
+    if code != 0:
+        if as_json:
+            print(json.dumps(verdict))
+        raise SystemExit(code)
+    return verdict, ""
+
+
+def guard_verdict_ok() -> dict[str, Any]:
+    return {"may_edit": True, "refusals": [], "note": "nothing staged"}
+
+
+def _staged_paths(board_dir: Path) -> list[str]:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "diff", "--cached", "--name-only", "-z", "--no-renames"],
+            cwd=board_dir.parent,
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise InvalidInput(f"cannot list the staged paths with git: {err}") from None
+    root = str(board_dir.parent)
+    return [os.path.join(root, p) for p in out.decode().split("\0") if p]
