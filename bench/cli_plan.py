@@ -85,22 +85,24 @@ def _timed(argv: list[str], env: dict[str, str], check_json: bool) -> float:
     return took
 
 
-def _print_importtime(env: dict[str, str]) -> None:
+def _print_importtime(
+    env: dict[str, str], args: tuple[str, ...] = ("next", "--json"), cwd: Path | None = None
+) -> None:
     # The quietest of 5 runs of each: one run on a busy machine can be off by 2x.
     rows = min(
         (
-            _importtime([PYTHON, "-X", "importtime", "-m", "coord", "next", "--json"], env)
+            _importtime([PYTHON, "-X", "importtime", "-m", "coord", *args], env, cwd)
             for _ in range(5)
         ),
         key=lambda found: sum(r[0] for r in found),
     )
     bare = min(
-        (_importtime([PYTHON, "-X", "importtime", "-c", "pass"], env) for _ in range(5)),
+        (_importtime([PYTHON, "-X", "importtime", "-c", "pass"], env, cwd) for _ in range(5)),
         key=lambda found: sum(r[0] for r in found),
     )
     total, bare_total = sum(r[0] for r in rows), sum(r[0] for r in bare)
     print(
-        f"   imports (-X importtime): coord next {total / 1000:.1f} ms self total, "
+        f"   imports (-X importtime): coord {args[0]} {total / 1000:.1f} ms self total, "
         f"python -c pass {bare_total / 1000:.1f} ms; top 12 not in python -c pass, "
         "by cumulative (us):"
     )
@@ -110,8 +112,10 @@ def _print_importtime(env: dict[str, str]) -> None:
         print(f"     {cumulative:8,} cumulative {self_us:8,} self  {name}")
 
 
-def _importtime(argv: list[str], env: dict[str, str]) -> list[tuple[int, int, str]]:
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+def _importtime(
+    argv: list[str], env: dict[str, str], cwd: Path | None = None
+) -> list[tuple[int, int, str]]:
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
     rows = []
     for line in done.stderr.splitlines():
         if line.startswith("import time:") and "self [us]" not in line:

@@ -1,12 +1,12 @@
 """A lean closed-loop HTTP/1.1 load generator for 127.0.0.1.
 
 Each connection is a keep-alive socket driven by an ``asyncio.Protocol`` that writes one
-pre-built request (bytes, never re-encoded), reads the response by Content-Length, records
-(sent, answered, status) and sends the next: one request in flight per connection. The
-connections are split over ``procs`` spawned worker processes (``procs=1``: one process
-holds all of them). Workers warm up, meet at a barrier, then run the measured phase, so the
-measured phases of all workers overlap exactly. Timestamps are ``time.perf_counter()``
-(CLOCK_MONOTONIC, comparable across processes).
+pre-built request (bytes, never re-encoded; or a tuple of them, sent in turn), reads the
+response by Content-Length, records (sent, answered, status) and sends the next: one request
+in flight per connection. The connections are split over ``procs`` spawned worker processes
+(``procs=1``: one process holds all of them). Workers warm up, meet at a barrier, then run the
+measured phase, so the measured phases of all workers overlap exactly. Timestamps are
+``time.perf_counter()`` (CLOCK_MONOTONIC, comparable across processes).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from common import Server, percentile
 
 HOST = "127.0.0.1"
 _CONTENT_LENGTH = b"\ncontent-length:"
+OK = (200, 201)  # 201: a reservation made
+Request = bytes | tuple[bytes, ...]  # a tuple: these requests in turn, over and over
 
 
 def post_request(port: int, path: str, body: Any, token: str = "") -> bytes:
@@ -37,8 +39,9 @@ def post_request(port: int, path: str, body: Any, token: str = "") -> bytes:
 
 
 class _Conn(asyncio.Protocol):
-    def __init__(self, request: bytes) -> None:
-        self.request = request
+    def __init__(self, request: Request) -> None:
+        self.cycle = (request,) if isinstance(request, bytes) else request
+        self.turn = 0
         self.buf = bytearray()
         self.need = -1
         self.left = 0
@@ -70,8 +73,10 @@ class _Conn(asyncio.Protocol):
 
     def _send(self) -> None:
         assert self.transport is not None
+        cycle = self.cycle
         self.t0 = time.perf_counter()
-        self.transport.write(self.request)
+        self.transport.write(cycle[self.turn % len(cycle)])
+        self.turn += 1
 
     def _fail(self, err: Exception) -> None:
         if self.done is not None and not self.done.done():
@@ -102,7 +107,7 @@ class _Conn(asyncio.Protocol):
         self.ends.append(ended)
         self.statuses.append(self.status)
         self.left -= 1
-        if self.left <= 0 or (self.stop_on_error and self.status != 200):
+        if self.left <= 0 or (self.stop_on_error and self.status not in OK):
             assert self.done is not None
             if not self.done.done():
                 self.done.set_result(None)
@@ -111,7 +116,7 @@ class _Conn(asyncio.Protocol):
 
 
 async def _drive(
-    port: int, requests: list[bytes], warmup: int, count: int, stop_on_error: bool, barrier: Any
+    port: int, requests: list[Request], warmup: int, count: int, stop_on_error: bool, barrier: Any
 ) -> tuple[bytes, bytes, bytes, float]:
     loop = asyncio.get_running_loop()
     conns: list[_Conn] = []
@@ -137,7 +142,7 @@ async def _drive(
 
 def _worker(
     port: int,
-    requests: list[bytes],
+    requests: list[Request],
     warmup: int,
     count: int,
     stop_on_error: bool,
@@ -165,7 +170,7 @@ class LoadResult:
 
     @property
     def ok(self) -> int:
-        return sum(1 for s in self.statuses if s == 200)
+        return sum(1 for s in self.statuses if s in OK)
 
     @property
     def elapsed(self) -> float:
@@ -179,13 +184,13 @@ class LoadResult:
         return sorted(
             (e - s) * 1000
             for s, e, st in zip(self.starts, self.ends, self.statuses, strict=True)
-            if st == 200 or not ok_only
+            if st in OK or not ok_only
         )
 
     def errors(self) -> dict[int, int]:
         found: dict[int, int] = {}
         for s in self.statuses:
-            if s != 200:
+            if s not in OK:
                 found[s] = found.get(s, 0) + 1
         return found
 
@@ -198,7 +203,7 @@ def layout_name(procs: int, conns: int) -> str:
 
 def run_load(
     port: int,
-    requests: list[bytes],
+    requests: list[Request],
     *,
     procs: int,
     warmup: int,

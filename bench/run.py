@@ -1,6 +1,6 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
-    python bench/run.py [all|claim-next|drain|cli|plan] [--items N] [--quick]
+    python bench/run.py [all|claim-next|drain|cli|plan|guard|reserve] [--items N] [--quick]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
 target is a ratio to a reference measured in this very run. See bench/README.md.
@@ -18,9 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import claims
 import cli_plan
+import reservations
 from common import CLEANUP, log
 
-BENCHES = ("plan", "claim-next", "cli", "drain")
+BENCHES = ("plan", "claim-next", "cli", "drain", "guard", "reserve")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=("auto", "1", "2", "4"),
         help="load generator processes (auto: probe them on the reference)",
     )
-    parser.add_argument("--cli-runs", type=int, help="runs per CLI command (default 30)")
+    parser.add_argument("--cli-runs", type=int, help="runs per CLI/guard command (default 30)")
     parser.add_argument("--importtime", action="store_true", help="always print import costs")
     args = parser.parse_args(argv)
     items = args.items or (20_000 if args.quick else 200_000)
@@ -59,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
                 cli_plan.bench_cli(cli_runs, args.importtime)
             elif name == "drain":
                 claims.bench_drain(items, args.layout)
+            elif name == "guard":
+                reservations.bench_guard(cli_runs, args.importtime)
+            elif name == "reserve":
+                reservations.bench_reserve(items, args.quick, args.layout)
             sys.stdout.flush()
     except KeyboardInterrupt:
         print("\ninterrupted: cleaning up", file=sys.stderr)
