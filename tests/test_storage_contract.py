@@ -229,3 +229,50 @@ def test_acks_replies_agents_and_inbox_cursor(storage: Storage) -> None:
         assert [(a.name, a.first_seen, a.last_seen) for a in agents] == [("b", 3.0, 4.0)]
         assert tx.inbox_cursor("b") == 7
         assert tx.inbox_cursor("nobody") == 0
+
+
+def test_live_reservations_near_returns_every_possible_overlap(storage: Storage) -> None:
+    held = [
+        "src",
+        "src/a",
+        "src/a/b.py",
+        "src/a/b.py/deeper",
+        "**/*.sql",
+        "src/*/b.py",
+        "docs",
+        "src/ab",
+        "srcx/a/b.py",
+        "src/a/c.py",
+    ]
+    with storage.write() as tx:
+        for n, pattern in enumerate(held):
+            tx.insert_reservation(
+                agent=f"a{n}",
+                pattern=pattern,
+                exclusive=True,
+                item_id=None,
+                reason="",
+                now=1.0,
+                expires_at=100.0,
+            )
+        tx.insert_reservation(
+            agent="gone",
+            pattern="src/a/b.py",
+            exclusive=True,
+            item_id=None,
+            reason="",
+            now=1.0,
+            expires_at=50.0,
+        )
+    with storage.read() as tx:
+        near = {r.pattern for r in tx.live_reservations(60.0, near=["src/a/b.py"])}
+        everything = tx.live_reservations(60.0)
+        mine = tx.live_reservations(60.0, agent="a3")
+        from_glob = tx.live_reservations(60.0, near=["**/x"])
+    # ancestors, itself, what lies beneath, and patterns starting with a glob: all there
+    assert {"src", "src/a", "src/a/b.py", "src/a/b.py/deeper", "**/*.sql", "src/*/b.py"} <= near
+    # what cannot overlap may be left out, and the expired one never counts
+    assert not near & {"docs", "srcx/a/b.py", "src/ab"}
+    assert len(everything) == len(held)
+    assert [r.pattern for r in mine] == ["src/a/b.py/deeper"]
+    assert len(from_glob) == len(held)  # a pattern starting with a glob may meet anything

@@ -277,7 +277,8 @@ class Board(reserving.FileReservations):
             now = self.now()
             item = rules.require_item(tx, item_id)
             rules.ensure_claimable(item, now)
-            return self._take(tx, item, agent, lease, now, tx.live_reservations(now))
+            live = tx.live_reservations(now, near=item.files) if item.files else []
+            return self._take(tx, item, agent, lease, now, live)
 
     def claim_next(
         self,
@@ -566,17 +567,13 @@ class Board(reserving.FileReservations):
         self, tx: WriteTx, agent: str, kinds: Sequence[str], label: str | None, now: float
     ) -> Iterator[tuple[Item, list[Reservation]]]:
         """Claimable items in claim order, skipping those whose files others hold."""
-        live: list[Reservation] | None = None
         after: tuple[int, int] | None = None
         limit = 1  # the first candidate usually wins; fetch more only while skipping
         while batch := tx.claimable_ids(now, kinds, label, after, limit=limit):
             limit = min(limit * 4, 64)
             for _, item_id in batch:
                 item = rules.require_item(tx, item_id)
-                if live is None:
-                    live = tx.live_reservations(now) if item.files else []
-                elif item.files and not live:
-                    live = tx.live_reservations(now)
+                live = tx.live_reservations(now, near=item.files) if item.files else []
                 if item.files and reserving.find_conflicts(
                     agent, item.files, True, live, self.is_file
                 ):
@@ -586,9 +583,10 @@ class Board(reserving.FileReservations):
 
     def _with_holds(self, tx: ReadTx, items: list[Item], now: float) -> list[Item]:
         """Fill in which other agents' live reservations block each open item's files."""
-        if not any(i.files and i.state in ("pending", "claimed") for i in items):
+        files = {f for i in items if i.state in ("pending", "claimed") for f in i.files}
+        if not files:
             return items
-        live = tx.live_reservations(now)
+        live = tx.live_reservations(now, near=sorted(files))
         return [
             replace(
                 i,

@@ -63,17 +63,24 @@ class BoardUnreadable(Exception):
     pass
 
 
-def read_live(db_path: Path, now: float | None = None) -> list[Row]:
-    """Live reservations straight from the board file, read-only (no daemon needed)."""
+def read_live(db_path: Path, paths: Sequence[str], now: float | None = None) -> list[Row]:
+    """Live exclusive reservations that might cover these canonical paths, read-only from
+    the board file (no daemon needed). A pattern can cover a path only if its literal prefix
+    is the path or one of its directories; the indexed prefix column finds just those."""
     if not os.path.exists(db_path):
         raise BoardUnreadable(f"no board at {db_path}")
+    prefixes = {""}
+    for path in paths:
+        parts = path.split("/")
+        prefixes.update("/".join(parts[: i + 1]) for i in range(len(parts)))
     try:
         conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=2)
         try:
             rows = conn.execute(
                 "SELECT agent, pattern, exclusive, item_id, expires_at FROM reservations "
-                "WHERE expires_at > ?",
-                (time.time() if now is None else now,),
+                "WHERE expires_at > ? AND exclusive = 1 "
+                f"AND prefix IN ({','.join('?' * len(prefixes))})",
+                (time.time() if now is None else now, *sorted(prefixes)),
             ).fetchall()
         finally:
             conn.close()
@@ -98,29 +105,27 @@ def check(
 
     if not given:
         return 2, ["coord guard: name the paths to check, or --staged"], _verdict([], "no paths")
-    try:
-        if board_dir is None:
-            raise BoardUnreadable("no coord board here or above; run `coord init`")
-        live = read_live(board_dir / "board.db")
-    except BoardUnreadable as err:
-        if fail_open:
-            return (
-                0,
-                [f"coord guard: cannot check ({err}); allowed by --fail-open"],
-                (_verdict([], str(err))),
-            )
-        line = f"coord guard: cannot check the board ({err}); refusing the edit"
-        return 2, [line], _verdict([{"path": None, "reason": str(err)}], str(err))
-    root = str(board_dir.parent)
     refusals: list[dict[str, Any]] = []
     lines: list[str] = []
-    for raw in given:
+    checked: list[str] = []
+    root = str(board_dir.parent) if board_dir is not None else ""
+    for raw in given if board_dir is not None else ():
         try:
-            path = patterns.normalize(raw, root, cwd=cwd, literal=True)
+            checked.append(patterns.normalize(raw, root, cwd=cwd, literal=True))
         except InvalidInput as err:
             refusals.append({"path": raw, "reason": err.message})
             lines.append(f"coord guard: {raw}: {err.message}; refusing the edit")
-            continue
+    try:
+        if board_dir is None:
+            raise BoardUnreadable("no coord board here or above; run `coord init`")
+        live = read_live(board_dir / "board.db", checked)
+    except BoardUnreadable as err:
+        if fail_open and not refusals:  # --fail-open never lets a path outside through
+            note = f"coord guard: cannot check ({err}); allowed by --fail-open"
+            return 0, [note], _verdict([], str(err))
+        line = f"coord guard: cannot check the board ({err}); refusing the edit"
+        return 2, [line], _verdict([{"path": None, "reason": str(err)}], str(err))
+    for path in checked:
         blocking = blockers(path, live, agent)
         refusals += [
             {

@@ -157,7 +157,7 @@ class FileReservations:
             if item_id is not None:
                 rules.require_item(tx, item_id)
             tx.purge_expired_reservations(now)
-            live = tx.live_reservations(now)
+            live = tx.live_reservations(now, near=wanted)
             conflicts = find_conflicts(agent, wanted, exclusive, live, self.is_file)
             if conflicts:
                 raise refusal(conflicts, "reservation")
@@ -217,8 +217,8 @@ class FileReservations:
             now = self.now()
             mine = [
                 r
-                for r in tx.live_reservations(now)
-                if r.agent == agent and (everything or r.pattern in wanted)
+                for r in tx.live_reservations(now, agent=agent)
+                if everything or r.pattern in wanted
             ]
             if not mine:
                 return []
@@ -233,8 +233,7 @@ class FileReservations:
     def reservations(self, agent: str | None = None) -> list[Reservation]:
         """Live reservations, oldest first (of one agent, or everyone's)."""
         with self.storage.read() as tx:
-            live = tx.live_reservations(self.now())
-        return [r for r in live if agent is None or r.agent == agent]
+            return tx.live_reservations(self.now(), agent=agent)
 
     def who(self, path: str, agent: str | None = None) -> dict[str, Any]:
         """Who holds ``path``, and may ``agent`` edit it?"""
@@ -246,7 +245,7 @@ class FileReservations:
         if agent is not None:
             agent = model.check_agent(agent)
         with self.storage.read() as tx:
-            live = tx.live_reservations(self.now())
+            live = tx.live_reservations(self.now(), near=[canonical_path])
         holders = [r for r in live if patterns.covers(r.pattern, canonical_path)]
         blocking = blockers(canonical_path, live, agent)
         return {

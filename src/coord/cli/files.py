@@ -15,7 +15,6 @@ from coord.errors import InvalidInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-
     from coord.cli.main import Context, Result
 
 EXIT_REFUSED = 2  # the guard's "do not edit": what the agents' hook protocols understand

@@ -56,8 +56,11 @@ class ReadTx(ABC):
         """
 
     @abstractmethod
-    def live_reservations(self, now: float) -> list[Reservation]:
-        """Every reservation with ``expires_at > now``, oldest first."""
+    def live_reservations(
+        self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
+    ) -> list[Reservation]:
+        """Reservations with ``expires_at > now``, oldest first: all of them, or only
+        ``agent``'s, or (``near``) at least every one that could overlap those patterns."""
 
     @abstractmethod
     def deps_of(self, item_ids: Iterable[int]) -> dict[int, list[int]]:

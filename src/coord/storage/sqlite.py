@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from coord import patterns
 from coord.errors import CoordError
 from coord.model import Agent, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx, chunks
@@ -365,7 +366,22 @@ class _SQLiteTx(WriteTx):
         ).fetchall()
         return [(row[0], row[1]) for row in rows]
 
-    def live_reservations(self, now: float) -> list[Reservation]:
+    def live_reservations(
+        self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
+    ) -> list[Reservation]:
+        where: list[str] = ["expires_at > ?"]
+        params: list[Any] = [now]
+        if agent is not None:
+            where.append("agent = ?")
+            params.append(agent)
+        if near is not None:
+            prefixes = {patterns.literal_prefix(p) for p in near}
+            if not prefixes:
+                return []
+            if "" not in prefixes:  # a pattern that starts with a glob may meet anything
+                nearby, params_near = _near_prefixes(prefixes)
+                where.append(nearby)
+                params.extend(params_near)
         return [
             Reservation(
                 id=row[0],
@@ -379,8 +395,8 @@ class _SQLiteTx(WriteTx):
             )
             for row in self.conn.execute(
                 "SELECT id, agent, pattern, exclusive, item_id, reason, created_at, expires_at "
-                "FROM reservations WHERE expires_at > ? ORDER BY id",
-                (now,),
+                f"FROM reservations WHERE {' AND '.join(where)} ORDER BY id",
+                params,
             )
         ]
 
@@ -562,9 +578,18 @@ class _SQLiteTx(WriteTx):
         expires_at: float,
     ) -> int:
         cursor = self.conn.execute(
-            "INSERT INTO reservations (agent, pattern, exclusive, item_id, reason, created_at, "
-            "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (agent, pattern, int(exclusive), item_id, reason, now, expires_at),
+            "INSERT INTO reservations (agent, pattern, prefix, exclusive, item_id, reason, "
+            "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                agent,
+                pattern,
+                patterns.literal_prefix(pattern),
+                int(exclusive),
+                item_id,
+                reason,
+                now,
+                expires_at,
+            ),
         )
         return int(cursor.lastrowid or 0)
 
@@ -607,6 +632,23 @@ class _SQLiteTx(WriteTx):
         self.conn.execute(
             "UPDATE agents SET inbox_seq = max(inbox_seq, ?) WHERE name = ?", (seq, agent)
         )
+
+
+def _near_prefixes(prefixes: set[str]) -> tuple[str, list[Any]]:
+    """SQL for rows whose prefix is an ancestor of, equal to, or beneath one of these.
+
+    Ancestors (and '', a pattern starting with a glob) by equality; descendants by the
+    index range [q + '/', q + '0'), '0' being the character after '/'.
+    """
+    ancestors = {""}
+    ranges: list[Any] = []
+    for q in prefixes:
+        parts = q.split("/")
+        ancestors.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+        ranges += [q + "/", q + "0"]
+    marks = ",".join("?" * len(ancestors))
+    spans = " OR ".join(["(prefix >= ? AND prefix < ?)"] * len(prefixes))
+    return f"(prefix IN ({marks}) OR {spans})", [*sorted(ancestors), *ranges]
 
 
 def _array(text: str) -> tuple[Any, ...]:
