@@ -193,9 +193,9 @@ def _set_holders(db: Path, held_db: Path, live: bool) -> None:
     if live:
         statements += [
             f"ATTACH DATABASE '{held_db}' AS held",
-            "INSERT INTO reservations (agent, pattern, exclusive, item_id, reason, created_at, "
-            "expires_at) SELECT agent, pattern, exclusive, item_id, reason, created_at, "
-            "expires_at FROM held.reservations",
+            "INSERT INTO reservations (agent, pattern, prefix, exclusive, item_id, reason, "
+            "created_at, expires_at) SELECT agent, pattern, prefix, exclusive, item_id, reason, "
+            "created_at, expires_at FROM held.reservations",
         ]
     sql(db, "BEGIN IMMEDIATE", *statements, "COMMIT")
 
