@@ -35,9 +35,12 @@ examples:
   coord next --as claude-1           claim the best ready item (exit 4 if none)
   coord done 12 --as claude-1        close it (the CLI remembers the claim's token)
   coord log --follow                 stream every change
+  coord reserve 'src/auth/**' --as claude-1   hold files (exit 3 if someone else does)
+  coord guard src/auth/login.py --as codex-1  may I edit it? (exit 2: no; for hooks)
 
 Every command takes --json and --as NAME (or COORD_AGENT). Exit codes: 0 ok, 1 error,
-2 usage/invalid input, 3 conflict (someone else holds it, lease lost), 4 nothing ready.
+2 usage/invalid input, 3 conflict (someone else holds it, lease lost), 4 nothing ready;
+`coord guard` exits 2 when the edit is refused.
 """
 
 
