@@ -14,7 +14,7 @@ from typing import Any
 
 from common import PYTHON, log, median, new_board_dir, seed, start_daemon, temp_dir, verdict
 from coord import model, paths
-from coord.storage.sqlite import _SQLiteTx
+from coord.storage.sqlite_tx import SQLiteTx
 from refserver import CLAIM_SQL
 
 # --- 3. CLI round trip ------------------------------------------------------------------------
@@ -143,7 +143,7 @@ def bench_plan(board_dir: Path) -> None:
     conn = sqlite3.connect(paths.db_path(board_dir), isolation_level=None)
     counts = dict(conn.execute("SELECT state, count(*) FROM items GROUP BY state").fetchall())
     recorder = _Recorder(conn)
-    tx = _SQLiteTx(recorder)  # type: ignore[arg-type]
+    tx = SQLiteTx(recorder)  # type: ignore[arg-type]
     now = time.time()
     print(f"\n== 4. query plans of SQLiteStorage.claimable_ids on the board ({counts})")
     for title, kinds, label in (

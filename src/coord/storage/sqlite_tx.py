@@ -1,0 +1,450 @@
+"""The SQLite backend's transaction verbs: the SQL behind ``ReadTx`` and ``WriteTx``.
+
+Each method is one or two statements run on the connection of the transaction that
+``SQLiteStorage.read()`` or ``.write()`` opened; none of them begins or commits.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from coord import patterns
+from coord.model import Agent, Event, Item, Reply, Reservation
+from coord.storage.base import ItemQuery, WriteTx, chunks
+
+_ITEM_COLUMNS = (
+    "id, kind, title, body, priority, labels, state, created_by, recipient, claimed_by, "
+    "fencing_token, lease_expires_at, created_at, updated_at, closed_at"
+)
+_UPDATABLE = frozenset(
+    {
+        "title",
+        "body",
+        "priority",
+        "labels",
+        "state",
+        "claimed_by",
+        "fencing_token",
+        "lease_expires_at",
+        "updated_at",
+        "closed_at",
+    }
+)
+_ITEM_RELATIONS = (
+    "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), "
+    "(SELECT json_group_array(d.depends_on) FROM deps d JOIN items dep ON dep.id = d.depends_on "
+    " WHERE d.item_id = items.id AND dep.state != 'done'), "
+    "(SELECT json_group_array(pattern) FROM item_files WHERE item_id = items.id)"
+)
+# A dependency holds an item back until it is done.
+_UNMET_DEPS = (
+    "EXISTS (SELECT 1 FROM deps d JOIN items dep ON dep.id = d.depends_on "
+    "WHERE d.item_id = items.id AND dep.state != 'done')"
+)
+_HAS_LABEL = "EXISTS (SELECT 1 FROM json_each(items.labels) WHERE json_each.value = ?)"
+# Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news.
+_INBOX_SQL = """
+SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
+  FROM events e LEFT JOIN items i ON i.id = e.item_id
+ WHERE e.seq > :after
+   AND (e.agent IS NULL OR e.agent != :me)
+   AND e.kind != 'heartbeat'
+   AND (i.created_by = :me OR i.claimed_by = :me OR i.recipient = :me
+        OR EXISTS (SELECT 1 FROM replies r WHERE r.item_id = e.item_id AND r.author = :me)
+        OR EXISTS (SELECT 1 FROM json_each(e.details, '$.mentions') m WHERE m.value = :me)
+        OR json_extract(e.details, '$.takeover_from') = :me)
+ ORDER BY e.seq
+ LIMIT :limit
+"""
+
+
+class SQLiteTx(WriteTx):
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def _items(self, where: str, params: Sequence[Any], tail: str = "") -> list[Item]:
+        # One statement per read, however many items: dependencies and files come along as
+        # JSON arrays (their primary keys keep them sorted). Each statement costs more than
+        # the JSON does, and the claim path reads an item on every claim.
+        rows = self.conn.execute(
+            f"SELECT {_ITEM_COLUMNS}, {_ITEM_RELATIONS} FROM items WHERE {where} {tail}", params
+        ).fetchall()
+        return [
+            Item(
+                id=row[0],
+                kind=row[1],
+                title=row[2],
+                body=row[3],
+                priority=row[4],
+                labels=_array(row[5]),
+                state=row[6],
+                created_by=row[7],
+                to=row[8],
+                claimed_by=row[9],
+                fencing_token=row[10],
+                lease_expires_at=row[11],
+                created_at=row[12],
+                updated_at=row[13],
+                closed_at=row[14],
+                deps=_array(row[15]),
+                blocked_by=_array(row[16]),
+                files=_array(row[17]),
+            )
+            for row in rows
+        ]
+
+    def get_item(self, item_id: int) -> Item | None:
+        found = self._items("id = ?", (item_id,))
+        return found[0] if found else None
+
+    def list_items(self, query: ItemQuery) -> list[Item]:
+        where: list[str] = ["id > ?"]
+        params: list[Any] = [query.after_id]
+        if query.state == "open":
+            where.append("state IN ('pending', 'claimed')")
+        elif query.state is not None:
+            where.append("state = ?")
+            params.append(query.state)
+        if query.kinds:
+            where.append(f"kind IN ({','.join('?' * len(query.kinds))})")
+            params.extend(query.kinds)
+        if query.label is not None:
+            where.append(_HAS_LABEL)
+            params.append(query.label)
+        if query.claimable_at is not None:
+            where.append(
+                "(state = 'pending' OR (state = 'claimed' AND lease_expires_at <= ?)) "
+                f"AND NOT {_UNMET_DEPS}"
+            )
+            params.append(query.claimable_at)
+        return self._items(" AND ".join(where), params, f"ORDER BY id LIMIT {int(query.limit)}")
+
+    def claimable_ids(
+        self,
+        now: float,
+        kinds: Sequence[str],
+        label: str | None,
+        after: tuple[int, int] | None = None,
+        limit: int = 1,
+    ) -> list[tuple[int, int]]:
+        filters = f"kind IN ({','.join('?' * len(kinds))})"
+        params: list[Any] = list(kinds)
+        if label is not None:
+            filters += f" AND {_HAS_LABEL}"
+            params.append(label)
+        if after is not None:
+            filters += " AND (priority, id) > (?, ?)"
+            params.extend(after)
+        # Two index walks, each over one partial index: pending rows in (priority, id) order,
+        # and claimed rows whose lease has run out. Done and live-claimed rows are never read.
+        rows = self.conn.execute(
+            "SELECT * FROM (SELECT priority, id FROM items INDEXED BY items_pending "
+            f"WHERE state = 'pending' AND {filters} AND NOT {_UNMET_DEPS} "
+            "ORDER BY priority, id LIMIT ?) "
+            "UNION ALL "
+            "SELECT * FROM (SELECT priority, id FROM items INDEXED BY items_claimed_lease "
+            f"WHERE state = 'claimed' AND lease_expires_at <= ? AND {filters} "
+            f"AND NOT {_UNMET_DEPS} ORDER BY priority, id LIMIT ?) "
+            "ORDER BY 1, 2 LIMIT ?",
+            [*params, limit, now, *params, limit, limit],
+        ).fetchall()
+        return [(row[0], row[1]) for row in rows]
+
+    def live_reservations(
+        self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
+    ) -> list[Reservation]:
+        where: list[str] = ["expires_at > ?"]
+        params: list[Any] = [now]
+        if agent is not None:
+            where.append("agent = ?")
+            params.append(agent)
+        if near is not None:
+            prefixes = {patterns.literal_prefix(p) for p in near}
+            if not prefixes:
+                return []
+            if "" not in prefixes:  # a pattern that starts with a glob may meet anything
+                nearby, params_near = _near_prefixes(prefixes)
+                where.append(nearby)
+                params.extend(params_near)
+        return [
+            Reservation(
+                id=row[0],
+                agent=row[1],
+                pattern=row[2],
+                exclusive=bool(row[3]),
+                item_id=row[4],
+                reason=row[5],
+                created_at=row[6],
+                expires_at=row[7],
+            )
+            for row in self.conn.execute(
+                "SELECT id, agent, pattern, exclusive, item_id, reason, created_at, expires_at "
+                f"FROM reservations WHERE {' AND '.join(where)} ORDER BY id",
+                params,
+            )
+        ]
+
+    def deps_of(self, item_ids: Iterable[int]) -> dict[int, list[int]]:
+        ids = list(item_ids)
+        result: dict[int, list[int]] = {}
+        for part in chunks(ids):
+            marks = ",".join("?" * len(part))
+            for item_id, dep in self.conn.execute(
+                f"SELECT item_id, depends_on FROM deps WHERE item_id IN ({marks})", part
+            ):
+                result.setdefault(item_id, []).append(dep)
+        return result
+
+    def existing_ids(self, item_ids: Iterable[int]) -> set[int]:
+        ids = list(item_ids)
+        found: set[int] = set()
+        for part in chunks(ids):
+            marks = ",".join("?" * len(part))
+            found.update(
+                row[0]
+                for row in self.conn.execute(f"SELECT id FROM items WHERE id IN ({marks})", part)
+            )
+        return found
+
+    def replies(self, item_id: int) -> list[Reply]:
+        return [
+            Reply(*row)
+            for row in self.conn.execute(
+                "SELECT id, item_id, author, body, created_at FROM replies "
+                "WHERE item_id = ? ORDER BY id",
+                (item_id,),
+            )
+        ]
+
+    def acks(self, item_id: int) -> list[tuple[str, float]]:
+        return list(
+            self.conn.execute(
+                "SELECT agent, created_at FROM acks WHERE item_id = ? ORDER BY created_at, agent",
+                (item_id,),
+            )
+        )
+
+    def agents(self) -> list[Agent]:
+        holding: dict[str, list[int]] = {}
+        for name, item_id in self.conn.execute(
+            "SELECT claimed_by, id FROM items WHERE state = 'claimed' ORDER BY id"
+        ):
+            holding.setdefault(name, []).append(item_id)
+        return [
+            Agent(name, first, last, tuple(holding.get(name, ())))
+            for name, first, last in self.conn.execute(
+                "SELECT name, first_seen, last_seen FROM agents ORDER BY last_seen DESC, name"
+            )
+        ]
+
+    def held_by(self, agent: str) -> list[Item]:
+        return self._items("state = 'claimed' AND claimed_by = ?", (agent,), "ORDER BY id")
+
+    def events_after(self, seq: int, limit: int, item_id: int | None = None) -> list[Event]:
+        if item_id is None:
+            rows = self.conn.execute(
+                "SELECT seq, at, agent, item_id, kind, details FROM events "
+                "WHERE seq > ? ORDER BY seq LIMIT ?",
+                (seq, limit),
+            )
+        else:
+            rows = self.conn.execute(
+                "SELECT seq, at, agent, item_id, kind, details FROM events "
+                "WHERE item_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (item_id, seq, limit),
+            )
+        return [_event(row) for row in rows]
+
+    def last_seq(self) -> int:
+        return int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+
+    def inbox_cursor(self, agent: str) -> int:
+        row = self.conn.execute("SELECT inbox_seq FROM agents WHERE name = ?", (agent,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def inbox_events(self, agent: str, after_seq: int, limit: int) -> list[Event]:
+        rows = self.conn.execute(_INBOX_SQL, {"after": after_seq, "me": agent, "limit": limit})
+        return [_event(row) for row in rows]
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def insert_item(
+        self,
+        *,
+        kind: str,
+        title: str,
+        body: str,
+        priority: int,
+        labels: Sequence[str],
+        created_by: str,
+        recipient: str | None,
+        now: float,
+    ) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO items (kind, title, body, priority, labels, state, created_by, "
+            "recipient, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            (
+                kind,
+                title,
+                body,
+                priority,
+                json.dumps(list(labels)),
+                created_by,
+                recipient,
+                now,
+                now,
+            ),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def update_item(self, item_id: int, expected_token: int, changes: dict[str, Any]) -> bool:
+        unknown = set(changes) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        values = {k: json.dumps(list(v)) if k == "labels" else v for k, v in changes.items()}
+        assignments = ", ".join(f"{column} = :{column}" for column in values)
+        cursor = self.conn.execute(
+            f"UPDATE items SET {assignments} WHERE id = :_id AND fencing_token = :_expected",
+            {**values, "_id": item_id, "_expected": expected_token},
+        )
+        return cursor.rowcount == 1
+
+    def add_deps(self, item_id: int, deps: Iterable[int]) -> None:
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO deps (item_id, depends_on) VALUES (?, ?)",
+            [(item_id, dep) for dep in deps],
+        )
+
+    def remove_deps(self, item_id: int, deps: Iterable[int]) -> None:
+        self.conn.executemany(
+            "DELETE FROM deps WHERE item_id = ? AND depends_on = ?",
+            [(item_id, dep) for dep in deps],
+        )
+
+    def append_event(
+        self,
+        *,
+        at: float,
+        agent: str | None,
+        item_id: int | None,
+        kind: str,
+        details: dict[str, Any],
+    ) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO events (at, agent, item_id, kind, details) VALUES (?, ?, ?, ?, ?)",
+            (at, agent, item_id, kind, json.dumps(details, separators=(",", ":"))),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def touch_agent(self, name: str, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO agents (name, first_seen, last_seen) VALUES (?, ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen",
+            (name, now, now),
+        )
+
+    def set_item_files(self, item_id: int, patterns: Sequence[str]) -> None:
+        self.conn.execute("DELETE FROM item_files WHERE item_id = ?", (item_id,))
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO item_files (item_id, pattern) VALUES (?, ?)",
+            [(item_id, p) for p in patterns],
+        )
+
+    def insert_reservation(
+        self,
+        *,
+        agent: str,
+        pattern: str,
+        exclusive: bool,
+        item_id: int | None,
+        reason: str,
+        now: float,
+        expires_at: float,
+    ) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO reservations (agent, pattern, prefix, exclusive, item_id, reason, "
+            "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                agent,
+                pattern,
+                patterns.literal_prefix(pattern),
+                int(exclusive),
+                item_id,
+                reason,
+                now,
+                expires_at,
+            ),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def delete_reservations(self, ids: Iterable[int]) -> None:
+        self.conn.executemany("DELETE FROM reservations WHERE id = ?", [(i,) for i in ids])
+
+    def extend_item_reservations(self, item_id: int, agent: str, expires_at: float) -> None:
+        self.conn.execute(
+            "UPDATE reservations SET expires_at = ? WHERE item_id = ? AND agent = ?",
+            (expires_at, item_id, agent),
+        )
+
+    def delete_item_reservations(self, item_id: int, agent: str | None) -> None:
+        if agent is None:
+            self.conn.execute("DELETE FROM reservations WHERE item_id = ?", (item_id,))
+        else:
+            self.conn.execute(
+                "DELETE FROM reservations WHERE item_id = ? AND agent = ?", (item_id, agent)
+            )
+
+    def purge_expired_reservations(self, now: float) -> None:
+        self.conn.execute("DELETE FROM reservations WHERE expires_at <= ?", (now,))
+
+    def add_reply(self, item_id: int, author: str, body: str, now: float) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO replies (item_id, author, body, created_at) VALUES (?, ?, ?, ?)",
+            (item_id, author, body, now),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def add_ack(self, item_id: int, agent: str, now: float) -> bool:
+        cursor = self.conn.execute(
+            "INSERT OR IGNORE INTO acks (item_id, agent, created_at) VALUES (?, ?, ?)",
+            (item_id, agent, now),
+        )
+        return cursor.rowcount == 1
+
+    def set_inbox_cursor(self, agent: str, seq: int, now: float) -> None:
+        self.touch_agent(agent, now)
+        self.conn.execute(
+            "UPDATE agents SET inbox_seq = max(inbox_seq, ?) WHERE name = ?", (seq, agent)
+        )
+
+
+def _near_prefixes(prefixes: set[str]) -> tuple[str, list[Any]]:
+    """SQL for rows whose prefix is an ancestor of, equal to, or beneath one of these.
+
+    Ancestors (and '', a pattern starting with a glob) by equality; descendants by the
+    index range [q + '/', q + '0'), '0' being the character after '/'.
+    """
+    ancestors = {""}
+    ranges: list[Any] = []
+    for q in prefixes:
+        parts = q.split("/")
+        ancestors.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+        ranges += [q + "/", q + "0"]
+    marks = ",".join("?" * len(ancestors))
+    spans = " OR ".join(["(prefix >= ? AND prefix < ?)"] * len(prefixes))
+    return f"(prefix IN ({marks}) OR {spans})", [*sorted(ancestors), *ranges]
+
+
+def _array(text: str) -> tuple[Any, ...]:
+    return () if text == "[]" else tuple(json.loads(text))
+
+
+def _event(row: Sequence[Any]) -> Event:
+    return Event(
+        seq=row[0], at=row[1], agent=row[2], item_id=row[3], kind=row[4], details=json.loads(row[5])
+    )
