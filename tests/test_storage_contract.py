@@ -65,6 +65,19 @@ def test_claimable_ids_pages_in_claim_order(storage: Storage) -> None:
     assert [i for _, i in first + rest] == [ids[3], ids[1], ids[2], ids[4], ids[0]]
 
 
+def test_claimable_items_are_the_claimable_ids_read_whole(storage: Storage) -> None:
+    with storage.write() as tx:
+        ids = [_add(tx, title=f"t{p}", priority=p) for p in (4, 0, 2, 0)]
+        tx.add_deps(ids[1], [ids[0]])  # waits on a pending item: not claimable
+    with storage.read() as tx:
+        named = tx.claimable_ids(0.0, ("task",), None, limit=10)
+        items = tx.claimable_items(0.0, ("task",), None, limit=10)
+        later = tx.claimable_items(0.0, ("task",), None, after=named[0], limit=10)
+    assert [(i.priority, i.id) for i in items] == named == [(0, ids[3]), (2, ids[2]), (4, ids[0])]
+    assert [i.title for i in items] == ["t0", "t2", "t4"]
+    assert [i.id for i in later] == [ids[2], ids[0]]
+
+
 def test_inserted_item_reads_back_whole(storage: Storage) -> None:
     with storage.write() as tx:
         item_id = _add(tx, "hello", priority=1, kind="bug", labels=("auth", "ui"))

@@ -569,17 +569,16 @@ class Board(reserving.FileReservations):
         """Claimable items in claim order, skipping those whose files others hold."""
         after: tuple[int, int] | None = None
         limit = 1  # the first candidate usually wins; fetch more only while skipping
-        while batch := tx.claimable_ids(now, kinds, label, after, limit=limit):
+        while batch := tx.claimable_items(now, kinds, label, after, limit=limit):
             limit = min(limit * 4, 64)
-            for _, item_id in batch:
-                item = rules.require_item(tx, item_id)
+            for item in batch:
                 live = tx.live_reservations(now, near=item.files) if item.files else []
                 if item.files and reserving.find_conflicts(
                     agent, item.files, True, live, self.is_file
                 ):
                     continue
                 yield item, live
-            after = batch[-1]
+            after = (batch[-1].priority, batch[-1].id)
 
     def _with_holds(self, tx: ReadTx, items: list[Item], now: float) -> list[Item]:
         """Fill in which other agents' live reservations block each open item's files."""

@@ -56,6 +56,17 @@ class ReadTx(ABC):
         """
 
     @abstractmethod
+    def claimable_items(
+        self,
+        now: float,
+        kinds: Sequence[str],
+        label: str | None,
+        after: tuple[int, int] | None = None,
+        limit: int = 1,
+    ) -> list[Item]:
+        """The items ``claimable_ids`` names, read in the same statement, in claim order."""
+
+    @abstractmethod
     def live_reservations(
         self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
     ) -> list[Reservation]:

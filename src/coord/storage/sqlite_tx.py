@@ -132,28 +132,23 @@ class SQLiteTx(WriteTx):
         after: tuple[int, int] | None = None,
         limit: int = 1,
     ) -> list[tuple[int, int]]:
-        filters = f"kind IN ({','.join('?' * len(kinds))})"
-        params: list[Any] = list(kinds)
-        if label is not None:
-            filters += f" AND {_HAS_LABEL}"
-            params.append(label)
-        if after is not None:
-            filters += " AND (priority, id) > (?, ?)"
-            params.extend(after)
-        # Two index walks, each over one partial index: pending rows in (priority, id) order,
-        # and claimed rows whose lease has run out. Done and live-claimed rows are never read.
-        rows = self.conn.execute(
-            "SELECT * FROM (SELECT priority, id FROM items INDEXED BY items_pending "
-            f"WHERE state = 'pending' AND {filters} AND NOT {_UNMET_DEPS} "
-            "ORDER BY priority, id LIMIT ?) "
-            "UNION ALL "
-            "SELECT * FROM (SELECT priority, id FROM items INDEXED BY items_claimed_lease "
-            f"WHERE state = 'claimed' AND lease_expires_at <= ? AND {filters} "
-            f"AND NOT {_UNMET_DEPS} ORDER BY priority, id LIMIT ?) "
-            "ORDER BY 1, 2 LIMIT ?",
-            [*params, limit, now, *params, limit, limit],
-        ).fetchall()
-        return [(row[0], row[1]) for row in rows]
+        sql, params = _claimable_sql(now, kinds, label, after, limit)
+        return [(row[0], row[1]) for row in self.conn.execute(sql, params)]
+
+    def claimable_items(
+        self,
+        now: float,
+        kinds: Sequence[str],
+        label: str | None,
+        after: tuple[int, int] | None = None,
+        limit: int = 1,
+    ) -> list[Item]:
+        # Finding and reading in one statement: one execute less on every claim.
+        sql, params = _claimable_sql(now, kinds, label, after, limit)
+        # Sorted here, not by ORDER BY: that invites the planner to walk the whole pending
+        # index in order and test each row against the few ids.
+        found = self._items(f"id IN (SELECT id FROM ({sql}))", params)
+        return sorted(found, key=lambda item: (item.priority, item.id))
 
     def live_reservations(
         self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
@@ -421,6 +416,37 @@ class SQLiteTx(WriteTx):
         self.conn.execute(
             "UPDATE agents SET inbox_seq = max(inbox_seq, ?) WHERE name = ?", (seq, agent)
         )
+
+
+def _claimable_sql(
+    now: float,
+    kinds: Sequence[str],
+    label: str | None,
+    after: tuple[int, int] | None,
+    limit: int,
+) -> tuple[str, list[Any]]:
+    """(priority, id) of claimable items in claim order: state and dependencies only."""
+    filters = f"kind IN ({','.join('?' * len(kinds))})"
+    params: list[Any] = list(kinds)
+    if label is not None:
+        filters += f" AND {_HAS_LABEL}"
+        params.append(label)
+    if after is not None:
+        filters += " AND (priority, id) > (?, ?)"
+        params.extend(after)
+    # Two index walks, each over one partial index: pending rows in (priority, id) order,
+    # and claimed rows whose lease has run out. Done and live-claimed rows are never read.
+    sql = (
+        "SELECT * FROM (SELECT priority, id FROM items INDEXED BY items_pending "
+        f"WHERE state = 'pending' AND {filters} AND NOT {_UNMET_DEPS} "
+        "ORDER BY priority, id LIMIT ?) "
+        "UNION ALL "
+        "SELECT * FROM (SELECT priority, id FROM items INDEXED BY items_claimed_lease "
+        f"WHERE state = 'claimed' AND lease_expires_at <= ? AND {filters} "
+        f"AND NOT {_UNMET_DEPS} ORDER BY priority, id LIMIT ?) "
+        "ORDER BY 1, 2 LIMIT ?"
+    )
+    return sql, [*params, limit, now, *params, limit, limit]
 
 
 def _near_prefixes(prefixes: set[str]) -> tuple[str, list[Any]]:
