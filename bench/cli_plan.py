@@ -145,18 +145,18 @@ def bench_plan(board_dir: Path) -> None:
     recorder = _Recorder(conn)
     tx = SQLiteTx(recorder)  # type: ignore[arg-type]
     now = time.time()
-    print(f"\n== 4. query plans of SQLiteStorage.claimable_ids on the board ({counts})")
+    print(f"\n== 4. query plans of SQLiteStorage.claimable_items on the board ({counts})")
     for title, kinds, label in (
         ("default (kinds task/bug/handoff)", model.WORK_KINDS, None),
         ("with --kind task --label bench", ("task",), "bench"),
     ):
         recorder.calls.clear()
-        tx.claimable_ids(now, kinds, label)
+        tx.claimable_items(now, kinds, label)
         statements = list(recorder.calls)
         timings = []
         for _ in range(200):
             began = time.perf_counter()
-            tx.claimable_ids(now, kinds, label)
+            tx.claimable_items(now, kinds, label)
             timings.append(time.perf_counter() - began)
         print(f"   -- {title}: {median(timings) * 1e6:.0f} us per call (median of 200)")
         for sql, params in statements:

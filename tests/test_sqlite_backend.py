@@ -62,9 +62,7 @@ def _seed(storage: SQLiteStorage, count: int, state: str, now: float) -> None:
     conn.execute("COMMIT")
 
 
-def _next_claimable_work(
-    storage: SQLiteStorage, now: float, verb: str
-) -> tuple[int | None, int, list[str]]:
+def _next_claimable_work(storage: SQLiteStorage, now: float) -> tuple[int | None, int, list[str]]:
     """(result, SQLite VM steps, SQL run) of one call of the claim-next read."""
     conn = storage._conn()
     steps, traced = [0], []
@@ -76,17 +74,13 @@ def _next_claimable_work(
     conn.set_progress_handler(count, 1)
     conn.set_trace_callback(traced.append)
     with storage.read() as tx:
-        if verb == "claimable_ids":
-            found = next(iter(tx.claimable_ids(now, ("task",), None)), (0, None))[1]
-        else:
-            found = next((i.id for i in tx.claimable_items(now, ("task",), None)), None)
+        found = next((i.id for i in tx.claimable_items(now, ("task",), None)), None)
     conn.set_progress_handler(None, 1)
     conn.set_trace_callback(None)
     return found, steps[0], [s for s in traced if s.lstrip().startswith("SELECT")]
 
 
-@pytest.mark.parametrize("verb", ["claimable_ids", "claimable_items"])
-def test_claim_next_does_not_read_done_or_live_claimed_rows(tmp_path: Path, verb: str) -> None:
+def test_claim_next_does_not_read_done_or_live_claimed_rows(tmp_path: Path) -> None:
     """The work of claim-next stays the same however many done, claimed (and later pending)
     rows pile up."""
     now = time.time()
@@ -94,13 +88,13 @@ def test_claim_next_does_not_read_done_or_live_claimed_rows(tmp_path: Path, verb
     _seed(storage, 5, "pending", now)
     _seed(storage, 100, "done", now)
     _seed(storage, 100, "claimed", now)
-    small = _next_claimable_work(storage, now, verb)
+    small = _next_claimable_work(storage, now)
     _seed(storage, 20_000, "done", now)
     _seed(storage, 20_000, "claimed", now)
     _seed(storage, 2_000, "pending", now)
-    large = _next_claimable_work(storage, now, verb)
+    large = _next_claimable_work(storage, now)
     storage._conn().execute("ANALYZE")  # the planner may choose otherwise with statistics
-    analysed = _next_claimable_work(storage, now, verb)
+    analysed = _next_claimable_work(storage, now)
     assert small[0] == large[0] == analysed[0] == 1
     assert large[1] == small[1] == analysed[1]  # counted in VM instructions, not time
     for sql in large[2]:

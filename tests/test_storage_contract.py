@@ -46,11 +46,11 @@ def _add(
 
 
 def next_claimable(tx: ReadTx, now: float, kinds: tuple[str, ...], label: str | None) -> int | None:
-    found = tx.claimable_ids(now, kinds, label, limit=1)
-    return found[0][1] if found else None
+    found = tx.claimable_items(now, kinds, label, limit=1)
+    return found[0].id if found else None
 
 
-def test_claimable_ids_pages_in_claim_order(storage: Storage) -> None:
+def test_claimable_items_page_in_claim_order(storage: Storage) -> None:
     with storage.write() as tx:
         ids = [_add(tx, priority=p) for p in (3, 1, 1, 0, 2)]
         tx.update_item(
@@ -59,21 +59,21 @@ def test_claimable_ids_pages_in_claim_order(storage: Storage) -> None:
             {"state": "claimed", "claimed_by": "a", "fencing_token": 1, "lease_expires_at": 10.0},
         )
     with storage.read() as tx:
-        first = tx.claimable_ids(20.0, ("task",), None, limit=2)
-        rest = tx.claimable_ids(20.0, ("task",), None, after=first[-1], limit=10)
+        first = tx.claimable_items(20.0, ("task",), None, limit=2)
+        after = (first[-1].priority, first[-1].id)
+        rest = tx.claimable_items(20.0, ("task",), None, after=after, limit=10)
     # the expired claim (priority 2) takes its place among the pending ones
-    assert [i for _, i in first + rest] == [ids[3], ids[1], ids[2], ids[4], ids[0]]
+    assert [i.id for i in first + rest] == [ids[3], ids[1], ids[2], ids[4], ids[0]]
 
 
-def test_claimable_items_are_the_claimable_ids_read_whole(storage: Storage) -> None:
+def test_claimable_items_are_read_whole_and_skip_unmet_dependencies(storage: Storage) -> None:
     with storage.write() as tx:
         ids = [_add(tx, title=f"t{p}", priority=p) for p in (4, 0, 2, 0)]
         tx.add_deps(ids[1], [ids[0]])  # waits on a pending item: not claimable
     with storage.read() as tx:
-        named = tx.claimable_ids(0.0, ("task",), None, limit=10)
         items = tx.claimable_items(0.0, ("task",), None, limit=10)
-        later = tx.claimable_items(0.0, ("task",), None, after=named[0], limit=10)
-    assert [(i.priority, i.id) for i in items] == named == [(0, ids[3]), (2, ids[2]), (4, ids[0])]
+        later = tx.claimable_items(0.0, ("task",), None, after=(0, ids[3]), limit=10)
+    assert [(i.priority, i.id) for i in items] == [(0, ids[3]), (2, ids[2]), (4, ids[0])]
     assert [i.title for i in items] == ["t0", "t2", "t4"]
     assert [i.id for i in later] == [ids[2], ids[0]]
 

@@ -41,21 +41,6 @@ class ReadTx(ABC):
     def list_items(self, query: ItemQuery) -> list[Item]: ...
 
     @abstractmethod
-    def claimable_ids(
-        self,
-        now: float,
-        kinds: Sequence[str],
-        label: str | None,
-        after: tuple[int, int] | None = None,
-        limit: int = 1,
-    ) -> list[tuple[int, int]]:
-        """(priority, id) of claimable items in claim order, after ``after`` (keyset paging).
-
-        Claimable here means state and dependencies only; the core checks files. Must not
-        scan done or live-claimed rows: this is the hot path of claim-next.
-        """
-
-    @abstractmethod
     def claimable_items(
         self,
         now: float,
@@ -64,7 +49,12 @@ class ReadTx(ABC):
         after: tuple[int, int] | None = None,
         limit: int = 1,
     ) -> list[Item]:
-        """The items ``claimable_ids`` names, read in the same statement, in claim order."""
+        """Up to ``limit`` claimable items in claim order (priority, then id), after the
+        (priority, id) ``after`` (keyset paging).
+
+        Claimable here means state and dependencies only; the core checks files. Must not
+        scan done or live-claimed rows: this is the hot path of claim-next.
+        """
 
     @abstractmethod
     def live_reservations(
