@@ -261,11 +261,6 @@ class Board(reserving.FileReservations):
         with self.storage.read() as tx:
             return tx.agents()
 
-    def held_by(self, agent: str) -> list[Item]:
-        agent = model.check_agent(agent)
-        with self.storage.read() as tx:
-            return tx.held_by(agent)
-
     # --- claiming --------------------------------------------------------------------------
 
     def claim(self, item_id: Any, *, agent: str, lease_seconds: float | None = None) -> Claim:

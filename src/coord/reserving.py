@@ -16,7 +16,7 @@ from typing import Any
 from coord import model, patterns, rules
 from coord.errors import FilesReserved, InvalidInput
 from coord.model import Reservation, iso
-from coord.storage.base import Storage
+from coord.storage.base import Storage, WriteTx
 
 IsFile = Callable[[str], bool]
 
@@ -133,6 +133,9 @@ class FileReservations:
     def now(self) -> float:
         raise NotImplementedError
 
+    def _touch(self, tx: WriteTx, agent: str, now: float) -> None:
+        raise NotImplementedError
+
     def reserve(
         self,
         patterns_given: Sequence[str],
@@ -201,7 +204,7 @@ class FileReservations:
                     "reason": reason,
                 },
             )
-            tx.touch_agent(agent, now)
+            self._touch(tx, agent, now)
         return made
 
     def unreserve(
@@ -227,7 +230,7 @@ class FileReservations:
             tx.append_event(
                 at=now, agent=agent, item_id=None, kind="unreserved", details={"patterns": freed}
             )
-            tx.touch_agent(agent, now)
+            self._touch(tx, agent, now)
         return freed
 
     def reservations(self, agent: str | None = None) -> list[Reservation]:

@@ -10,14 +10,12 @@ import argparse
 import os
 
 from coord import patterns
-from coord.cli import render
+from coord.cli import argtypes, render
 from coord.errors import InvalidInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from coord.cli.main import Context, Result
-
-EXIT_REFUSED = 2  # the guard's "do not edit": what the agents' hook protocols understand
 
 
 def repo_relative(ctx: Context, given: list[str]) -> list[str]:
@@ -93,45 +91,50 @@ def cmd_guard(args: argparse.Namespace, ctx: Context) -> Result:
     )
 
 
-def add_arguments(name: str, p: argparse.ArgumentParser) -> None:
-    from coord.cli.main import _item_id, _seconds
+def args_reserve(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "patterns",
+        nargs="+",
+        metavar="PATTERN",
+        help="paths or gitignore-style patterns (src/auth/**, *.sql)",
+    )
+    p.add_argument(
+        "--shared",
+        action="store_true",
+        help="shared: others may share it, nobody may take it exclusively",
+    )
+    p.add_argument("--lease", type=argtypes.seconds, metavar="SECONDS", help="lease length")
+    p.add_argument(
+        "--item",
+        type=argtypes.item_id,
+        metavar="ID",
+        help="the item this is for (freed when its claim ends)",
+    )
+    p.add_argument("--reason", default="", help="why, for the others")
 
-    if name == "reserve":
-        p.add_argument(
-            "patterns",
-            nargs="+",
-            metavar="PATTERN",
-            help="paths or gitignore-style patterns (src/auth/**, *.sql)",
-        )
-        p.add_argument(
-            "--shared",
-            action="store_true",
-            help="shared: others may share it, nobody may take it exclusively",
-        )
-        p.add_argument("--lease", type=_seconds, metavar="SECONDS", help="lease length")
-        p.add_argument(
-            "--item",
-            type=_item_id,
-            metavar="ID",
-            help="the item this is for (freed when its claim ends)",
-        )
-        p.add_argument("--reason", default="", help="why, for the others")
-    elif name == "unreserve":
-        p.add_argument("patterns", nargs="*", metavar="PATTERN")
-        p.add_argument("--all", action="store_true", help="free all of your reservations")
-    elif name == "reservations":
-        p.add_argument("--mine", action="store_true", help="only yours")
-    elif name == "who":
-        p.add_argument("path")
-    elif name == "guard":
-        p.add_argument("paths", nargs="*", metavar="PATH")
-        p.add_argument(
-            "--staged",
-            action="store_true",
-            help="check the paths staged in git (for a pre-commit hook)",
-        )
-        p.add_argument(
-            "--fail-open",
-            action="store_true",
-            help="allow the edit when the board cannot be read (default: refuse)",
-        )
+
+def args_unreserve(p: argparse.ArgumentParser) -> None:
+    p.add_argument("patterns", nargs="*", metavar="PATTERN")
+    p.add_argument("--all", action="store_true", help="free all of your reservations")
+
+
+def args_reservations(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mine", action="store_true", help="only yours")
+
+
+def args_who(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path")
+
+
+def args_guard(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH")
+    p.add_argument(
+        "--staged",
+        action="store_true",
+        help="check the paths staged in git (for a pre-commit hook)",
+    )
+    p.add_argument(
+        "--fail-open",
+        action="store_true",
+        help="allow the edit when the board cannot be read (default: refuse)",
+    )

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 
 from coord import paths
-from coord.cli import commands, files, tokens
+from coord.cli import argtypes, commands, files, tokens
 from coord.cli.client import Client
 from coord.errors import EXIT_OK, EXIT_USAGE, CoordError, InvalidInput
 
@@ -90,7 +90,7 @@ class Context:
 
 
 def _args_init(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lease", type=_seconds, help="default lease length in seconds (900)")
+    p.add_argument("--lease", type=argtypes.seconds, help="default lease length in seconds (900)")
 
 
 def _args_serve(p: argparse.ArgumentParser) -> None:
@@ -108,12 +108,14 @@ def _args_none(p: argparse.ArgumentParser) -> None:
 def _args_add(p: argparse.ArgumentParser) -> None:
     p.add_argument("title")
     p.add_argument("--kind", default="task", choices=KINDS)
-    p.add_argument("--priority", type=_priority, default=2, help="0 (highest) to 4; default 2")
+    p.add_argument(
+        "--priority", type=argtypes.priority, default=2, help="0 (highest) to 4; default 2"
+    )
     p.add_argument("--label", action="append", default=[], help="a label (repeatable)")
     p.add_argument(
         "--dep",
         action="append",
-        type=_item_id,
+        type=argtypes.item_id,
         default=[],
         metavar="ID",
         help="an item this one waits on (repeatable)",
@@ -149,26 +151,31 @@ def _args_ls(p: argparse.ArgumentParser) -> None:
 
 
 def _args_id(p: argparse.ArgumentParser) -> None:
-    p.add_argument("id", type=_item_id)
+    p.add_argument("id", type=argtypes.item_id)
 
 
 def _args_token(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--token", type=_item_id, help="the claim's token (default: remembered)")
+    p.add_argument("--token", type=argtypes.item_id, help="the claim's token (default: remembered)")
 
 
 def _args_edit(p: argparse.ArgumentParser) -> None:
     _args_id(p)
     p.add_argument("--title")
     p.add_argument("--body")
-    p.add_argument("--priority", type=_priority)
+    p.add_argument("--priority", type=argtypes.priority)
     p.add_argument("--label", action="append", help="replace the labels (repeatable)")
     p.add_argument(
-        "--dep", action="append", type=_item_id, default=[], metavar="ID", help="add a dependency"
+        "--dep",
+        action="append",
+        type=argtypes.item_id,
+        default=[],
+        metavar="ID",
+        help="add a dependency",
     )
     p.add_argument(
         "--no-dep",
         action="append",
-        type=_item_id,
+        type=argtypes.item_id,
         default=[],
         metavar="ID",
         help="remove a dependency",
@@ -183,7 +190,7 @@ def _args_cancel(p: argparse.ArgumentParser) -> None:
 
 
 def _args_lease(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lease", type=_seconds, metavar="SECONDS", help="lease length")
+    p.add_argument("--lease", type=argtypes.seconds, metavar="SECONDS", help="lease length")
 
 
 def _args_claim(p: argparse.ArgumentParser) -> None:
@@ -197,7 +204,7 @@ def _args_next(p: argparse.ArgumentParser) -> None:
     _args_lease(p)
     p.add_argument(
         "--count",
-        type=_count,
+        type=argtypes.count,
         metavar="N",
         help="claim up to N items whose files overlap neither each other nor "
         'anything held (prints {"items": [...]})',
@@ -232,7 +239,7 @@ def _args_inbox(p: argparse.ArgumentParser) -> None:
 def _args_log(p: argparse.ArgumentParser) -> None:
     p.add_argument("--after", type=int, default=0, metavar="SEQ")
     p.add_argument("--limit", type=int, default=500)
-    p.add_argument("--item", type=_item_id, metavar="ID", help="only this item's events")
+    p.add_argument("--item", type=argtypes.item_id, metavar="ID", help="only this item's events")
     p.add_argument("--follow", "-f", action="store_true", help="keep streaming new events")
 
 
@@ -269,28 +276,28 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
     "reserve": (
         files.cmd_reserve,
         "reserve paths or patterns (exit 3 if someone holds them)",
-        lambda p: files.add_arguments("reserve", p),
+        files.args_reserve,
     ),
     "unreserve": (
         files.cmd_unreserve,
         "free your reservations",
-        lambda p: files.add_arguments("unreserve", p),
+        files.args_unreserve,
     ),
     "reservations": (
         files.cmd_reservations,
         "who holds which files, until when",
-        lambda p: files.add_arguments("reservations", p),
+        files.args_reservations,
     ),
     "who": (
         files.cmd_who,
         "who holds a path, and may you edit it",
-        lambda p: files.add_arguments("who", p),
+        files.args_who,
     ),
     "guard": (
         files.cmd_guard,
         "may I edit these paths? exit 0, or 2 with the reasons "
         "(reads the board directly; for hooks)",
-        lambda p: files.add_arguments("guard", p),
+        files.args_guard,
     ),
 }
 
@@ -344,35 +351,6 @@ def _command_in(argv: list[str]) -> str | None:
         elif not arg.startswith("-"):
             return arg if arg in COMMANDS else None
     return None
-
-
-def _item_id(text: str) -> int:
-    value = text.lstrip("#")
-    if not value.isdigit() or int(value) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an item id (a positive integer)")
-    return int(value)
-
-
-def _count(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 64:
-        raise argparse.ArgumentTypeError(f"{text!r}: count is 1 to 64")
-    return int(text)
-
-
-def _priority(text: str) -> int:
-    if text not in ("0", "1", "2", "3", "4"):
-        raise argparse.ArgumentTypeError(f"{text!r}: priority is 0 (highest) to 4")
-    return int(text)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be more than 0 seconds")
-    return value
 
 
 def _json_mode(args: argparse.Namespace) -> bool:

@@ -80,10 +80,6 @@ class ReadTx(ABC):
     def agents(self) -> list[Agent]: ...
 
     @abstractmethod
-    def held_by(self, agent: str) -> list[Item]:
-        """Items in state ``claimed`` whose holder is ``agent`` (live or expired lease)."""
-
-    @abstractmethod
     def events_after(self, seq: int, limit: int, item_id: int | None = None) -> list[Event]: ...
 
     @abstractmethod

@@ -226,9 +226,6 @@ class SQLiteTx(WriteTx):
             )
         ]
 
-    def held_by(self, agent: str) -> list[Item]:
-        return self._items("state = 'claimed' AND claimed_by = ?", (agent,), "ORDER BY id")
-
     def events_after(self, seq: int, limit: int, item_id: int | None = None) -> list[Event]:
         if item_id is None:
             rows = self.conn.execute(

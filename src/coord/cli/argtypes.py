@@ -1,0 +1,34 @@
+"""argparse types for coord's arguments: each says what a good value looks like."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def item_id(text: str) -> int:
+    value = text.lstrip("#")
+    if not value.isdigit() or int(value) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an item id (a positive integer)")
+    return int(value)
+
+
+def count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r}: count is 1 to 64")
+    return int(text)
+
+
+def priority(text: str) -> int:
+    if text not in ("0", "1", "2", "3", "4"):
+        raise argparse.ArgumentTypeError(f"{text!r}: priority is 0 (highest) to 4")
+    return int(text)
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
