@@ -208,6 +208,11 @@ def test_events_after_sequence(api: TestClient) -> None:
         ("get", "/v1/who", {}, 422, "invalid_input"),
         ("get", "/v1/who", {"params": {"path": "/etc/passwd"}}, 422, "invalid_input"),
         ("post", "/v1/claim-next", {"json": {"agent": "a", "count": 0}}, 422, "invalid_input"),
+        ("post", "/v1/claim-next", {"content": b"{nope"}, 400, "invalid_json"),
+        ("post", "/v1/claim-next", {"json": {"agent": "a", "colour": 1}}, 422, "invalid_input"),
+        ("post", "/v1/claim-next", {"json": {"agent": "a b"}}, 422, "invalid_input"),
+        ("post", "/v1/claim-next", {"content": b"x" * (MAX_BODY + 1)}, 413, "too_large"),
+        ("get", "/v1/claim-next", {}, 405, "method_not_allowed"),
         ("post", "/v1/claim-next", {"json": {"agent": "a", "count": "3"}}, 422, "invalid_input"),
         (
             "post",
@@ -236,9 +241,11 @@ def test_bad_input_gets_status_and_message_and_changes_nothing(
 @pytest.mark.parametrize(
     "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic dGVzdA=="}]
 )
-def test_writes_need_the_token(api: TestClient, headers: dict[str, str]) -> None:
+@pytest.mark.parametrize("path", ["/v1/items", "/v1/claim-next"])
+def test_writes_need_the_token(api: TestClient, headers: dict[str, str], path: str) -> None:
+    post(api, "/v1/items", {"agent": "h", "title": "ready"})
     before = snapshot(api)
-    r = api.post("/v1/items", json={"agent": "h", "title": "x"}, headers=headers)
+    r = api.post(path, json={"agent": "h", "title": "x"}, headers=headers)
     assert r.status_code == 401
     assert ".coord/token" in r.json()["message"]
     assert snapshot(api) == before
@@ -251,10 +258,13 @@ def test_reads_do_not_need_the_token(api: TestClient) -> None:
 
 def test_foreign_host_header_is_refused(board: Board) -> None:
     # A web page using DNS rebinding arrives with its own host name.
+    board.import_items([{"title": "ready"}], created_by="h")
     with TestClient(create_app(board, TOKEN), base_url="http://evil.example") as client:
         r = client.get("/v1/items")
-    assert r.status_code == 403
+        hot = client.post("/v1/claim-next", json={"agent": "a"}, headers=AUTH)
+    assert r.status_code == hot.status_code == 403
     assert "127.0.0.1" in r.json()["message"]
+    assert board.get(1).state == "pending"
 
 
 def test_openapi_documents_every_route_and_nothing_else(api: TestClient) -> None:
@@ -310,9 +320,11 @@ def test_internal_errors_are_500_without_traceback(tmp_path: Path) -> None:
         create_app(board, TOKEN), base_url="http://127.0.0.1", raise_server_exceptions=False
     ) as client:
         r = client.get("/v1/items")
-    assert r.status_code == 500
-    assert r.json()["error"] == "internal"
-    assert "Traceback" not in r.text
+        hot = client.post("/v1/claim-next", json={"agent": "a"}, headers=AUTH)  # no Starlette
+    for answer in (r, hot):
+        assert answer.status_code == 500
+        assert answer.json()["error"] == "internal"
+        assert "Traceback" not in answer.text
 
 
 def _board(root: Path) -> Path:
