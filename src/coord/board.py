@@ -19,15 +19,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from coord import model, reserving, rules
+from coord import checks, model, reserving, rules
 from coord.errors import (
+    AlreadyExists,
     CoordError,
     DependencyCycle,
     InvalidInput,
     NotFound,
+    NotWaiting,
     TooLarge,
 )
 from coord.model import Agent, Claim, Event, Item, Reply, Reservation, iso
+from coord.packages import WorkPackages
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
 
 DEFAULT_LEASE_SECONDS = 15 * 60
@@ -35,7 +38,7 @@ ACTIVE_WINDOW_SECONDS = 15 * 60
 _MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9][A-Za-z0-9._:+-]{0,63})")
 
 
-class Board(reserving.FileReservations):
+class Board(reserving.FileReservations, WorkPackages):
     def __init__(
         self,
         storage: Storage,
@@ -44,6 +47,7 @@ class Board(reserving.FileReservations):
         default_lease_seconds: float = DEFAULT_LEASE_SECONDS,
         active_window_seconds: float = ACTIVE_WINDOW_SECONDS,
         repo_root: str | Path | None = None,
+        escalate_to: str | None = None,
     ) -> None:
         self.storage = storage
         # file patterns are repository-relative; without a root the board holds no files
@@ -53,6 +57,8 @@ class Board(reserving.FileReservations):
         self.clock = clock
         self.default_lease_seconds = model.check_lease(default_lease_seconds, 0)
         self.active_window_seconds = active_window_seconds
+        # who answers needs_human questions when the item's document names nobody
+        self.escalate_to = escalate_to
 
     @classmethod
     def open(
@@ -82,6 +88,7 @@ class Board(reserving.FileReservations):
             "default_lease_seconds", settings.get("default_lease_seconds", DEFAULT_LEASE_SECONDS)
         )
         options.setdefault("repo_root", paths.repo_root(board_dir))
+        options.setdefault("escalate_to", settings.get("escalate_to"))
         return cls(storage, **options)
 
     def close(self) -> None:
@@ -155,8 +162,19 @@ class Board(reserving.FileReservations):
                     )
         for entry in checked:
             entry["files"] = reserving.canonical(entry["files"], self.repo_root)
+        keys = [e["key"] for e in checked if e["key"] is not None]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise InvalidInput(f"package id {', '.join(twice)} is used twice in this import")
         with self.storage.write() as tx:
             now = self.now()
+            taken = [k for k in keys if tx.get_item_by_key(k) is not None]
+            if taken:
+                raise AlreadyExists(
+                    f"package id {', '.join(taken)} is already on this board (`coord show "
+                    f"{taken[0]}`); use another id",
+                    keys=taken,
+                )
             wanted = {d for e in checked for d in e["deps"] if isinstance(d, int)}
             missing = sorted(wanted - tx.existing_ids(wanted))
             if missing:
@@ -173,6 +191,8 @@ class Board(reserving.FileReservations):
                     created_by=created_by,
                     recipient=e["to"],
                     now=now,
+                    key=e["key"],
+                    checks=e["checks"],
                 )
                 for e in checked
             ]
@@ -192,6 +212,8 @@ class Board(reserving.FileReservations):
                         "deps": deps,
                         "to": entry["to"],
                         "files": list(entry["files"]),
+                        **({"key": entry["key"]} if entry["key"] else {}),
+                        **({"checks": list(entry["checks"])} if entry["checks"] else {}),
                     },
                 )
             self._touch(tx, created_by, now)
@@ -200,18 +222,19 @@ class Board(reserving.FileReservations):
     # --- reading ---------------------------------------------------------------------------
 
     def get(self, item_id: Any) -> Item:
-        item_id = model.check_item_id(item_id)
+        """An item by id, or by the package key it was imported as."""
+        ref = model.check_item_ref(item_id)
         with self.storage.read() as tx:
-            return self._with_holds(tx, [rules.require_item(tx, item_id)], self.now())[0]
+            return self._with_holds(tx, [rules.require_item(tx, ref)], self.now())[0]
 
     def show(self, item_id: Any) -> dict[str, Any]:
         """An item with its thread, acknowledgements and history."""
-        item_id = model.check_item_id(item_id)
+        ref = model.check_item_ref(item_id)
         with self.storage.read() as tx:
-            item = self._with_holds(tx, [rules.require_item(tx, item_id)], self.now())[0]
-            replies = tx.replies(item_id)
-            acks = tx.acks(item_id)
-            history = tx.events_after(0, 200, item_id=item_id)
+            item = self._with_holds(tx, [rules.require_item(tx, ref)], self.now())[0]
+            replies = tx.replies(item.id)
+            acks = tx.acks(item.id)
+            history = tx.events_after(0, 200, item_id=item.id)
         now = self.now()
         return {
             **item.to_dict(now),
@@ -266,11 +289,11 @@ class Board(reserving.FileReservations):
     def claim(self, item_id: Any, *, agent: str, lease_seconds: float | None = None) -> Claim:
         """Claim one item. Exactly one of any number of concurrent callers wins."""
         agent = model.check_agent(agent)
-        item_id = model.check_item_id(item_id)
+        ref = model.check_item_ref(item_id)
         lease = model.check_lease(lease_seconds, self.default_lease_seconds)
         with self.storage.write() as tx:
             now = self.now()
-            item = rules.require_item(tx, item_id)
+            item = rules.require_item(tx, ref)
             rules.ensure_claimable(item, now)
             live = tx.live_reservations(now, near=item.files) if item.files else []
             return self._take(tx, item, agent, lease, now, live)
@@ -337,7 +360,8 @@ class Board(reserving.FileReservations):
             item = rules.require_item(tx, item_id)
             rules.ensure_holder(item, agent, token, now)
             expires = now + lease
-            tx.extend_item_reservations(item_id, agent, expires)
+            if item.question is None:  # while a human is asked, the files stay held anyway
+                tx.extend_item_reservations(item.id, agent, expires)
             extended = self._change(
                 tx,
                 item,
@@ -356,17 +380,116 @@ class Board(reserving.FileReservations):
             item_id, agent, token, "released", changes, {"reason": model.check_body(reason)}
         )
 
-    def done(self, item_id: Any, *, agent: str, token: Any, summary: str = "") -> Item:
-        """Close a claimed item. Only the live holder can."""
-        return self._end_claim(
-            item_id,
-            agent,
-            token,
-            "done",
-            {"state": "done"},
-            {"summary": model.check_body(summary)},
-            closes=True,
-        )
+    def done(
+        self,
+        item_id: Any,
+        *,
+        agent: str,
+        token: Any,
+        summary: str = "",
+        evidence: Any = None,
+        skip_checks: str | None = None,
+    ) -> Item:
+        """Close a claimed item. Only the live holder can.
+
+        An item with checks closes only with ``evidence`` that each passed (``coord done``
+        runs them), or with ``skip_checks``: the reason, recorded for everyone to see. A
+        failed run is recorded too, and the item stays claimed.
+        """
+        agent, ref, token = rules.claim_args(agent, item_id, token)
+        summary = model.check_body(summary)
+        runs = checks.check_runs(evidence)
+        if skip_checks is not None:
+            skip_checks = model.check_reason(skip_checks, "skip_checks")
+        with self.storage.write() as tx:
+            now = self.now()
+            item = rules.require_item(tx, ref)
+            rules.ensure_holder(item, agent, token, now)
+            record, refusal = checks.judge(item, runs, skip_checks, agent, now)
+            if refusal is None:
+                tx.delete_item_reservations(item.id, agent)
+                changes: dict[str, Any] = {
+                    "state": "done",
+                    "lease_expires_at": None,
+                    "question": None,
+                    "closed_at": now,
+                }
+                details: dict[str, Any] = {"token": token, "summary": summary}
+                if record is not None:
+                    changes["evidence"] = record
+                    details["checks_passed"] = record.get("passed")
+                if skip_checks is not None:
+                    details["checks_skipped"] = skip_checks
+                return self._change(tx, item, changes, agent, "done", now, details)
+            if record is not None:  # the failed run is news: keep it, keep the claim
+                failed = getattr(refusal, "details", {}).get("failed", [])
+                self._change(
+                    tx,
+                    item,
+                    {"evidence": record},
+                    agent,
+                    "checks_failed",
+                    now,
+                    {"token": token, "failed": failed},
+                )
+        raise refusal
+
+    def escalate(self, item_id: Any, *, agent: str, token: Any, question: Any) -> Item:
+        """Ask a human: the item becomes needs_human. The holder keeps the claim and its
+        files, and the lease stops running out until someone answers."""
+        agent, ref, token = rules.claim_args(agent, item_id, token)
+        question = model.check_reason(question, "question")
+        with self.storage.write() as tx:
+            now = self.now()
+            item = rules.require_item(tx, ref)
+            rules.ensure_holder(item, agent, token, now)
+            tx.extend_item_reservations(item.id, agent, model.HELD_UNTIL_ANSWERED)
+            contact = item.escalate_to or self.escalate_to
+            return self._change(
+                tx,
+                item,
+                {"question": question, "escalate_to": contact},
+                agent,
+                "escalated",
+                now,
+                {"token": token, "question": question, "escalate_to": contact},
+            )
+
+    def answer(self, item_id: Any, *, agent: str, text: Any) -> Item:
+        """Answer a needs_human item: back to its holder with a fresh lease; the answer is a
+        reply on the item and shows in the holder's inbox."""
+        agent = model.check_agent(agent)
+        ref = model.check_item_ref(item_id)
+        text = model.check_reason(text, "answer")
+        with self.storage.write() as tx:
+            now = self.now()
+            item = rules.require_item(tx, ref)
+            if item.state != "claimed" or item.question is None:
+                raise NotWaiting(
+                    f"item {item.ref} is not waiting for an answer (it is {item.shown_state}); "
+                    "reply instead: `coord reply`",
+                    id=item.id,
+                    state=item.shown_state,
+                )
+            holder = item.claimed_by or ""
+            expires = now + self.default_lease_seconds
+            tx.extend_item_reservations(item.id, holder, expires)
+            reply_id = tx.add_reply(item.id, agent, text, now)
+            return self._change(
+                tx,
+                item,
+                {"question": None, "lease_expires_at": expires},
+                agent,
+                "answered",
+                now,
+                {
+                    "question": item.question,
+                    "answer": text[:2000],
+                    "reply_id": reply_id,
+                    "holder": holder,
+                    "lease_expires_at": iso(expires),
+                },
+            )
 
     # --- editing ---------------------------------------------------------------------------
 
@@ -382,10 +505,12 @@ class Board(reserving.FileReservations):
         labels: Sequence[str] | None = None,
         add_deps: Sequence[int] = (),
         remove_deps: Sequence[int] = (),
+        add_checks: Sequence[str] = (),
+        remove_checks: Sequence[str] = (),
     ) -> Item:
         """Change an open item. While it is claimed, only its holder (with the token) can."""
         agent = model.check_agent(agent)
-        item_id = model.check_item_id(item_id)
+        ref = model.check_item_ref(item_id)
         changes: dict[str, Any] = {}
         if title is not None:
             changes["title"] = model.check_title(title)
@@ -396,43 +521,53 @@ class Board(reserving.FileReservations):
         if labels is not None:
             changes["labels"] = model.check_labels(labels)
         adding, removing = model.check_deps(add_deps), model.check_deps(remove_deps)
-        if not changes and not adding and not removing:
+        add_checks = model.check_commands(list(add_checks))
+        remove_checks = model.check_commands(list(remove_checks), "remove_checks")
+        if not changes and not adding and not removing and not add_checks and not remove_checks:
             raise InvalidInput(
-                "nothing to change: give a new title, body, priority, labels or deps"
+                "nothing to change: give a new title, body, priority, labels, deps or checks"
             )
         with self.storage.write() as tx:
             now = self.now()
-            item = rules.require_item(tx, item_id)
+            item = rules.require_item(tx, ref)
             rules.ensure_editable(item, agent, token, now)
             missing = sorted(set(adding) - tx.existing_ids(adding))
             if missing:
                 raise NotFound(
                     f"unknown dependency {rules.ids_text(missing)}: no such item", missing=missing
                 )
-            self._link(tx, item_id, adding)
-            tx.remove_deps(item_id, removing)
+            self._link(tx, item.id, adding)
+            tx.remove_deps(item.id, removing)
+            if add_checks or remove_checks:
+                kept = [c for c in item.checks if c not in remove_checks]
+                changes["checks"] = model.check_commands(
+                    kept + [c for c in add_checks if c not in kept]
+                )
             details: dict[str, Any] = {
-                k: list(v) if k == "labels" else v for k, v in changes.items()
+                k: list(v) if k in ("labels", "checks") else v for k, v in changes.items()
             }
             if adding:
                 details["added_deps"] = list(adding)
             if removing:
                 details["removed_deps"] = list(removing)
+            item_id = item.id
             self._change(tx, item, changes, agent, "edited", now, details)
             return rules.require_item(tx, item_id)
 
     def cancel(self, item_id: Any, *, agent: str, token: Any = None, reason: str = "") -> Item:
         agent = model.check_agent(agent)
-        item_id = model.check_item_id(item_id)
+        ref = model.check_item_ref(item_id)
         with self.storage.write() as tx:
             now = self.now()
-            item = rules.require_item(tx, item_id)
+            item = rules.require_item(tx, ref)
+            item_id = item.id
             rules.ensure_editable(item, agent, token, now)
             tx.delete_item_reservations(item_id, None)
             changes = {
                 "state": "cancelled",
                 "claimed_by": None,
                 "lease_expires_at": None,
+                "question": None,
                 "closed_at": now,
             }
             self._change(
@@ -444,13 +579,13 @@ class Board(reserving.FileReservations):
 
     def reply(self, item_id: Any, *, agent: str, body: Any) -> Reply:
         agent = model.check_agent(agent)
-        item_id = model.check_item_id(item_id)
+        ref = model.check_item_ref(item_id)
         body = model.check_body(body)
         if not body.strip():
             raise InvalidInput("a reply needs some text", field="body")
         with self.storage.write() as tx:
             now = self.now()
-            rules.require_item(tx, item_id)
+            item_id = rules.require_item(tx, ref).id
             reply_id = tx.add_reply(item_id, agent, body, now)
             mentions = sorted(set(_MENTION.findall(body)) - {agent})
             tx.append_event(
@@ -466,10 +601,10 @@ class Board(reserving.FileReservations):
     def ack(self, item_id: Any, *, agent: str) -> bool:
         """Acknowledge an item (seen it, agree). Returns False if already acknowledged."""
         agent = model.check_agent(agent)
-        item_id = model.check_item_id(item_id)
+        ref = model.check_item_ref(item_id)
         with self.storage.write() as tx:
             now = self.now()
-            rules.require_item(tx, item_id)
+            item_id = rules.require_item(tx, ref).id
             added = tx.add_ack(item_id, agent, now)
             if added:
                 tx.append_event(at=now, agent=agent, item_id=item_id, kind="ack", details={})
@@ -507,10 +642,10 @@ class Board(reserving.FileReservations):
             now = self.now()
             item = rules.require_item(tx, item_id)
             rules.ensure_holder(item, agent, token, now)
-            changes = {**changes, "lease_expires_at": None}
+            changes = {**changes, "lease_expires_at": None, "question": None}
             if closes:
                 changes["closed_at"] = now
-            tx.delete_item_reservations(item_id, agent)
+            tx.delete_item_reservations(item.id, agent)
             return self._change(tx, item, changes, agent, kind, now, {"token": token, **details})
 
     def _take(

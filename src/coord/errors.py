@@ -95,6 +95,28 @@ class NotClaimable(Conflict):
     code = "not_claimable"
 
 
+class AlreadyExists(Conflict):
+    code = "already_exists"
+
+
+class ChecksFailed(Conflict):
+    """A check command of the item failed: it stays claimed; the evidence is recorded."""
+
+    code = "checks_failed"
+
+
+class ChecksRequired(Conflict):
+    """The item has checks and no evidence of them came with ``done``."""
+
+    code = "checks_required"
+
+
+class NotWaiting(Conflict):
+    """``answer`` on an item that asked nothing."""
+
+    code = "not_waiting"
+
+
 class NothingReady(CoordError):
     code = "nothing_ready"
     http_status = 404
@@ -130,6 +152,10 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         FilesReserved,
         NotReady,
         NotClaimable,
+        AlreadyExists,
+        ChecksFailed,
+        ChecksRequired,
+        NotWaiting,
         NothingReady,
         BoardNotFound,
         DaemonAlreadyRunning,

@@ -15,6 +15,8 @@ KINDS = ("task", "bug", "note", "handoff")
 # claim-next offers work, not announcements: notes are claimable only by id or explicit filter.
 WORK_KINDS = ("task", "bug", "handoff")
 STATES = ("pending", "claimed", "done", "cancelled")
+# how states are shown and filtered: a claimed item waiting on a human answer is needs_human
+SHOWN_STATES = ("pending", "claimed", "needs_human", "done", "cancelled")
 PRIORITY_HIGHEST, PRIORITY_LOWEST, PRIORITY_DEFAULT = 0, 4, 2
 
 MAX_TITLE = 300
@@ -28,9 +30,15 @@ MAX_IMPORT = 10_000
 MAX_FILES = 200
 MAX_PATTERN = 1024
 MAX_BATCH = 64  # claim-next --count
+MAX_CHECKS = 20
+# file reservations of a needs_human item are held until someone answers (9999-12-31)
+HELD_UNTIL_ANSWERED = 253402300799.0
+MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its last lines)
 
 _AGENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$")
 _LABEL_RE = re.compile(r"^[^\s,][^,]{0,63}$")
+# package ids: R3, QA1, harness:R3. Never all digits, so they cannot be mistaken for item ids.
+_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9._:-]{0,63}$")
 
 
 # "YYYY-MM-DDTHH:MM:SS" of recent seconds: a claim's answer formats now, the lease's end
@@ -79,6 +87,16 @@ class Item:
     updated_at: float
     closed_at: float | None
     labels: tuple[str, ...] = ()
+    # a design document's work package: its id (``R3``), the document and the line
+    key: str | None = None
+    spec: str | None = None
+    spec_line: int | None = None
+    # shell commands that must pass before done, and the last run of them (or the override)
+    checks: tuple[str, ...] = ()
+    evidence: dict[str, Any] | None = None
+    # needs_human: the holder's open question; the lease does not run out meanwhile
+    question: str | None = None
+    escalate_to: str | None = None
     deps: tuple[int, ...] = ()
     # dependencies that are not done yet; the item is ready only when this is empty
     blocked_by: tuple[int, ...] = ()
@@ -88,11 +106,22 @@ class Item:
     files_held_by: tuple[Reservation, ...] = ()
 
     def lease_live(self, now: float) -> bool:
-        return (
-            self.state == "claimed"
-            and self.lease_expires_at is not None
-            and self.lease_expires_at > now
+        return self.state == "claimed" and (
+            self.question is not None
+            or (self.lease_expires_at is not None and self.lease_expires_at > now)
         )
+
+    @property
+    def shown_state(self) -> str:
+        """The state people see: a claimed item waiting on a human is ``needs_human``."""
+        return (
+            "needs_human" if self.state == "claimed" and self.question is not None else self.state
+        )
+
+    @property
+    def ref(self) -> str:
+        """How to name the item on the command line: its package id if it has one."""
+        return self.key if self.key is not None else str(self.id)
 
     def claimable(self, now: float) -> bool:
         """Pending, or claimed with a lease that has run out, and every dependency done."""
@@ -109,7 +138,8 @@ class Item:
             "body": self.body,
             "priority": self.priority,
             "labels": list(self.labels),
-            "state": self.state,
+            "state": self.shown_state,
+            "key": self.key,
             "created_by": self.created_by,
             "to": self.to,
             "claimed_by": self.claimed_by,
@@ -121,6 +151,11 @@ class Item:
             "files": list(self.files),
             "files_held_by": [r.to_dict() for r in self.files_held_by],
             "ready": self.claimable(now),
+            "spec": f"{self.spec}:{self.spec_line}" if self.spec else None,
+            "checks": list(self.checks),
+            "evidence": self.evidence,
+            "question": self.question,
+            "escalate_to": self.escalate_to,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
             "closed_at": iso(self.closed_at),
@@ -288,11 +323,57 @@ def check_kind(value: Any) -> str:
 
 
 def check_state(value: Any) -> str:
-    if value not in STATES:
+    if value not in SHOWN_STATES:
         raise InvalidInput(
-            f"unknown state {value!r}: use one of {', '.join(STATES)}", field="state"
+            f"unknown state {value!r}: use one of {', '.join(SHOWN_STATES)}", field="state"
         )
     return str(value)
+
+
+def check_reason(value: Any, field_name: str) -> str:
+    """Required free text: a question, an answer, the reason for an override."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field_name} needs some text", field=field_name)
+    return check_body(value.strip())
+
+
+def check_item_ref(value: Any) -> int | str:
+    """An item id (``12``, ``#12``) or a work package key (``R3``)."""
+    if isinstance(value, str) and _KEY_RE.match(value.strip()):
+        return value.strip()
+    return check_item_id(value)
+
+
+def check_key(value: Any) -> str:
+    if not isinstance(value, str) or not _KEY_RE.match(value):
+        raise InvalidInput(
+            f"invalid package id {value!r}: 1-64 letters, digits or ._:- starting with a "
+            "letter (numbers alone are item ids)",
+            field="key",
+        )
+    return value
+
+
+def check_commands(value: Any, field_name: str = "checks") -> tuple[str, ...]:
+    """Check commands: a list of non-empty shell command strings."""
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise InvalidInput(f"{field_name} must be a list of shell commands", field=field_name)
+    if len(value) > MAX_CHECKS:
+        raise TooLarge(f"{len(value)} checks; the limit is {MAX_CHECKS}", field=field_name)
+    commands: list[str] = []
+    for command in value:
+        if not isinstance(command, str) or not command.strip() or "\n" in command:
+            raise InvalidInput(
+                f"{field_name} must be one-line shell commands, not {command!r}",
+                field=field_name,
+            )
+        if len(command) > MAX_PATTERN:
+            raise TooLarge(f"a check is over {MAX_PATTERN} characters", field=field_name)
+        if command.strip() not in commands:
+            commands.append(command.strip())
+    return tuple(commands)
 
 
 def check_priority(value: Any) -> int:

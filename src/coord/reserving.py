@@ -143,7 +143,7 @@ class FileReservations:
         agent: str,
         shared: bool = False,
         lease_seconds: float | None = None,
-        item: int | None = None,
+        item: int | str | None = None,
         reason: str = "",
     ) -> list[Reservation]:
         """Reserve every pattern, or none: refused whole if any overlaps another agent's."""
@@ -152,13 +152,12 @@ class FileReservations:
         if not wanted:
             raise InvalidInput("name at least one path or pattern to reserve", field="patterns")
         lease = model.check_lease(lease_seconds, self.default_lease_seconds)
-        item_id = model.check_item_id(item) if item is not None else None
+        item_ref = model.check_item_ref(item) if item is not None else None
         reason = model.check_body(reason)
         exclusive = not shared
         with self.storage.write() as tx:
             now = self.now()
-            if item_id is not None:
-                rules.require_item(tx, item_id)
+            item_id = rules.require_item(tx, item_ref).id if item_ref is not None else None
             tx.purge_expired_reservations(now)
             live = tx.live_reservations(now, near=wanted)
             conflicts = find_conflicts(agent, wanted, exclusive, live, self.is_file)

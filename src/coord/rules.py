@@ -22,26 +22,48 @@ from coord.errors import (
 from coord.model import Item, iso
 from coord.storage.base import ReadTx
 
-IMPORT_FIELDS = {"title", "kind", "priority", "labels", "deps", "body", "to", "ref", "files"}
+IMPORT_FIELDS = {
+    "title",
+    "kind",
+    "priority",
+    "labels",
+    "deps",
+    "body",
+    "to",
+    "ref",
+    "files",
+    "key",
+    "checks",
+}
 
 
-def require_item(tx: ReadTx, item_id: int) -> Item:
-    item = tx.get_item(item_id)
+def require_item(tx: ReadTx, ref: int | str) -> Item:
+    """The item with this id, or imported as this package key."""
+    item = tx.get_item_by_key(ref) if isinstance(ref, str) else tx.get_item(ref)
     if item is None:
-        raise NotFound(f"no item {item_id} on this board; `coord ls` lists them", id=item_id)
+        what = f"package {ref}" if isinstance(ref, str) else f"item {ref}"
+        raise NotFound(f"no {what} on this board; `coord ls` lists them", id=ref)
     return item
 
 
 def ensure_claimable(item: Item, now: float) -> None:
     if item.state in ("done", "cancelled"):
         raise NotClaimable(
-            f"item {item.id} is {item.state}; pick another (`coord ls --ready`)",
+            f"item {item.ref} is {item.state}; pick another (`coord ls --ready`)",
             id=item.id,
             state=item.state,
         )
+    if item.question is not None and item.state == "claimed":
+        raise AlreadyClaimed(
+            f"item {item.ref} is held by {item.claimed_by}, who is waiting for a human answer "
+            "(needs_human); pick another (`coord next`)",
+            id=item.id,
+            holder=item.claimed_by,
+            lease_expires_at=None,
+        )
     if item.lease_live(now):
         raise AlreadyClaimed(
-            f"item {item.id} is claimed by {item.claimed_by} until "
+            f"item {item.ref} is claimed by {item.claimed_by} until "
             f"{iso(item.lease_expires_at)}; pick another (`coord next`)",
             id=item.id,
             holder=item.claimed_by,
@@ -49,7 +71,7 @@ def ensure_claimable(item: Item, now: float) -> None:
         )
     if item.blocked_by:
         raise NotReady(
-            f"item {item.id} waits on {ids_text(item.blocked_by)}, not done yet; pick another",
+            f"item {item.ref} waits on {ids_text(item.blocked_by)}, not done yet; pick another",
             id=item.id,
             blocked_by=list(item.blocked_by),
         )
@@ -68,21 +90,21 @@ def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
         if item.lease_live(now):
             return
         raise LeaseLost(
-            f"your lease on item {item.id} expired at {iso(item.lease_expires_at)}; "
-            f"claim it again to go on (`coord claim {item.id}`)",
+            f"your lease on item {item.ref} expired at {iso(item.lease_expires_at)}; "
+            f"claim it again to go on (`coord claim {item.ref}`)",
             **facts,
         )
     if item.state == "claimed" and item.fencing_token != token:
         raise LeaseLost(
-            f"item {item.id} is now held by {item.claimed_by} (token {item.fencing_token}) "
+            f"item {item.ref} is now held by {item.claimed_by} (token {item.fencing_token}) "
             f"until {iso(item.lease_expires_at)}; your token {token} is stale: stop work on it",
             **facts,
         )
     if item.state == "claimed":
-        raise LeaseLost(f"item {item.id} is held by {item.claimed_by}, not {agent}", **facts)
+        raise LeaseLost(f"item {item.ref} is held by {item.claimed_by}, not {agent}", **facts)
     raise LeaseLost(
-        f"item {item.id} is {item.state}; claim {token} is no longer live"
-        + (f" (claim it again: `coord claim {item.id}`)" if item.state == "pending" else ""),
+        f"item {item.ref} is {item.state}; claim {token} is no longer live"
+        + (f" (claim it again: `coord claim {item.ref}`)" if item.state == "pending" else ""),
         **facts,
     )
 
@@ -90,12 +112,12 @@ def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
 def ensure_editable(item: Item, agent: str, token: Any, now: float) -> None:
     if item.state in ("done", "cancelled"):
         raise NotClaimable(
-            f"item {item.id} is {item.state}; it can no longer change", id=item.id, state=item.state
+            f"item {item.ref} is {item.state}; it can no longer change", id=item.id, state=item.state
         )
     if item.lease_live(now):
         if token is None:
             raise LeaseLost(
-                f"item {item.id} is claimed by {item.claimed_by}; only the holder can change "
+                f"item {item.ref} is claimed by {item.claimed_by}; only the holder can change "
                 "it, with its token",
                 id=item.id,
                 holder=item.claimed_by,
@@ -128,8 +150,8 @@ def dependency_path(tx: ReadTx, start: int, goal: int) -> list[int] | None:
     return path[::-1]
 
 
-def claim_args(agent: Any, item_id: Any, token: Any) -> tuple[str, int, int]:
-    return model.check_agent(agent), model.check_item_id(item_id), model.check_token(token)
+def claim_args(agent: Any, item_id: Any, token: Any) -> tuple[str, int | str, int]:
+    return model.check_agent(agent), model.check_item_ref(item_id), model.check_token(token)
 
 
 def check_entry(entry: Any, index: int, count: int) -> dict[str, Any]:
@@ -159,6 +181,8 @@ def check_entry(entry: Any, index: int, count: int) -> dict[str, Any]:
             "to": model.check_agent(to) if to is not None else None,
             "ref": ref,
             "files": model.check_files(entry.get("files")),
+            "key": model.check_key(entry["key"]) if entry.get("key") is not None else None,
+            "checks": model.check_commands(entry.get("checks")),
             "deps": [
                 d if isinstance(d, str) and not d.isdigit() else model.check_item_id(d)
                 for d in deps

@@ -27,6 +27,7 @@ class ItemQuery:
     kinds: Sequence[str] | None = None
     label: str | None = None
     claimable_at: float | None = None
+    spec: str | None = None  # items imported from this design document
     after_id: int = 0
     limit: int = 100
 
@@ -36,6 +37,10 @@ class ReadTx(ABC):
 
     @abstractmethod
     def get_item(self, item_id: int) -> Item | None: ...
+
+    @abstractmethod
+    def get_item_by_key(self, key: str) -> Item | None:
+        """The item imported as work package ``key`` (``R3``), if any."""
 
     @abstractmethod
     def list_items(self, query: ItemQuery) -> list[Item]: ...
@@ -109,14 +114,21 @@ class WriteTx(ReadTx):
         created_by: str,
         recipient: str | None,
         now: float,
-    ) -> int: ...
+        key: str | None = None,
+        spec: str | None = None,
+        spec_line: int | None = None,
+        checks: Sequence[str] = (),
+        escalate_to: str | None = None,
+    ) -> int:
+        """A new pending item; ``key`` must be unused (callers check first)."""
 
     @abstractmethod
     def update_item(self, item_id: int, expected_token: int, changes: dict[str, Any]) -> bool:
         """Apply ``changes`` only if the item's fencing token is still ``expected_token``.
 
         Returns whether the row changed. Allowed keys: title, body, priority, labels, state,
-        claimed_by, fencing_token, lease_expires_at, updated_at, closed_at.
+        claimed_by, fencing_token, lease_expires_at, updated_at, closed_at, spec, spec_line,
+        checks, evidence, question, escalate_to.
         """
 
     @abstractmethod

@@ -17,7 +17,8 @@ from coord.storage.base import ItemQuery, WriteTx, chunks
 
 _ITEM_COLUMNS = (
     "id, kind, title, body, priority, labels, state, created_by, recipient, claimed_by, "
-    "fencing_token, lease_expires_at, created_at, updated_at, closed_at"
+    "fencing_token, lease_expires_at, created_at, updated_at, closed_at, "
+    "key, spec, spec_line, checks, evidence, question, escalate_to"
 )
 _UPDATABLE = frozenset(
     {
@@ -31,8 +32,15 @@ _UPDATABLE = frozenset(
         "lease_expires_at",
         "updated_at",
         "closed_at",
+        "spec",
+        "spec_line",
+        "checks",
+        "evidence",
+        "question",
+        "escalate_to",
     }
 )
+_JSON_COLUMNS = frozenset({"labels", "checks", "evidence"})
 _ITEM_RELATIONS = (
     "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), "
     "(SELECT json_group_array(d.depends_on) FROM deps d JOIN items dep ON dep.id = d.depends_on "
@@ -94,9 +102,16 @@ class SQLiteTx(WriteTx):
                 created_at=row[12],
                 updated_at=row[13],
                 closed_at=row[14],
-                deps=_array(row[15]),
-                blocked_by=_array(row[16]),
-                files=_array(row[17]),
+                key=row[15],
+                spec=row[16],
+                spec_line=row[17],
+                checks=_array(row[18]),
+                evidence=json.loads(row[19]) if row[19] else None,
+                question=row[20],
+                escalate_to=row[21],
+                deps=_array(row[22]),
+                blocked_by=_array(row[23]),
+                files=_array(row[24]),
             )
             for row in rows
         ]
@@ -105,11 +120,19 @@ class SQLiteTx(WriteTx):
         found = self._items("id = ?", (item_id,))
         return found[0] if found else None
 
+    def get_item_by_key(self, key: str) -> Item | None:
+        found = self._items("key = ?", (key,))
+        return found[0] if found else None
+
     def list_items(self, query: ItemQuery) -> list[Item]:
         where: list[str] = ["id > ?"]
         params: list[Any] = [query.after_id]
         if query.state == "open":
             where.append("state IN ('pending', 'claimed')")
+        elif query.state == "needs_human":
+            where.append("state = 'claimed' AND question IS NOT NULL")
+        elif query.state == "claimed":
+            where.append("state = 'claimed' AND question IS NULL")
         elif query.state is not None:
             where.append("state = ?")
             params.append(query.state)
@@ -119,9 +142,13 @@ class SQLiteTx(WriteTx):
         if query.label is not None:
             where.append(_HAS_LABEL)
             params.append(query.label)
+        if query.spec is not None:
+            where.append("spec = ?")
+            params.append(query.spec)
         if query.claimable_at is not None:
             where.append(
-                "(state = 'pending' OR (state = 'claimed' AND lease_expires_at <= ?)) "
+                "(state = 'pending' OR (state = 'claimed' AND lease_expires_at <= ? "
+                "AND question IS NULL)) "
                 f"AND NOT {_UNMET_DEPS}"
             )
             params.append(query.claimable_at)
@@ -154,7 +181,8 @@ class SQLiteTx(WriteTx):
             tail,
             source="items INDEXED BY items_pending",
         ) + self._items(
-            f"state = 'claimed' AND lease_expires_at <= ? AND {filters} AND NOT {_UNMET_DEPS}",
+            f"state = 'claimed' AND lease_expires_at <= ? AND question IS NULL AND {filters} "
+            f"AND NOT {_UNMET_DEPS}",
             [now, *params],
             tail,
             source="items INDEXED BY items_claimed_lease",
@@ -288,10 +316,16 @@ class SQLiteTx(WriteTx):
         created_by: str,
         recipient: str | None,
         now: float,
+        key: str | None = None,
+        spec: str | None = None,
+        spec_line: int | None = None,
+        checks: Sequence[str] = (),
+        escalate_to: str | None = None,
     ) -> int:
         cursor = self.conn.execute(
             "INSERT INTO items (kind, title, body, priority, labels, state, created_by, "
-            "recipient, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            "recipient, created_at, updated_at, key, spec, spec_line, checks, escalate_to) "
+            "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 kind,
                 title,
@@ -302,6 +336,11 @@ class SQLiteTx(WriteTx):
                 recipient,
                 now,
                 now,
+                key,
+                spec,
+                spec_line,
+                json.dumps(list(checks)),
+                escalate_to,
             ),
         )
         return int(cursor.lastrowid or 0)
@@ -310,7 +349,7 @@ class SQLiteTx(WriteTx):
         unknown = set(changes) - _UPDATABLE
         if unknown:
             raise ValueError(f"not updatable: {sorted(unknown)}")
-        values = {k: json.dumps(list(v)) if k == "labels" else v for k, v in changes.items()}
+        values = {k: _json_value(v) if k in _JSON_COLUMNS else v for k, v in changes.items()}
         assignments = ", ".join(f"{column} = :{column}" for column in values)
         cursor = self.conn.execute(
             f"UPDATE items SET {assignments} WHERE id = :_id AND fencing_token = :_expected",
@@ -425,6 +464,12 @@ class SQLiteTx(WriteTx):
         self.conn.execute(
             "UPDATE agents SET inbox_seq = max(inbox_seq, ?) WHERE name = ?", (seq, agent)
         )
+
+
+def _json_value(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(list(value) if isinstance(value, tuple | list) else value)
 
 
 # json.dumps with any option builds a new encoder per call; the event log writes one per change.

@@ -1,0 +1,145 @@
+"""Checks that must pass before an item is done: running them, and judging the evidence.
+
+The commands run where the agent works (``coord done`` runs them in its own working tree, often
+a separate git worktree), so the evidence travels with ``done`` to the core, which judges it:
+every check of the item needs a run that exited 0, or the holder gives a reason to skip them.
+The evidence is kept on the item either way, where everyone sees it (``coord show``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from coord import model
+from coord.errors import ChecksFailed, ChecksRequired, InvalidInput, TooLarge
+from coord.model import Item, iso
+
+OUTPUT_LINES = 30
+MAX_RUNS = 50
+RUN_FIELDS = {"command", "exit_code", "duration_s", "head", "output_tail"}
+
+
+def run(commands: list[str], cwd: str | Path, timeout: float = 1800.0) -> list[dict[str, Any]]:
+    """Run each command with the shell in ``cwd``; all of them, even after a failure, so the
+    evidence shows the whole picture. Output is kept as its last lines."""
+    head = git_head(cwd)
+    runs = []
+    for command in commands:
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                command,
+                shell=True,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                env={**os.environ, "COORD_CHECK": "1"},
+            )
+            code, output = done.returncode, done.stdout
+        except subprocess.TimeoutExpired as err:
+            code, output = 124, (err.stdout or b"") + f"\n[timed out after {timeout:g}s]".encode()
+        runs.append(
+            {
+                "command": command,
+                "exit_code": code,
+                "duration_s": round(time.monotonic() - started, 3),
+                "head": head,
+                "output_tail": tail(output),
+            }
+        )
+    return runs
+
+
+def git_head(cwd: str | Path) -> str | None:
+    try:
+        found = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found.stdout.strip() or None if found.returncode == 0 else None
+
+
+def tail(output: bytes) -> str:
+    text = output.decode("utf-8", errors="replace")
+    kept = "\n".join(text.rstrip().splitlines()[-OUTPUT_LINES:])
+    return kept[-model.MAX_EVIDENCE_OUTPUT :]
+
+
+def check_runs(value: Any) -> list[dict[str, Any]] | None:
+    """Evidence as sent with ``done``: a list of runs, each with its command and exit code."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InvalidInput("evidence must be a list of check runs", field="evidence")
+    if len(value) > MAX_RUNS:
+        raise TooLarge(f"{len(value)} check runs; the limit is {MAX_RUNS}", field="evidence")
+    runs = []
+    for entry in value:
+        if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+            raise InvalidInput(
+                "each check run needs a command (string) and an exit_code (integer)",
+                field="evidence",
+            )
+        code = entry.get("exit_code")
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise InvalidInput(
+                f"check run {entry['command']!r}: exit_code must be an integer", field="evidence"
+            )
+        unknown = sorted(set(entry) - RUN_FIELDS)
+        if unknown:
+            raise InvalidInput(
+                f"check run: unknown field {', '.join(unknown)}; known fields are "
+                f"{', '.join(sorted(RUN_FIELDS))}",
+                field="evidence",
+            )
+        output = entry.get("output_tail")
+        if output is not None and not isinstance(output, str):
+            raise InvalidInput("output_tail must be a string", field="evidence")
+        runs.append({**entry, "output_tail": (output or "")[-model.MAX_EVIDENCE_OUTPUT :]})
+    return runs
+
+
+def judge(
+    item: Item, runs: list[dict[str, Any]] | None, skip_reason: str | None, agent: str, now: float
+) -> tuple[dict[str, Any] | None, ChecksFailed | ChecksRequired | None]:
+    """(evidence to record, the refusal if the item may not close)."""
+    if skip_reason is not None:
+        return {"skipped": skip_reason, "by": agent, "at": iso(now), "runs": runs or []}, None
+    if not item.checks:
+        record = {"passed": True, "by": agent, "at": iso(now), "runs": runs} if runs else None
+        return record, None
+    if runs is None:
+        listed = ", ".join(f"`{c}`" for c in item.checks)
+        return None, ChecksRequired(
+            f"item {item.ref} has checks ({listed}); `coord done {item.ref}` runs them in your "
+            "working tree, or close it anyway with --skip-checks --reason TEXT",
+            id=item.id,
+            checks=list(item.checks),
+        )
+    last = {r["command"]: r for r in runs}
+    failed = [c for c in item.checks if c in last and last[c]["exit_code"] != 0]
+    missing = [c for c in item.checks if c not in last]
+    passed = not failed and not missing
+    record = {"passed": passed, "by": agent, "at": iso(now), "runs": runs}
+    if passed:
+        return record, None
+    parts = [f"`{c}` exited {last[c]['exit_code']}" for c in failed]
+    parts += [f"`{c}` did not run" for c in missing]
+    return record, ChecksFailed(
+        f"item {item.ref} stays claimed: {'; '.join(parts)}. Fix it and run `coord done "
+        f"{item.ref}` again, or close it anyway with --skip-checks --reason TEXT",
+        id=item.id,
+        failed=failed,
+        missing=missing,
+    )

@@ -1,0 +1,427 @@
+"""Work packages from a design document, kept in step with the board.
+
+``coord spec import`` parses the document where it lives (the caller's working tree) and
+sends the packages here; this module applies them in one write transaction, so a refused
+import changes nothing. Each package becomes an item keyed by its id (``coord claim R3``).
+Importing again is idempotent: changed titles, descriptions, dependencies, files and checks
+are updated in place, claims, replies and history stay, and a package that left the document
+is reported, never deleted. A ticked box closes a package that nobody holds; progress
+otherwise lives on the board (``coord spec sync`` ticks the boxes back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from coord import model, reserving, rules
+from coord.errors import Conflict, InvalidInput, TooLarge
+from coord.model import Claim, Item, Reservation, iso
+from coord.storage.base import ItemQuery, Storage, WriteTx
+
+MAX_PACKAGES = 10_000
+PACKAGE_FIELDS = {
+    "id",
+    "title",
+    "done",
+    "line",
+    "dependencies",
+    "files",
+    "checks",
+    "description",
+    "acceptance",
+    "track",
+}
+ADOPT_FIELDS = {"package", "track", "user", "line", "files"}
+
+
+def check_package(entry: Any, index: int) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise InvalidInput(f"package {index}: expected an object", index=index)
+    unknown = sorted(set(entry) - PACKAGE_FIELDS)
+    if unknown:
+        raise InvalidInput(
+            f"package {index}: unknown field {', '.join(unknown)}; known fields are "
+            f"{', '.join(sorted(PACKAGE_FIELDS))}",
+            index=index,
+        )
+    line = entry.get("line")
+    if isinstance(line, bool) or not isinstance(line, int) or line < 1:
+        raise InvalidInput(f"package {index}: line must be a positive integer", index=index)
+    deps = entry.get("dependencies") or []
+    if not isinstance(deps, list):
+        raise InvalidInput(f"package {index}: dependencies must be a list of ids", index=index)
+    text = [entry.get("description") or "", entry.get("acceptance") or ""]
+    if not all(isinstance(t, str) for t in text):
+        raise InvalidInput(f"package {index}: description must be text", index=index)
+    body = text[0] + (f"\n\nAcceptance: {text[1]}" if text[1] else "")
+    track = entry.get("track")
+    return {
+        "id": model.check_key(entry.get("id")),
+        "title": model.check_title(entry.get("title")),
+        "done": entry.get("done") is True,
+        "line": line,
+        "dependencies": [model.check_key(d) for d in deps],
+        "files": model.check_files(entry.get("files")),
+        "checks": model.check_commands(entry.get("checks")),
+        "body": model.check_body(body.strip()),
+        "labels": model.check_labels([f"track:{track}"] if isinstance(track, str) else []),
+    }
+
+
+def check_adoptions(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
+        raise InvalidInput("adopt must be a list of reservation lines", field="adopt")
+    for entry in value:
+        unknown = sorted(set(entry) - ADOPT_FIELDS)
+        if unknown or not isinstance(entry.get("user"), str):
+            raise InvalidInput(
+                "each adopted reservation needs user and package (or track and files)",
+                field="adopt",
+            )
+        model.check_agent(entry["user"])
+    return value
+
+
+class WorkPackages:
+    """The Board's verbs for design documents. Mixed into ``coord.board.Board``."""
+
+    storage: Storage
+    repo_root: Path | None
+    is_file: reserving.IsFile | None
+    default_lease_seconds: float
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def _touch(self, tx: WriteTx, agent: str, now: float) -> None:
+        raise NotImplementedError
+
+    def _link(self, tx: WriteTx, item_id: int, deps: Sequence[int]) -> None:
+        raise NotImplementedError
+
+    def _take(
+        self,
+        tx: WriteTx,
+        item: Item,
+        agent: str,
+        lease: float,
+        now: float,
+        live: list[Reservation],
+    ) -> Claim:
+        raise NotImplementedError
+
+    def import_packages(
+        self,
+        spec: str,
+        packages: Any,
+        *,
+        created_by: str,
+        escalate_to: str | None = None,
+        prefix: str = "",
+        adopt: Any = None,
+    ) -> dict[str, Any]:
+        """Bring the board in step with the document ``spec`` (a repository-relative path).
+
+        Returns the package ids ``created``, ``updated``, ``unchanged`` and ``removed`` (gone
+        from the document, still on the board), ``closed`` (ticked in the document, closed
+        now), ``conflicts`` (ticked but held by someone) and what ``adopt`` did.
+        """
+        created_by = model.check_agent(created_by)
+        spec = _check_spec(spec)
+        if prefix:
+            model.check_key(prefix + "X")
+        if not isinstance(packages, list):
+            raise InvalidInput("packages must be a list", field="packages")
+        if len(packages) > MAX_PACKAGES:
+            raise TooLarge(f"{len(packages)} packages; the limit is {MAX_PACKAGES}")
+        wanted = [check_package(p, i) for i, p in enumerate(packages)]
+        adoptions = check_adoptions(adopt)
+        ids = [p["id"] for p in wanted]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise InvalidInput(f"package id {', '.join(twice)} appears twice in {spec}")
+        for package in wanted:
+            package["key"] = prefix + package["id"]
+            package["deps"] = [prefix + d for d in package["dependencies"]]
+            package["files"] = reserving.canonical(package["files"], self.repo_root)
+        result: dict[str, Any] = {
+            "spec": spec,
+            "created": [],
+            "updated": [],
+            "unchanged": [],
+            "removed": [],
+            "closed": [],
+            "conflicts": [],
+            "adopted": [],
+            "not_adopted": [],
+        }
+        with self.storage.write() as tx:
+            now = self.now()
+            mine = {
+                i.key: i
+                for i in tx.list_items(ItemQuery(spec=spec, limit=MAX_PACKAGES * 2))
+                if i.key is not None
+            }
+            known = self._resolve_keys(tx, spec, wanted, mine)
+            for package in wanted:
+                item = known.get(package["key"])
+                if item is None:
+                    known[package["key"]] = self._create(tx, spec, package, created_by, now)
+                    result["created"].append(package["id"])
+            for package in wanted:
+                item = known[package["key"]]
+                if package["id"] in result["created"]:
+                    self._link(tx, item.id, [known[d].id for d in package["deps"]])
+                    continue
+                changed = self._update(tx, item, package, known, created_by, now, escalate_to)
+                result["updated" if changed else "unchanged"].append(package["id"])
+            for package in wanted:
+                if package["done"]:
+                    self._close_ticked(tx, spec, package, created_by, now, result)
+            gone = sorted(set(mine) - {p["key"] for p in wanted}, key=lambda k: mine[k].id)
+            result["removed"] = [k[len(prefix) :] if k.startswith(prefix) else k for k in gone]
+            if escalate_to is not None:
+                for package in wanted:
+                    item = rules.require_item(tx, package["key"])
+                    if item.escalate_to != escalate_to:
+                        tx.update_item(item.id, item.fencing_token, {"escalate_to": escalate_to})
+            self._adopt(tx, spec, adoptions, prefix, result, now)
+            self._touch(tx, created_by, now)
+        return result
+
+    def _resolve_keys(
+        self, tx: WriteTx, spec: str, wanted: list[dict[str, Any]], mine: dict[str, Item]
+    ) -> dict[str, Item]:
+        """The items already on the board for these keys; refuses keys another document owns
+        and dependencies that name nothing."""
+        known: dict[str, Item] = {}
+        for package in wanted:
+            item = mine.get(package["key"]) or tx.get_item_by_key(package["key"])
+            if item is None:
+                continue
+            if item.spec != spec:
+                where = f"{item.spec}:{item.spec_line}" if item.spec else "a `coord add`"
+                raise Conflict(
+                    f"package id {package['key']} already belongs to item {item.id} from "
+                    f"{where}; import {spec} with --prefix to keep its ids apart",
+                    key=package["key"],
+                )
+            known[package["key"]] = item
+        keys = {p["key"] for p in wanted}
+        for package in wanted:
+            for dep in package["deps"]:
+                if dep not in keys and dep not in known:
+                    found = tx.get_item_by_key(dep)
+                    if found is None:
+                        raise InvalidInput(
+                            f"{spec}:{package['line']}: {package['id']} depends on {dep}, "
+                            "which is neither in the document nor on the board",
+                            package=package["id"],
+                            line=package["line"],
+                        )
+                    known[dep] = found
+        return known
+
+    def _create(
+        self, tx: WriteTx, spec: str, package: dict[str, Any], created_by: str, now: float
+    ) -> Item:
+        item_id = tx.insert_item(
+            kind="task",
+            title=package["title"],
+            body=package["body"],
+            priority=model.PRIORITY_DEFAULT,
+            labels=package["labels"],
+            created_by=created_by,
+            recipient=None,
+            now=now,
+            key=package["key"],
+            spec=spec,
+            spec_line=package["line"],
+            checks=package["checks"],
+        )
+        tx.set_item_files(item_id, package["files"])
+        tx.append_event(
+            at=now,
+            agent=created_by,
+            item_id=item_id,
+            kind="created",
+            details={
+                "title": package["title"],
+                "key": package["key"],
+                "spec": f"{spec}:{package['line']}",
+                "deps": package["deps"],
+                "files": list(package["files"]),
+                "checks": list(package["checks"]),
+            },
+        )
+        return rules.require_item(tx, item_id)
+
+    def _update(
+        self,
+        tx: WriteTx,
+        item: Item,
+        package: dict[str, Any],
+        known: dict[str, Item],
+        agent: str,
+        now: float,
+        escalate_to: str | None,
+    ) -> bool:
+        """Apply what changed in the document; True if anything people see did."""
+        changes: dict[str, Any] = {}
+        for name in ("title", "body", "checks", "labels"):
+            if getattr(item, name) != (
+                tuple(package[name]) if name in ("checks", "labels") else package[name]
+            ):
+                changes[name] = package[name]
+        deps = [known[d].id for d in package["deps"]]
+        adding = [d for d in deps if d not in item.deps]
+        removing = [d for d in item.deps if d not in deps]
+        files_changed = tuple(item.files) != tuple(package["files"])
+        if item.spec_line != package["line"]:  # the text moved: not news, but keep it exact
+            tx.update_item(item.id, item.fencing_token, {"spec_line": package["line"]})
+        if not changes and not adding and not removing and not files_changed:
+            return False
+        if adding:
+            self._link(tx, item.id, adding)
+        tx.remove_deps(item.id, removing)
+        if files_changed:
+            tx.set_item_files(item.id, package["files"])
+        if changes:
+            changes["updated_at"] = now
+            tx.update_item(item.id, item.fencing_token, changes)
+        details: dict[str, Any] = {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in changes.items()
+            if k != "updated_at"
+        }
+        if adding:
+            details["added_deps"] = adding
+        if removing:
+            details["removed_deps"] = removing
+        if files_changed:
+            details["files"] = list(package["files"])
+        details["spec"] = f"{item.spec}:{package['line']}"
+        tx.append_event(at=now, agent=agent, item_id=item.id, kind="edited", details=details)
+        return True
+
+    def _close_ticked(
+        self,
+        tx: WriteTx,
+        spec: str,
+        package: dict[str, Any],
+        agent: str,
+        now: float,
+        result: dict[str, Any],
+    ) -> None:
+        """A ticked box closes the package, unless someone holds it: then it is a conflict
+        for people to settle, not something to take from under an agent."""
+        item = rules.require_item(tx, package["key"])
+        if item.state in ("done", "cancelled"):
+            return
+        if item.lease_live(now):
+            result["conflicts"].append(
+                {
+                    "package": package["id"],
+                    "holder": item.claimed_by,
+                    "message": f"{package['id']} is ticked in {spec}:{package['line']} but "
+                    f"{item.claimed_by} holds it on the board; it stays claimed",
+                }
+            )
+            return
+        tx.delete_item_reservations(item.id, None)
+        tx.update_item(
+            item.id,
+            item.fencing_token,
+            {
+                "state": "done",
+                "claimed_by": None,
+                "lease_expires_at": None,
+                "question": None,
+                "closed_at": now,
+                "updated_at": now,
+            },
+        )
+        tx.append_event(
+            at=now,
+            agent=agent,
+            item_id=item.id,
+            kind="done",
+            details={"ticked_in": f"{spec}:{package['line']}"},
+        )
+        result["closed"].append(package["id"])
+
+    def _adopt(
+        self,
+        tx: WriteTx,
+        spec: str,
+        adoptions: list[dict[str, Any]],
+        prefix: str,
+        result: dict[str, Any],
+        now: float,
+    ) -> None:
+        """Reservation lines become board state: a package's becomes a claim for its user, a
+        track marker an exclusive hold on the track's files, both for the longest lease."""
+        lease = model.MAX_LEASE_SECONDS
+        for entry in adoptions:
+            user, line = entry["user"], entry.get("line")
+            where = f"{spec}:{line}" if line else spec
+            try:
+                if entry.get("package"):
+                    key = prefix + model.check_key(entry["package"])
+                    item = rules.require_item(tx, key)
+                    rules.ensure_claimable(item, now)
+                    live = tx.live_reservations(now, near=item.files) if item.files else []
+                    claim = self._take(tx, item, user, lease, now, live)
+                    result["adopted"].append(
+                        {"package": entry["package"], "user": user, "token": claim.token}
+                    )
+                else:
+                    files = reserving.canonical(
+                        model.check_files(entry.get("files")), self.repo_root
+                    )
+                    if not files:
+                        raise InvalidInput(f"track {entry.get('track')} names no files to hold")
+                    live = tx.live_reservations(now, near=files)
+                    conflicts = reserving.find_conflicts(user, files, True, live, self.is_file)
+                    if conflicts:
+                        raise reserving.refusal(conflicts, f"track {entry.get('track')}")
+                    for pattern in files:
+                        tx.insert_reservation(
+                            agent=user,
+                            pattern=pattern,
+                            exclusive=True,
+                            item_id=None,
+                            reason=f"track {entry.get('track')} reserved in {where}",
+                            now=now,
+                            expires_at=now + lease,
+                        )
+                    result["adopted"].append(
+                        {
+                            "track": entry.get("track"),
+                            "user": user,
+                            "files": list(files),
+                            "until": iso(now + lease),
+                        }
+                    )
+            except (Conflict, InvalidInput) as err:  # not adopted: say why, adopt the rest
+                result["not_adopted"].append(
+                    {
+                        "package": entry.get("package"),
+                        "track": entry.get("track"),
+                        "user": user,
+                        "line": line,
+                        "reason": err.message,
+                    }
+                )
+
+
+def _check_spec(spec: Any) -> str:
+    if not isinstance(spec, str) or not spec or spec.startswith("/") or ".." in spec.split("/"):
+        raise InvalidInput(
+            "spec must be the document's path relative to the repository root", field="spec"
+        )
+    return spec

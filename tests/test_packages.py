@@ -1,0 +1,315 @@
+"""Work packages on the board: keys, import and re-import, checks before done, escalation.
+
+Real SQLite files and a clock the test controls; the document side (parsing) is tested in
+test_spec_parse.py, the CLI round trip in test_spec_cli.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coord import errors
+from coord.board import Board
+from coord.storage.sqlite import SQLiteStorage
+
+SPEC = "docs/plan.md"
+
+
+class Clock:
+    def __init__(self, start: float = 2_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def board(tmp_path: Path, clock: Clock) -> Iterator[Board]:
+    (tmp_path / "src").mkdir()
+    b = Board(
+        SQLiteStorage(tmp_path / ".coord" / "board.db"),
+        clock=clock,
+        default_lease_seconds=60,
+        repo_root=tmp_path,
+        escalate_to="@lead",
+    )
+    yield b
+    b.close()
+
+
+def pkg(pid: str, line: int, *deps: str, done: bool = False, **more: Any) -> dict[str, Any]:
+    return {
+        "id": pid,
+        "title": more.pop("title", f"package {pid}"),
+        "done": done,
+        "line": line,
+        "dependencies": list(deps),
+        "files": more.pop("files", [f"src/{pid.lower()}.py"]),
+        **more,
+    }
+
+
+def plan() -> list[dict[str, Any]]:
+    return [
+        pkg("A1", 10, done=True),
+        pkg("A2", 14, "A1", checks=["true"]),
+        pkg("B1", 20, "A2", description="does B", acceptance="B works"),
+    ]
+
+
+def snapshot(board: Board) -> tuple[Any, ...]:
+    items = [i.to_dict(board.now()) for i in board.list_items(limit=1000)]
+    return items, [e.to_dict() for e in board.events()]
+
+
+# --- import ----------------------------------------------------------------------------------
+
+
+def test_import_creates_items_keyed_by_package_id(board: Board) -> None:
+    result = board.import_packages(SPEC, plan(), created_by="h")
+    assert result["created"] == ["A1", "A2", "B1"]
+    assert result["closed"] == ["A1"]  # ticked in the document
+    a2, b1 = board.get("A2"), board.get("B1")
+    assert (a2.key, a2.spec, a2.spec_line, a2.checks) == ("A2", SPEC, 14, ("true",))
+    assert board.get("A1").state == "done"
+    assert b1.deps == (a2.id,) and b1.blocked_by == (a2.id,)
+    assert b1.files == ("src/b1.py",)
+    assert "does B" in b1.body and "B works" in b1.body
+    assert board.show("B1")["spec"] == f"{SPEC}:20"
+
+
+def test_claim_by_key_and_next_take_packages_in_dependency_order(board: Board) -> None:
+    board.import_packages(SPEC, plan(), created_by="h")
+    with pytest.raises(errors.NotReady):
+        board.claim("B1", agent="a")
+    claim = board.claim_next(agent="a")
+    assert claim.item.key == "A2"
+    assert board.show("A2")["claimed_by"] == "a"
+
+
+def test_reimport_is_idempotent(board: Board) -> None:
+    board.import_packages(SPEC, plan(), created_by="h")
+    before = snapshot(board)
+    again = board.import_packages(SPEC, plan(), created_by="h")
+    assert again["created"] == again["updated"] == again["closed"] == []
+    assert again["unchanged"] == ["A1", "A2", "B1"]
+    assert snapshot(board) == before
+
+
+def test_reimport_updates_changes_and_keeps_claims_replies_and_history(board: Board) -> None:
+    board.import_packages(SPEC, plan(), created_by="h")
+    claim = board.claim("A2", agent="a")
+    board.reply("A2", agent="b", body="how is it going?")
+    events_before = [e.seq for e in board.events(item_id=claim.item.id)]
+    edited = plan()
+    edited[1] = pkg("A2", 15, "A1", title="package A2, renamed", files=["src/a2.py", "src/x/**"])
+    edited[2]["dependencies"] = []
+    edited.append(pkg("C1", 30, "B1"))
+    result = board.import_packages(SPEC, edited, created_by="h")
+    assert result["created"] == ["C1"]
+    assert result["updated"] == ["A2", "B1"]
+    assert result["unchanged"] == ["A1"]
+    a2 = board.get("A2")
+    assert (a2.title, a2.files, a2.checks) == ("package A2, renamed", ("src/a2.py", "src/x"), ())
+    assert (a2.state, a2.claimed_by, a2.fencing_token) == ("claimed", "a", claim.token)
+    assert board.get("B1").deps == ()
+    shown = board.show("A2")
+    assert [r["body"] for r in shown["replies"]] == ["how is it going?"]
+    assert [e.seq for e in board.events(item_id=a2.id)][: len(events_before)] == events_before
+    board.done("A2", agent="a", token=claim.token)  # the holder's token still works
+
+
+def test_a_package_gone_from_the_document_is_reported_not_deleted(board: Board) -> None:
+    board.import_packages(SPEC, plan(), created_by="h")
+    result = board.import_packages(SPEC, plan()[:2], created_by="h")
+    assert result["removed"] == ["B1"]
+    assert board.get("B1").state == "pending"
+
+
+def test_ticked_while_someone_holds_it_is_a_conflict_not_a_close(board: Board) -> None:
+    board.import_packages(SPEC, plan(), created_by="h")
+    board.claim("A2", agent="a")
+    ticked = plan()
+    ticked[1]["done"] = True
+    result = board.import_packages(SPEC, ticked, created_by="h")
+    assert [c["package"] for c in result["conflicts"]] == ["A2"]
+    assert result["conflicts"][0]["holder"] == "a"
+    assert board.get("A2").state == "claimed"
+
+
+@pytest.mark.parametrize(
+    "packages, error",
+    [
+        ([pkg("A1", 1), pkg("A1", 2)], errors.InvalidInput),  # an id twice
+        ([pkg("A1", 1, "Z9")], errors.InvalidInput),  # unknown dependency
+        ([pkg("A1", 1, "A2"), pkg("A2", 2, "A1")], errors.DependencyCycle),
+        ([pkg("A1", 1, files=["../outside.py"])], errors.InvalidInput),
+        ([{"id": "A1", "title": "x", "line": 0}], errors.InvalidInput),
+        ([{"id": "7", "title": "x", "line": 3}], errors.InvalidInput),
+        ("not a list", errors.InvalidInput),
+    ],
+)
+def test_a_refused_import_changes_nothing(board: Board, packages: Any, error: type) -> None:
+    board.import_packages(SPEC, [pkg("Q1", 1)], created_by="h")
+    before = snapshot(board)
+    with pytest.raises(error):
+        board.import_packages(SPEC, packages, created_by="h")
+    assert snapshot(board) == before
+
+
+def test_keys_of_another_document_are_refused_unless_prefixed(board: Board) -> None:
+    board.import_packages(SPEC, plan(), created_by="h")
+    with pytest.raises(errors.Conflict, match="--prefix"):
+        board.import_packages("docs/other.md", [pkg("A2", 1)], created_by="h")
+    result = board.import_packages("docs/other.md", [pkg("A2", 1)], created_by="h", prefix="o.")
+    assert result["created"] == ["A2"]
+    assert board.get("o.A2").spec == "docs/other.md"
+
+
+def test_adopt_turns_reservation_lines_into_claims_and_holds(board: Board) -> None:
+    packages = [*plan(), pkg("T1", 40), pkg("T2", 41, files=["src/t/**"])]
+    result = board.import_packages(
+        SPEC,
+        packages,
+        created_by="h",
+        adopt=[
+            {"package": "A2", "user": "alice", "line": 13},
+            {"package": "B1", "user": "bob", "line": 19},  # waits on A2: not adopted
+            {"track": "T", "user": "carol", "line": 39, "files": ["src/t/**"]},
+        ],
+    )
+    assert [(a.get("package"), a["user"]) for a in result["adopted"]] == [
+        ("A2", "alice"),
+        (None, "carol"),
+    ]
+    assert [(n["package"], n["user"]) for n in result["not_adopted"]] == [("B1", "bob")]
+    assert "waits on" in result["not_adopted"][0]["reason"]
+    assert board.get("A2").claimed_by == "alice"
+    with pytest.raises(errors.FilesReserved):
+        board.claim("T2", agent="dave")  # carol holds track T's files
+
+
+# --- checks before done ------------------------------------------------------------------------
+
+
+def run(command: str, code: int) -> dict[str, Any]:
+    return {"command": command, "exit_code": code, "output_tail": f"ran {command}"}
+
+
+def test_done_needs_evidence_when_the_item_has_checks(board: Board) -> None:
+    item = board.add("x", created_by="h", files=[])
+    board.edit(item.id, agent="h", add_checks=["make test", "make lint"])
+    claim = board.claim(item.id, agent="a")
+    with pytest.raises(errors.ChecksRequired) as refused:
+        board.done(item.id, agent="a", token=claim.token)
+    assert refused.value.details["checks"] == ["make test", "make lint"]
+    assert board.get(item.id).state == "claimed"
+
+
+def test_a_failing_check_blocks_done_and_its_evidence_is_kept(board: Board) -> None:
+    item = board.add("x", created_by="h")
+    board.edit(item.id, agent="h", add_checks=["make test", "make lint"])
+    claim = board.claim(item.id, agent="a")
+    with pytest.raises(errors.ChecksFailed) as refused:
+        board.done(
+            item.id,
+            agent="a",
+            token=claim.token,
+            evidence=[run("make test", 0), run("make lint", 2)],
+        )
+    assert refused.value.details["failed"] == ["make lint"]
+    kept = board.get(item.id)
+    assert kept.state == "claimed" and kept.claimed_by == "a"
+    assert kept.evidence is not None and kept.evidence["passed"] is False
+    assert [r["exit_code"] for r in kept.evidence["runs"]] == [0, 2]
+    assert "checks_failed" in [e.kind for e in board.events(item_id=item.id)]
+
+
+def test_a_check_that_did_not_run_counts_as_failed(board: Board) -> None:
+    item = board.add("x", created_by="h")
+    board.edit(item.id, agent="h", add_checks=["make test", "make lint"])
+    claim = board.claim(item.id, agent="a")
+    with pytest.raises(errors.ChecksFailed) as refused:
+        board.done(item.id, agent="a", token=claim.token, evidence=[run("make test", 0)])
+    assert refused.value.details["missing"] == ["make lint"]
+
+
+def test_passing_checks_close_the_item_with_their_evidence(board: Board) -> None:
+    item = board.add("x", created_by="h")
+    board.edit(item.id, agent="h", add_checks=["make test"])
+    claim = board.claim(item.id, agent="a")
+    done = board.done(item.id, agent="a", token=claim.token, evidence=[run("make test", 0)])
+    assert done.state == "done"
+    assert board.get(item.id).evidence["passed"] is True  # type: ignore[index]
+
+
+def test_skipping_checks_is_recorded_where_everyone_sees_it(board: Board) -> None:
+    item = board.add("x", created_by="h")
+    board.edit(item.id, agent="h", add_checks=["make test"])
+    claim = board.claim(item.id, agent="a")
+    with pytest.raises(errors.InvalidInput):
+        board.done(item.id, agent="a", token=claim.token, skip_checks="  ")
+    board.done(item.id, agent="a", token=claim.token, skip_checks="flaky CI, see #12")
+    shown = board.show(item.id)
+    assert shown["evidence"]["skipped"] == "flaky CI, see #12"
+    done_event = shown["history"][-1]
+    assert done_event["kind"] == "done"
+    assert done_event["details"]["checks_skipped"] == "flaky CI, see #12"
+
+
+def test_a_stale_token_cannot_close_even_with_passing_evidence(board: Board, clock: Clock) -> None:
+    item = board.add("x", created_by="h")
+    board.edit(item.id, agent="h", add_checks=["true"])
+    old = board.claim(item.id, agent="a")
+    clock.now += 120
+    board.claim(item.id, agent="b")
+    with pytest.raises(errors.LeaseLost):
+        board.done(item.id, agent="a", token=old.token, evidence=[run("true", 0)])
+    assert board.get(item.id).evidence is None
+
+
+# --- escalation ------------------------------------------------------------------------------
+
+
+def test_escalate_answer_round_trip_keeps_claim_and_files(board: Board, clock: Clock) -> None:
+    item = board.add("x", created_by="h", files=["src/a.py"])
+    claim = board.claim(item.id, agent="a")
+    waiting = board.escalate(item.id, agent="a", token=claim.token, question="which API?")
+    assert waiting.shown_state == "needs_human"
+    assert waiting.escalate_to == "@lead"
+    assert [i.id for i in board.list_items(state="needs_human")] == [item.id]
+    clock.now += 10_000  # far past the 60 s lease: waiting on a human does not expire
+    with pytest.raises(errors.AlreadyClaimed, match="human"):
+        board.claim(item.id, agent="b")
+    with pytest.raises(errors.NothingReady):
+        board.claim_next(agent="b")
+    assert board.who("src/a.py", agent="b")["may_edit"] is False
+    assert board.inbox(agent="a")  # drain what came before
+    answered = board.answer(item.id, agent="human", text="use the v2 API")
+    assert answered.shown_state == "claimed" and answered.question is None
+    assert answered.lease_expires_at == clock.now + 60
+    news = board.inbox(agent="a")
+    assert [(e.kind, e.details["answer"]) for e in news] == [("answered", "use the v2 API")]
+    board.heartbeat(item.id, agent="a", token=claim.token)
+    board.done(item.id, agent="a", token=claim.token)
+
+
+def test_escalation_needs_the_live_holder_and_answer_needs_a_question(board: Board) -> None:
+    item = board.add("x", created_by="h")
+    claim = board.claim(item.id, agent="a")
+    with pytest.raises(errors.LeaseLost):
+        board.escalate(item.id, agent="b", token=claim.token, question="?")
+    with pytest.raises(errors.NotWaiting):
+        board.answer(item.id, agent="human", text="nobody asked")
+    with pytest.raises(errors.InvalidInput):
+        board.escalate(item.id, agent="a", token=claim.token, question="")
+    assert board.get(item.id).shown_state == "claimed"
