@@ -1,6 +1,6 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
-    python bench/run.py [all|claim-next|drain|cli|plan|guard|reserve] [--items N] [--quick]
+    python bench/run.py [all|claim-next|drain|cli|plan|guard|reserve|spec] [--items N] [--quick]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
 target is a ratio to a reference measured in this very run. See bench/README.md.
@@ -19,9 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import claims
 import cli_plan
 import reservations
+import specs
 from common import CLEANUP, log
 
-BENCHES = ("plan", "claim-next", "cli", "drain", "guard", "reserve")
+BENCHES = ("plan", "claim-next", "cli", "drain", "guard", "reserve", "spec")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -41,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cli-runs", type=int, help="runs per CLI/guard command (default 30)")
     parser.add_argument("--importtime", action="store_true", help="always print import costs")
+    parser.add_argument(
+        "--packages", type=int, default=2000, help="spec: packages in the generated document"
+    )
     args = parser.parse_args(argv)
     items = args.items or (20_000 if args.quick else 200_000)
     if items < 1000:
@@ -64,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
                 reservations.bench_guard(cli_runs, args.importtime)
             elif name == "reserve":
                 reservations.bench_reserve(items, args.quick, args.layout)
+            elif name == "spec":
+                specs.bench_specs(args.packages, 5 if args.quick else 11)
             sys.stdout.flush()
     except KeyboardInterrupt:
         print("\ninterrupted: cleaning up", file=sys.stderr)

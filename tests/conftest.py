@@ -140,6 +140,7 @@ def run_cli(
     agent: str | None = None,
     input: str | None = None,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The real `coord` command as a fresh process."""
     full_env = {**os.environ, "COORD_DIR": str(board_dir), **(env or {})}
@@ -153,4 +154,5 @@ def run_cli(
         text=True,
         input=input,
         timeout=60,
+        cwd=cwd,
     )

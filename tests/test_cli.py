@@ -84,7 +84,7 @@ def test_missing_identity_and_missing_token_are_usage_errors(daemon: Daemon) -> 
 
 @pytest.mark.parametrize(
     "args",
-    [["add", "x", "--priority", "9"], ["claim", "abc"], ["ls", "--state", "lost"], ["frobnicate"]],
+    [["add", "x", "--priority", "9"], ["claim", "1x"], ["ls", "--state", "lost"], ["frobnicate"]],
 )
 def test_argument_errors_exit_2(daemon: Daemon, args: list[str]) -> None:
     result = run_cli(*args, board_dir=daemon.board_dir, agent="a")

@@ -313,3 +313,18 @@ def test_escalation_needs_the_live_holder_and_answer_needs_a_question(board: Boa
     with pytest.raises(errors.InvalidInput):
         board.escalate(item.id, agent="a", token=claim.token, question="")
     assert board.get(item.id).shown_state == "claimed"
+
+
+def test_a_large_document_imports_and_lists_with_every_file(board: Board) -> None:
+    # one range per file prefix once made SQLite's expression tree too deep to list a page
+    packages = [
+        pkg(f"P{n}", n + 1, *([f"P{n - 1}"] if n else []), files=[f"src/p{n}/x.py"])
+        for n in range(1500)
+    ]
+    result = board.import_packages(SPEC, packages, created_by="h")
+    assert len(result["created"]) == 1500
+    board.claim("P0", agent="a")
+    listed = board.list_items(limit=1000)
+    assert len(listed) == 1000
+    assert [i.key for i in listed if i.state == "claimed"] == ["P0"]
+    assert board.who("src/p0/x.py", agent="b")["may_edit"] is False

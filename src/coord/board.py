@@ -250,6 +250,7 @@ class Board(reserving.FileReservations, WorkPackages):
         ready: bool = False,
         kind: str | None = None,
         label: str | None = None,
+        spec: str | None = None,
         after_id: int = 0,
         limit: int = 100,
     ) -> list[Item]:
@@ -262,6 +263,7 @@ class Board(reserving.FileReservations, WorkPackages):
             kinds=(model.check_kind(kind),) if kind else None,
             label=label,
             claimable_at=self.now() if ready else None,
+            spec=spec,
             after_id=after_id,
             limit=limit,
         )

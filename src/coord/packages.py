@@ -11,12 +11,13 @@ otherwise lives on the board (``coord spec sync`` ticks the boxes back).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from coord import model, reserving, rules
-from coord.errors import Conflict, InvalidInput, TooLarge
+from coord.errors import Conflict, DependencyCycle, InvalidInput, TooLarge
 from coord.model import Claim, Item, Reservation, iso
 from coord.storage.base import ItemQuery, Storage, WriteTx
 
@@ -116,7 +117,7 @@ class WorkPackages:
 
     def import_packages(
         self,
-        spec: str,
+        spec: Any,
         packages: Any,
         *,
         created_by: str,
@@ -140,14 +141,15 @@ class WorkPackages:
             raise TooLarge(f"{len(packages)} packages; the limit is {MAX_PACKAGES}")
         wanted = [check_package(p, i) for i, p in enumerate(packages)]
         adoptions = check_adoptions(adopt)
-        ids = [p["id"] for p in wanted]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
+        counted = Counter(p["id"] for p in wanted)
+        twice = sorted(i for i, n in counted.items() if n > 1)
         if twice:
             raise InvalidInput(f"package id {', '.join(twice)} appears twice in {spec}")
         for package in wanted:
             package["key"] = prefix + package["id"]
             package["deps"] = [prefix + d for d in package["dependencies"]]
             package["files"] = reserving.canonical(package["files"], self.repo_root)
+        _refuse_cycles(spec, wanted)
         result: dict[str, Any] = {
             "spec": spec,
             "created": [],
@@ -167,6 +169,7 @@ class WorkPackages:
                 if i.key is not None
             }
             known = self._resolve_keys(tx, spec, wanted, mine)
+            keys = {p["key"] for p in wanted}
             for package in wanted:
                 item = known.get(package["key"])
                 if item is None:
@@ -175,9 +178,9 @@ class WorkPackages:
             for package in wanted:
                 item = known[package["key"]]
                 if package["id"] in result["created"]:
-                    self._link(tx, item.id, [known[d].id for d in package["deps"]])
+                    self._add_deps(tx, item.id, package, keys, known)
                     continue
-                changed = self._update(tx, item, package, known, created_by, now, escalate_to)
+                changed = self._update(tx, item, package, keys, known, created_by, now)
                 result["updated" if changed else "unchanged"].append(package["id"])
             for package in wanted:
                 if package["done"]:
@@ -226,6 +229,22 @@ class WorkPackages:
                     known[dep] = found
         return known
 
+    def _add_deps(
+        self,
+        tx: WriteTx,
+        item_id: int,
+        package: dict[str, Any],
+        keys: set[str],
+        known: dict[str, Item],
+    ) -> None:
+        """Edges within the document were checked for cycles all at once; an edge to an
+        item outside it is checked against the board, one by one."""
+        inside = [known[d].id for d in package["deps"] if d in keys]
+        tx.add_deps(item_id, inside)
+        outside = [known[d].id for d in package["deps"] if d not in keys]
+        if outside:
+            self._link(tx, item_id, outside)
+
     def _create(
         self, tx: WriteTx, spec: str, package: dict[str, Any], created_by: str, now: float
     ) -> Item:
@@ -265,10 +284,10 @@ class WorkPackages:
         tx: WriteTx,
         item: Item,
         package: dict[str, Any],
+        keys: set[str],
         known: dict[str, Item],
         agent: str,
         now: float,
-        escalate_to: str | None,
     ) -> bool:
         """Apply what changed in the document; True if anything people see did."""
         changes: dict[str, Any] = {}
@@ -278,7 +297,8 @@ class WorkPackages:
             ):
                 changes[name] = package[name]
         deps = [known[d].id for d in package["deps"]]
-        adding = [d for d in deps if d not in item.deps]
+        adding_keys = [d for d in package["deps"] if known[d].id not in item.deps]
+        adding = [known[d].id for d in adding_keys]
         removing = [d for d in item.deps if d not in deps]
         files_changed = tuple(item.files) != tuple(package["files"])
         if item.spec_line != package["line"]:  # the text moved: not news, but keep it exact
@@ -286,7 +306,7 @@ class WorkPackages:
         if not changes and not adding and not removing and not files_changed:
             return False
         if adding:
-            self._link(tx, item.id, adding)
+            self._add_deps(tx, item.id, {"deps": adding_keys}, keys, known)
         tx.remove_deps(item.id, removing)
         if files_changed:
             tx.set_item_files(item.id, package["files"])
@@ -417,6 +437,36 @@ class WorkPackages:
                         "reason": err.message,
                     }
                 )
+
+
+def _refuse_cycles(spec: str, wanted: list[dict[str, Any]]) -> None:
+    """One depth-first walk over the document's own dependency graph: a cycle is refused
+    with its path, before anything is written."""
+    graph = {p["key"]: [d for d in p["deps"]] for p in wanted}
+    lines = {p["key"]: p["line"] for p in wanted}
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    for start in graph:
+        if start in state:
+            continue
+        path: list[str] = [start]
+        stack = [iter(graph[start])]
+        state[start] = 1
+        while stack:
+            dep = next(stack[-1], None)
+            if dep is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(dep) == 1:
+                cycle = [*path[path.index(dep) :], dep]
+                raise DependencyCycle(
+                    f"{spec}:{lines[cycle[0]]}: {' → '.join(cycle)} is a dependency cycle; "
+                    "nothing was imported",
+                    cycle=cycle,
+                )
+            elif dep in graph and dep not in state:
+                state[dep] = 1
+                path.append(dep)
+                stack.append(iter(graph[dep]))
 
 
 def _check_spec(spec: Any) -> str:

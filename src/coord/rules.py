@@ -112,7 +112,9 @@ def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
 def ensure_editable(item: Item, agent: str, token: Any, now: float) -> None:
     if item.state in ("done", "cancelled"):
         raise NotClaimable(
-            f"item {item.ref} is {item.state}; it can no longer change", id=item.id, state=item.state
+            f"item {item.ref} is {item.state}; it can no longer change",
+            id=item.id,
+            state=item.state,
         )
     if item.lease_live(now):
         if token is None:

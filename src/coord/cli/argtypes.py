@@ -12,6 +12,18 @@ def item_id(text: str) -> int:
     return int(value)
 
 
+def item_ref(text: str) -> int | str:
+    """An item id (12, #12) or a work-package key (R3)."""
+    value = text.strip().lstrip("#")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    if value[:1].isalpha() and len(value) <= 64 and all(c.isalnum() or c in "._:-" for c in value):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is neither an item id (a positive integer) nor a package id (R3)"
+    )
+
+
 def count(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 64:
         raise argparse.ArgumentTypeError(f"{text!r}: count is 1 to 64")

@@ -71,6 +71,8 @@ def cmd_add(args: argparse.Namespace, ctx: Context) -> Result:
             "body": args.body,
             "to": args.to,
             "files": files.repo_relative(ctx, args.file) if args.file else [],
+            "key": args.key,
+            "checks": args.check,
         },
     )
     return item, f"added {item['id']}: {item['title']}"
@@ -95,8 +97,11 @@ def cmd_import(args: argparse.Namespace, ctx: Context) -> Result:
 
 def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
     state = None if args.all else (args.state or ("open" if not args.ready else None))
+    if args.needs_human:
+        state = "needs_human"
     query = {
         "state": state,
+        "spec": spec_path(ctx, args.spec) if args.spec else None,
         "ready": "true" if args.ready else None,
         "kind": args.kind,
         "label": args.label,
@@ -124,6 +129,10 @@ def cmd_edit(args: argparse.Namespace, ctx: Context) -> Result:
         body["add_deps"] = args.dep
     if args.no_dep:
         body["remove_deps"] = args.no_dep
+    if args.check:
+        body["add_checks"] = args.check
+    if args.no_check:
+        body["remove_checks"] = args.no_check
     token = (
         args.token if args.token is not None else tokens.remembered(ctx.board_dir, agent, args.id)
     )
@@ -150,7 +159,7 @@ def cmd_claim(args: argparse.Namespace, ctx: Context) -> Result:
     won = ctx.client.post(
         f"/v1/items/{args.id}/claim", {"agent": agent, "lease_seconds": args.lease}
     )
-    tokens.remember(ctx.board_dir, agent, won["id"], won["token"])
+    tokens.remember_claim(ctx.board_dir, agent, won)
     return won, render.claim_line(won)
 
 
@@ -159,11 +168,11 @@ def cmd_next(args: argparse.Namespace, ctx: Context) -> Result:
     request = {"agent": agent, "lease_seconds": args.lease, "kind": args.kind, "label": args.label}
     if args.count is None:
         won = ctx.client.post("/v1/claim-next", request)
-        tokens.remember(ctx.board_dir, agent, won["id"], won["token"])
+        tokens.remember_claim(ctx.board_dir, agent, won)
         return won, render.claim_line(won)
     batch = ctx.client.post("/v1/claim-next", {**request, "count": args.count})
     for claim in batch["items"]:
-        tokens.remember(ctx.board_dir, agent, claim["id"], claim["token"])
+        tokens.remember_claim(ctx.board_dir, agent, claim)
     return batch, "\n".join(render.claim_line(c) for c in batch["items"])
 
 
@@ -188,18 +197,82 @@ def _finish(args: argparse.Namespace, ctx: Context, action: str, extra: dict[str
         if err.code == "lease_lost":  # that claim is over for good: drop its token
             tokens.forget(ctx.board_dir, agent, args.id)
         raise
-    tokens.forget(ctx.board_dir, agent, args.id)
+    tokens.forget(ctx.board_dir, agent, args.id, item["id"], item.get("key"))
     return item
 
 
 def cmd_release(args: argparse.Namespace, ctx: Context) -> Result:
     item = _finish(args, ctx, "release", {"reason": args.reason})
-    return item, f"released {item['id']}: back to pending"
+    return item, f"released {_ref(item)}: back to pending"
 
 
 def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
-    item = _finish(args, ctx, "done", {"summary": args.summary})
-    return item, f"done {item['id']}: {item['title']}"
+    """Close the item. If it has checks the daemon says so (checks_required), and they run
+    here, in this working tree, before the item is closed with their evidence."""
+    extra: dict[str, Any] = {"summary": args.summary}
+    if args.skip_checks:
+        if not args.reason or not args.reason.strip():
+            raise InvalidInput("--skip-checks needs --reason TEXT: it is recorded for everyone")
+        extra["skip_checks"] = args.reason
+    elif args.reason:
+        raise InvalidInput("--reason goes with --skip-checks")
+    try:
+        item = _finish(args, ctx, "done", extra)
+    except CoordError as err:
+        if err.code != "checks_required":
+            raise
+        from coord import checks
+
+        listed = err.details.get("checks") or []
+        print(f"coord: running {len(listed)} check(s) of {args.id} here", file=sys.stderr)
+        runs = checks.run(listed, cwd=".", timeout=args.check_timeout)
+        for run in runs:
+            verdict = "ok" if run["exit_code"] == 0 else f"FAILED (exit {run['exit_code']})"
+            print(f"  {run['command']}: {verdict} in {run['duration_s']:.1f}s", file=sys.stderr)
+        try:
+            item = _finish(args, ctx, "done", {**extra, "evidence": runs})
+        except CoordError as failed:
+            if failed.code == "checks_failed":
+                tails = [
+                    f"--- {r['command']} (exit {r['exit_code']}), last lines:\n{r['output_tail']}"
+                    for r in runs
+                    if r["exit_code"] != 0
+                ]
+                failed.message = "\n".join([failed.message, *tails])
+            raise
+    skipped = " (checks skipped: recorded)" if args.skip_checks else ""
+    return item, f"done {_ref(item)}: {item['title']}{skipped}"
+
+
+def cmd_escalate(args: argparse.Namespace, ctx: Context) -> Result:
+    agent = ctx.agent()
+    token = ctx.token_for(args.id, agent)
+    item = ctx.client.post(
+        f"/v1/items/{args.id}/escalate",
+        {"agent": agent, "token": token, "question": " ".join(args.question)},
+    )
+    contact = f"; ask {item['escalate_to']}" if item.get("escalate_to") else ""
+    return item, (
+        f"{_ref(item)} needs a human{contact}. You keep the claim and its files; the lease "
+        "is paused until `coord answer` (watch `coord inbox`)"
+    )
+
+
+def cmd_answer(args: argparse.Namespace, ctx: Context) -> Result:
+    item = ctx.client.post(
+        f"/v1/items/{args.id}/answer",
+        {"agent": ctx.agent(required=False), "text": " ".join(args.text)},
+    )
+    return item, f"answered {_ref(item)}: back to {item['claimed_by']}"
+
+
+def _ref(item: dict[str, Any]) -> str:
+    return str(item.get("key") or item["id"])
+
+
+def spec_path(ctx: Context, given: str) -> str:
+    """A design document's path as the board knows it: relative to the repository root."""
+    return files.repo_relative(ctx, [given], literal=True)[0]
 
 
 def cmd_reply(args: argparse.Namespace, ctx: Context) -> Result:

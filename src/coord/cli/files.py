@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from coord.cli.main import Context, Result
 
 
-def repo_relative(ctx: Context, given: list[str]) -> list[str]:
+def repo_relative(ctx: Context, given: list[str], *, literal: bool = False) -> list[str]:
     root = ctx.board_dir.parent
-    return [patterns.normalize(p, root, cwd=os.getcwd()) for p in given]
+    return [patterns.normalize(p, root, cwd=os.getcwd(), literal=literal) for p in given]
 
 
 def cmd_reserve(args: argparse.Namespace, ctx: Context) -> Result:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 
 from coord import paths
-from coord.cli import argtypes, commands, files, tokens
+from coord.cli import argtypes, commands, files, spec_cmd, tokens
 from coord.cli.client import Client
 from coord.errors import EXIT_OK, EXIT_USAGE, CoordError, InvalidInput
 
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    Result = tuple[Any, str]  # (the JSON document, the human text)
+    # (the JSON document, the human text[, the exit code when it is not 0])
+    Result = tuple[Any, str] | tuple[Any, str, int]
     Command = Callable[[argparse.Namespace, "Context"], Result]
 
 EPILOG = """\
@@ -33,7 +34,10 @@ examples:
   coord init                         create the board in .coord/ at the repository root
   coord add "Fix login" --kind bug --priority 1 --label auth
   coord next --as claude-1           claim the best ready item (exit 4 if none)
-  coord done 12 --as claude-1        close it (the CLI remembers the claim's token)
+  coord done 12 --as claude-1        close it: runs its checks first (the token is remembered)
+  coord spec import docs/plan.md     work packages of a design document become items
+  coord claim R3 --as claude-1       claim a package by its id
+  coord escalate R3 "which API?"     ask a human; `coord answer R3 "..."` hands it back
   coord log --follow                 stream every change
   coord reserve 'src/auth/**' --as claude-1   hold files (exit 3 if someone else does)
   coord guard src/auth/login.py --as codex-1  may I edit it? (exit 2: no; for hooks)
@@ -73,7 +77,7 @@ class Context:
             )
         return os.environ.get("USER") or os.environ.get("USERNAME") or "human"
 
-    def token_for(self, item_id: int, agent: str) -> int:
+    def token_for(self, item_id: int | str, agent: str) -> int:
         given = getattr(self.args, "token", None)
         if given is not None:
             return int(given)
@@ -130,6 +134,14 @@ def _args_add(p: argparse.ArgumentParser) -> None:
         metavar="PATTERN",
         help="files the item owns; claiming it reserves them (repeatable)",
     )
+    p.add_argument("--key", help="a package id to name it by, as in `coord claim R3`")
+    p.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="a shell command that must pass before done (repeatable)",
+    )
 
 
 def _args_import(p: argparse.ArgumentParser) -> None:
@@ -141,7 +153,13 @@ def _args_import(p: argparse.ArgumentParser) -> None:
 
 
 def _args_ls(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--state", choices=["pending", "claimed", "done", "cancelled", "open"])
+    p.add_argument(
+        "--state", choices=["pending", "claimed", "needs_human", "done", "cancelled", "open"]
+    )
+    p.add_argument(
+        "--needs-human", action="store_true", help="only items waiting for a human answer"
+    )
+    p.add_argument("--spec", metavar="DOC", help="only packages imported from this document")
     p.add_argument("--all", action="store_true", help="every state, closed ones too")
     p.add_argument("--ready", action="store_true", help="only items claimable now")
     p.add_argument("--kind", choices=KINDS)
@@ -151,7 +169,7 @@ def _args_ls(p: argparse.ArgumentParser) -> None:
 
 
 def _args_id(p: argparse.ArgumentParser) -> None:
-    p.add_argument("id", type=argtypes.item_id)
+    p.add_argument("id", type=argtypes.item_ref, help="an item id, or a package id such as R3")
 
 
 def _args_token(p: argparse.ArgumentParser) -> None:
@@ -180,6 +198,10 @@ def _args_edit(p: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="remove a dependency",
     )
+    p.add_argument(
+        "--check", action="append", default=[], metavar="CMD", help="add a check (repeatable)"
+    )
+    p.add_argument("--no-check", action="append", default=[], metavar="CMD", help="remove a check")
     _args_token(p)
 
 
@@ -225,6 +247,30 @@ def _args_done(p: argparse.ArgumentParser) -> None:
     _args_id(p)
     _args_token(p)
     p.add_argument("--summary", default="", help="what was done")
+    p.add_argument(
+        "--skip-checks",
+        action="store_true",
+        help="close without running the item's checks (needs --reason; recorded for all)",
+    )
+    p.add_argument("--reason", help="why the checks are skipped")
+    p.add_argument(
+        "--check-timeout",
+        type=argtypes.seconds,
+        default=1800,
+        metavar="SECONDS",
+        help="give up on a check after this long (default 1800)",
+    )
+
+
+def _args_escalate(p: argparse.ArgumentParser) -> None:
+    _args_id(p)
+    p.add_argument("question", nargs="+", help="what you need a human to decide")
+    _args_token(p)
+
+
+def _args_answer(p: argparse.ArgumentParser) -> None:
+    _args_id(p)
+    p.add_argument("text", nargs="+", help="the answer; it reaches the holder's inbox")
 
 
 def _args_reply(p: argparse.ArgumentParser) -> None:
@@ -263,7 +309,21 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
     "next": (commands.cmd_next, "claim the best ready item; exit 4 if none", _args_next),
     "heartbeat": (commands.cmd_heartbeat, "extend your lease on a claimed item", _args_heartbeat),
     "release": (commands.cmd_release, "give a claimed item back (pending again)", _args_release),
-    "done": (commands.cmd_done, "close a claimed item", _args_done),
+    "done": (
+        commands.cmd_done,
+        "close a claimed item; runs its checks here first and refuses if one fails",
+        _args_done,
+    ),
+    "escalate": (
+        commands.cmd_escalate,
+        "ask a human (needs_human): you keep the claim and files, the lease stops",
+        _args_escalate,
+    ),
+    "answer": (
+        commands.cmd_answer,
+        "answer a needs_human item; it goes back to its holder",
+        _args_answer,
+    ),
     "reply": (commands.cmd_reply, "reply on an item's thread (@name mentions notify)", _args_reply),
     "ack": (commands.cmd_ack, "acknowledge an item", _args_id),
     "inbox": (
@@ -292,6 +352,11 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
         files.cmd_who,
         "who holds a path, and may you edit it",
         files.args_who,
+    ),
+    "spec": (
+        spec_cmd.cmd_spec,
+        "design documents as work queues: lint, import, status, sync",
+        spec_cmd.args_spec,
     ),
     "guard": (
         files.cmd_guard,
@@ -367,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     as_json = _json_mode(args)
     ctx = Context(args)
     try:
-        document, text = args.func(args, ctx)
+        document, text, *rest = args.func(args, ctx)
     except CoordError as err:
         if as_json:
             print(json.dumps(err.to_dict()))
@@ -384,4 +449,4 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(document))
     elif text:
         print(text)
-    return EXIT_OK
+    return int(rest[0]) if rest else EXIT_OK

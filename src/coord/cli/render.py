@@ -35,10 +35,10 @@ def items_table(items: Sequence[dict[str, Any]]) -> str:
             state = "blocked"
         elif state == "pending" and item.get("files_held_by"):
             state = "files held"
-        holder = item["claimed_by"] if item["state"] == "claimed" else ""
+        holder = item["claimed_by"] if item["state"] in ("claimed", "needs_human") else ""
         rows.append(
             (
-                str(item["id"]),
+                str(item["id"]) + (f" {item['key']}" if item.get("key") else ""),
                 str(item["priority"]),
                 item["kind"],
                 state,
@@ -50,19 +50,31 @@ def items_table(items: Sequence[dict[str, Any]]) -> str:
 
 
 def item_detail(item: dict[str, Any]) -> str:
+    key = f" ({item['key']})" if item.get("key") else ""
     lines = [
-        f"{item['id']}  {item['title']}",
+        f"{item['id']}{key}  {item['title']}",
         f"  kind {item['kind']}, priority {item['priority']}, state {item['state']}"
         + (
             f", held by {item['claimed_by']} until {item['lease_expires_at']}"
             if item["state"] == "claimed"
+            else f", held by {item['claimed_by']} (lease paused)"
+            if item["state"] == "needs_human"
             else ""
         ),
         f"  created by {item['created_by']} at {item['created_at']}"
         + (f", to {item['to']}" if item.get("to") else ""),
     ]
+    if item.get("question"):
+        contact = f" (ask {item['escalate_to']})" if item.get("escalate_to") else ""
+        ref = item.get("key") or item["id"]
+        lines.append(f"  NEEDS A HUMAN{contact}: {item['question']}  (`coord answer {ref} ...`)")
+    if item.get("spec"):
+        lines.append(f"  from {item['spec']}")
     if item["labels"]:
         lines.append("  labels: " + ", ".join(item["labels"]))
+    if item.get("checks"):
+        lines.append("  checks: " + ", ".join(f"`{c}`" for c in item["checks"]))
+    lines += _evidence_lines(item.get("evidence"))
     if item.get("files"):
         lines.append("  files: " + ", ".join(item["files"]))
         for r in item.get("files_held_by", []):
@@ -84,6 +96,19 @@ def item_detail(item: dict[str, Any]) -> str:
         lines.append("\n  history:")
         lines += ["    " + event_line(e) for e in item["history"]]
     return "\n".join(lines)
+
+
+def _evidence_lines(evidence: dict[str, Any] | None) -> list[str]:
+    if not evidence:
+        return []
+    if evidence.get("skipped"):
+        return [f"  checks SKIPPED by {evidence['by']} at {evidence['at']}: {evidence['skipped']}"]
+    verdict = "passed" if evidence.get("passed") else "FAILED"
+    lines = [f"  checks {verdict} ({evidence['by']} at {evidence['at']}):"]
+    for run in evidence.get("runs", []):
+        head = f" at {run['head'][:10]}" if run.get("head") else ""
+        lines.append(f"    {run['command']}: exit {run['exit_code']}{head}")
+    return lines
 
 
 def event_line(event: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ def _read(path: Path) -> dict[str, int]:
     return {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-def remembered(board_dir: Path, agent: str, item_id: int) -> int | None:
+def remembered(board_dir: Path, agent: str, item_id: int | str) -> int | None:
     return _read(_file(board_dir, agent)).get(str(item_id))
 
 
@@ -45,13 +45,24 @@ def _update(board_dir: Path, agent: str, change: Callable[[dict[str, int]], None
         paths.write_json_atomic(path, tokens, mode=0o600)
 
 
-def remember(board_dir: Path, agent: str, item_id: int, token: int) -> None:
-    _update(board_dir, agent, lambda tokens: tokens.__setitem__(str(item_id), token))
+def remember_claim(board_dir: Path, agent: str, claim: dict[str, object]) -> None:
+    """A claim's token, under its item id and its package key (`coord done R3` works)."""
+    item = claim.get("item")
+    key = item.get("key") if isinstance(item, dict) else None
+
+    def keep(tokens: dict[str, int]) -> None:
+        for name in (claim["id"], key):
+            if name is not None:
+                tokens[str(name)] = int(claim["token"])  # type: ignore[call-overload]
+
+    _update(board_dir, agent, keep)
 
 
-def forget(board_dir: Path, agent: str, item_id: int) -> None:
+def forget(board_dir: Path, agent: str, *item_refs: int | str | None) -> None:
     def drop(tokens: dict[str, int]) -> None:
-        tokens.pop(str(item_id), None)
+        for ref in item_refs:
+            if ref is not None:
+                tokens.pop(str(ref), None)
 
     _update(board_dir, agent, drop)
 

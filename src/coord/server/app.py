@@ -109,7 +109,19 @@ def create_app(
     async def add_item(request: Request) -> Response:
         body = await _json_object(
             request,
-            {"agent", "title", "kind", "priority", "labels", "deps", "body", "to", "files"},
+            {
+                "agent",
+                "title",
+                "kind",
+                "priority",
+                "labels",
+                "deps",
+                "body",
+                "to",
+                "files",
+                "key",
+                "checks",
+            },
         )
         entry = {k: v for k, v in body.items() if k != "agent"}
         ids = board.import_items([entry], created_by=_agent(body))
@@ -131,6 +143,7 @@ def create_app(
             ready=_flag(q.get("ready")),
             kind=q.get("kind") or None,
             label=q.get("label") or None,
+            spec=q.get("spec") or None,
             after_id=_int_param(q.get("after"), "after", 0),
             limit=_int_param(q.get("limit"), "limit", 100),
         )
@@ -143,7 +156,18 @@ def create_app(
     async def edit_item(request: Request) -> Response:
         body = await _json_object(
             request,
-            {"agent", "token", "title", "body", "priority", "labels", "add_deps", "remove_deps"},
+            {
+                "agent",
+                "token",
+                "title",
+                "body",
+                "priority",
+                "labels",
+                "add_deps",
+                "remove_deps",
+                "add_checks",
+                "remove_checks",
+            },
         )
         item = board.edit(
             request.path_params["id"],
@@ -155,6 +179,8 @@ def create_app(
             labels=body.get("labels"),
             add_deps=model.check_deps(body.get("add_deps")),
             remove_deps=model.check_deps(body.get("remove_deps")),
+            add_checks=model.check_commands(body.get("add_checks"), "add_checks"),
+            remove_checks=model.check_commands(body.get("remove_checks"), "remove_checks"),
         )
         return JSONResponse(item.to_dict(now()))
 
@@ -236,6 +262,48 @@ def create_app(
 
         return handler
 
+    async def done(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "token", "summary", "evidence", "skip_checks"})
+        item = board.done(
+            request.path_params["id"],
+            agent=_agent(body),
+            token=body.get("token"),
+            summary=body.get("summary") or "",
+            evidence=body.get("evidence"),
+            skip_checks=body.get("skip_checks"),
+        )
+        return JSONResponse(item.to_dict(now()))
+
+    async def escalate(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "token", "question"})
+        item = board.escalate(
+            request.path_params["id"],
+            agent=_agent(body),
+            token=body.get("token"),
+            question=body.get("question"),
+        )
+        return JSONResponse(item.to_dict(now()))
+
+    async def answer(request: Request) -> Response:
+        body = await _json_object(request, {"agent", "text"})
+        item = board.answer(request.path_params["id"], agent=_agent(body), text=body.get("text"))
+        return JSONResponse(item.to_dict(now()))
+
+    async def import_spec(request: Request) -> Response:
+        body = await _json_object(
+            request, {"agent", "spec", "packages", "escalate_to", "prefix", "adopt"}
+        )
+        contact = _optional_str(body, "escalate_to")
+        result = board.import_packages(
+            body.get("spec"),
+            body.get("packages"),
+            created_by=_agent(body),
+            escalate_to=contact,
+            prefix=_optional_str(body, "prefix") or "",
+            adopt=body.get("adopt"),
+        )
+        return JSONResponse(result)
+
     async def reply(request: Request) -> Response:
         body = await _json_object(request, {"agent", "body"})
         posted = board.reply(request.path_params["id"], agent=_agent(body), body=body.get("body"))
@@ -243,8 +311,8 @@ def create_app(
 
     async def ack(request: Request) -> Response:
         body = await _json_object(request, {"agent"})
-        item_id = model.check_item_id(request.path_params["id"])
-        added = board.ack(item_id, agent=_agent(body))
+        added = board.ack(request.path_params["id"], agent=_agent(body))
+        item_id = board.get(request.path_params["id"]).id
         return JSONResponse({"id": item_id, "agent": body["agent"], "new": added})
 
     async def inbox(request: Request) -> Response:
@@ -315,9 +383,12 @@ def create_app(
             endpoint(end_claim("release", "reason"), write=True),
             methods=["POST"],
         ),
+        Route("/v1/items/{id}/done", endpoint(done, write=True), methods=["POST"]),
+        Route("/v1/items/{id}/escalate", endpoint(escalate, write=True), methods=["POST"]),
+        Route("/v1/items/{id}/answer", endpoint(answer, write=True), methods=["POST"]),
         Route(
-            "/v1/items/{id}/done",
-            endpoint(end_claim("done", "summary"), write=True),
+            "/v1/spec:import",
+            endpoint(import_spec, write=True, max_body=MAX_IMPORT_BODY),
             methods=["POST"],
         ),
         Route("/v1/items/{id}/replies", endpoint(reply, write=True), methods=["POST"]),

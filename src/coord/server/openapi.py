@@ -29,7 +29,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
         401: "missing or wrong bearer token",
         403: "request did not address the daemon by a loopback host name",
         404: "no such item / nothing ready",
-        409: "conflict: already_claimed, lease_lost, not_ready or not_claimable",
+        409: "conflict: already_claimed, lease_lost, not_ready, not_claimable, files_reserved, "
+        "checks_failed, checks_required, not_waiting or already_exists",
         413: "request body or a field is too large",
         422: "invalid input (field named in the message) or dependency_cycle",
     }
@@ -43,7 +44,6 @@ _WRITE_ERRORS = (400, 401, 403, 404, 409, 413, 422)
 _AGENT = {"type": "string", "description": "the acting agent's name"}
 _TOKEN = {"type": "integer", "description": "the fencing token the claim returned"}
 _LEASE = {"type": "number", "description": "lease length in seconds (default: board setting)"}
-_ITEM_ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}]
 
 
 def _obj(required: list[str], **props: Any) -> dict[str, Any]:
@@ -53,6 +53,26 @@ def _obj(required: list[str], **props: Any) -> dict[str, Any]:
         "properties": props,
         "additionalProperties": False,
     }
+
+
+_ITEM_ID = [
+    {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": ["integer", "string"]},
+        "description": "an item id, or the work-package key it was imported as (R3)",
+    }
+]
+_COMMANDS = {"type": "array", "items": {"type": "string"}, "description": "shell commands"}
+_RUN = _obj(
+    ["command", "exit_code"],
+    command={"type": "string"},
+    exit_code={"type": "integer"},
+    duration_s={"type": "number"},
+    head={"type": ["string", "null"], "description": "git HEAD where the check ran"},
+    output_tail={"type": "string", "description": "the last lines of its output"},
+)
 
 
 def _write(
@@ -88,6 +108,8 @@ _NEW_ITEM = _obj(
         "items": {"type": "string"},
         "description": "paths or gitignore-style patterns the item owns; claiming it reserves them",
     },
+    key={"type": "string", "description": "a work-package id to name the item by (R3)"},
+    checks=_COMMANDS,
     agent=_AGENT,
 )
 
@@ -122,7 +144,13 @@ OPENAPI: dict[str, Any] = {
                     "body": {"type": "string"},
                     "priority": {"type": "integer"},
                     "labels": {"type": "array", "items": {"type": "string"}},
-                    "state": {"enum": ["pending", "claimed", "done", "cancelled"]},
+                    "state": {"enum": ["pending", "claimed", "needs_human", "done", "cancelled"]},
+                    "key": {"type": ["string", "null"]},
+                    "spec": {"type": ["string", "null"], "description": "document:line"},
+                    "checks": {"type": "array", "items": {"type": "string"}},
+                    "evidence": {"type": ["object", "null"]},
+                    "question": {"type": ["string", "null"]},
+                    "escalate_to": {"type": ["string", "null"]},
                     "created_by": {"type": "string"},
                     "to": {"type": ["string", "null"]},
                     "claimed_by": {"type": ["string", "null"]},
@@ -192,7 +220,22 @@ OPENAPI: dict[str, Any] = {
                     {
                         "name": "state",
                         "in": "query",
-                        "schema": {"enum": ["pending", "claimed", "done", "cancelled", "open"]},
+                        "schema": {
+                            "enum": [
+                                "pending",
+                                "claimed",
+                                "needs_human",
+                                "done",
+                                "cancelled",
+                                "open",
+                            ]
+                        },
+                    },
+                    {
+                        "name": "spec",
+                        "in": "query",
+                        "schema": {"type": "string"},
+                        "description": "only packages imported from this document",
                     },
                     {
                         "name": "ready",
@@ -261,6 +304,8 @@ OPENAPI: dict[str, Any] = {
                     labels={"type": "array", "items": {"type": "string"}},
                     add_deps={"type": "array", "items": {"type": "integer"}},
                     remove_deps={"type": "array", "items": {"type": "integer"}},
+                    add_checks=_COMMANDS,
+                    remove_checks=_COMMANDS,
                 ),
                 _ok(_ref("Item")),
             ),
@@ -322,9 +367,77 @@ OPENAPI: dict[str, Any] = {
         },
         "/v1/items/{id}/done": {
             "post": _write(
-                "close the item; 409 lease_lost for a stale token",
-                _obj(["agent", "token"], agent=_AGENT, token=_TOKEN, summary={"type": "string"}),
+                "close the item; 409 lease_lost for a stale token. An item with checks needs "
+                "evidence that each passed (409 checks_required / checks_failed, the failed "
+                "run recorded), or skip_checks: the reason, recorded",
+                _obj(
+                    ["agent", "token"],
+                    agent=_AGENT,
+                    token=_TOKEN,
+                    summary={"type": "string"},
+                    evidence={"type": "array", "items": _RUN},
+                    skip_checks={"type": "string", "description": "why the checks are skipped"},
+                ),
                 _ok(_ref("Item")),
+            )
+        },
+        "/v1/items/{id}/escalate": {
+            "post": _write(
+                "ask a human: the item becomes needs_human; the holder keeps claim and files "
+                "and the lease stops running out until an answer",
+                _obj(
+                    ["agent", "token", "question"],
+                    agent=_AGENT,
+                    token=_TOKEN,
+                    question={"type": "string"},
+                ),
+                _ok(_ref("Item")),
+            )
+        },
+        "/v1/items/{id}/answer": {
+            "post": _write(
+                "answer a needs_human item: back to its holder with a fresh lease; the answer "
+                "is a reply and reaches the holder's inbox; 409 not_waiting",
+                _obj(["agent", "text"], agent=_AGENT, text={"type": "string"}),
+                _ok(_ref("Item")),
+            )
+        },
+        "/v1/spec:import": {
+            "post": _write(
+                "bring the board in step with a design document's work packages (parsed by "
+                "the caller), in one transaction: all or nothing",
+                _obj(
+                    ["agent", "spec", "packages"],
+                    agent=_AGENT,
+                    spec={"type": "string", "description": "repository-relative path"},
+                    packages={"type": "array", "items": {"type": "object"}},
+                    escalate_to={"type": "string"},
+                    prefix={"type": "string", "description": "prepended to every package id"},
+                    adopt={
+                        "type": "array",
+                        "items": {"type": "object"},
+                        "description": "reservation lines to turn into claims/holds",
+                    },
+                ),
+                _ok(
+                    {
+                        "type": "object",
+                        "properties": {
+                            k: {"type": "array"}
+                            for k in (
+                                "created",
+                                "updated",
+                                "unchanged",
+                                "removed",
+                                "closed",
+                                "conflicts",
+                                "adopted",
+                                "not_adopted",
+                            )
+                        },
+                    }
+                ),
+                path_id=False,
             )
         },
         "/v1/items/{id}/replies": {

@@ -41,6 +41,7 @@ _UPDATABLE = frozenset(
     }
 )
 _JSON_COLUMNS = frozenset({"labels", "checks", "evidence"})
+_MAX_NEAR_PREFIXES = 200
 _ITEM_RELATIONS = (
     "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), "
     "(SELECT json_group_array(d.depends_on) FROM deps d JOIN items dep ON dep.id = d.depends_on "
@@ -202,7 +203,10 @@ class SQLiteTx(WriteTx):
             prefixes = {patterns.literal_prefix(p) for p in near}
             if not prefixes:
                 return []
-            if "" not in prefixes:  # a pattern that starts with a glob may meet anything
+            # A pattern that starts with a glob may meet anything; and past a few hundred
+            # prefixes (a page of listed items) one range per prefix would make SQLite's
+            # expression tree too deep, while reading every live reservation stays cheap.
+            if "" not in prefixes and len(prefixes) <= _MAX_NEAR_PREFIXES:
                 nearby, params_near = _near_prefixes(prefixes)
                 where.append(nearby)
                 params.extend(params_near)

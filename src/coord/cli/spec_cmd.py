@@ -1,0 +1,361 @@
+"""`coord spec lint|import|status|sync DOC`: a design document's work packages as a queue.
+
+The document is read where it lives, in the caller's working tree; the board only ever sees
+the parsed packages. ``lint`` and ``status`` work without a board (the predicate evaluated
+from the document alone); ``import`` and ``sync`` need one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+from coord import patterns
+from coord.errors import BoardNotFound, InvalidInput
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from coord.cli.main import Context, Result
+    from coord.spec.document import Problem, SpecDocument
+
+EXIT_PROBLEMS = 1
+# problems that make an import meaningless: the board would get a wrong graph
+BLOCKS_IMPORT = {"malformed_entry", "bad_dependencies", "duplicate_id", "unknown_dependency"}
+
+
+def args_spec(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "action",
+        choices=["lint", "import", "status", "sync"],
+        help="lint: check the document (exit 1 on problems); import: packages become items; "
+        "status: what is claimable and who holds what; sync: tick the boxes of done packages",
+    )
+    p.add_argument("doc", help="the design document (Markdown)")
+    p.add_argument(
+        "--stale-days",
+        type=float,
+        default=14.0,
+        metavar="N",
+        help="lint: a reservation line older than N days (git blame) is stale (default 14)",
+    )
+    p.add_argument(
+        "--prefix",
+        default="",
+        help="import/status/sync: package ids on the board carry this prefix (two documents)",
+    )
+    p.add_argument(
+        "--adopt",
+        action="store_true",
+        help="import: reservation lines become claims (package) or file holds (track)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="sync: show the edit, write nothing")
+
+
+def cmd_spec(args: argparse.Namespace, ctx: Context) -> Result:
+    from coord.spec import parse
+
+    doc_path = Path(args.doc)
+    if not doc_path.is_file():
+        raise InvalidInput(f"no such document: {args.doc}")
+    doc = parse.parse_file(doc_path)
+    action = {"lint": _lint, "import": _import, "status": _status, "sync": _sync}[args.action]
+    return action(args, ctx, doc)
+
+
+# --- lint ------------------------------------------------------------------------------------
+
+
+def _lint(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
+    from coord.spec.lint import lint
+
+    problems = lint(doc, repo_root=_git_root(Path(args.doc)), stale_days=args.stale_days)
+    document = {"problems": [p.to_dict() for p in problems]}
+    if not problems:
+        return document, f"{args.doc}: {len(doc.packages)} packages, no problems"
+    return document, _problem_lines(args.doc, problems), EXIT_PROBLEMS
+
+
+def _problem_lines(path: str, problems: list[Problem]) -> str:
+    return "\n".join(f"{path}:{p.line}: {p.code}: {p.message}" for p in problems)
+
+
+# --- import ----------------------------------------------------------------------------------
+
+
+def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
+    from coord.spec.lint import lint
+
+    problems = lint(doc)
+    blocking = [p for p in problems if p.code in BLOCKS_IMPORT]
+    if blocking:
+        raise InvalidInput(
+            f"{args.doc} was not imported; nothing on the board changed. Fix these first "
+            f"(`coord spec lint {args.doc}`):\n{_problem_lines(args.doc, blocking)}",
+            problems=[p.to_dict() for p in blocking],
+        )
+    spec = _spec_path(ctx, args.doc)
+    tracks = {t.id: t for t in doc.tracks}
+    adopt: list[dict[str, Any]] = []
+    if args.adopt:
+        for r in doc.reservations:
+            if r.package is not None:
+                adopt.append({"package": r.package, "user": r.user, "line": r.line})
+            elif r.track in tracks:
+                files = tracks[r.track].files
+                adopt.append({"track": r.track, "user": r.user, "line": r.line, "files": files})
+    body: dict[str, Any] = {
+        "agent": ctx.agent(required=False),
+        "spec": spec,
+        "packages": [_wire(p) for p in doc.packages],
+        "prefix": args.prefix,
+        "adopt": adopt,
+    }
+    if doc.escalate_to:
+        body["escalate_to"] = doc.escalate_to
+    result = ctx.client.post("/v1/spec:import", body)
+    result["reservations"] = [
+        {"package": r.package, "track": r.track, "user": r.user, "line": r.line}
+        for r in doc.reservations
+    ]
+    result["warnings"] = [p.to_dict() for p in problems]
+    _remember_adopted(ctx, result)
+    return result, _import_text(args.doc, result)
+
+
+def _wire(package: Any) -> dict[str, Any]:
+    return {
+        "id": package.id,
+        "title": package.title,
+        "done": package.done,
+        "line": package.line,
+        "dependencies": package.dependencies,
+        "files": package.files,
+        "checks": package.checks,
+        "description": package.description,
+        "acceptance": package.acceptance,
+        "track": package.track,
+    }
+
+
+def _remember_adopted(ctx: Context, result: dict[str, Any]) -> None:
+    from coord.cli import tokens
+
+    for adopted in result.get("adopted", []):
+        if adopted.get("token"):
+            key = str(ctx.args.prefix or "") + adopted["package"]
+            tokens.remember_claim(
+                ctx.board_dir,
+                adopted["user"],
+                {"id": key, "token": adopted["token"], "item": {"key": key}},
+            )
+
+
+def _import_text(path: str, result: dict[str, Any]) -> str:
+    lines = [f"{path} → board:"]
+    for name in ("created", "updated", "unchanged", "closed", "removed"):
+        ids = result.get(name) or []
+        if ids:
+            lines.append(f"  {name:<10}{len(ids):>4}  {' '.join(ids)}")
+    for conflict in result.get("conflicts", []):
+        lines.append(f"  conflict: {conflict['message']}")
+    for r in result.get("reservations", []):
+        what = r["package"] or f"track {r['track']}"
+        lines.append(f"  reservation line {path}:{r['line']}: {what} by @{r['user']}")
+    for adopted in result.get("adopted", []):
+        what = adopted.get("package") or f"track {adopted.get('track')}"
+        lines.append(f"  adopted: {what} for {adopted['user']}")
+    for missed in result.get("not_adopted", []):
+        what = missed.get("package") or f"track {missed.get('track')}"
+        lines.append(f"  not adopted: {what} for {missed['user']}: {missed['reason']}")
+    for warning in result.get("warnings", []):
+        lines.append(f"  warning {path}:{warning['line']}: {warning['code']}: {warning['message']}")
+    if result.get("removed"):
+        lines.append("  (removed packages stay on the board: cancel them with `coord cancel`)")
+    return "\n".join(lines)
+
+
+# --- status ----------------------------------------------------------------------------------
+
+
+def _status(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
+    from coord.spec.lint import claimable
+
+    board = _board_items(ctx, args.doc)
+    reserved = _reserved_by(doc)
+    done = {p.id for p in doc.packages if p.done}
+    if board is not None:
+        done |= {pid for pid, item in board.items() if item["state"] == "done"}
+    packages = []
+    for p in doc.packages:
+        item = board.get(p.id) if board is not None else None
+        entry: dict[str, Any] = {
+            "id": p.id,
+            "title": p.title,
+            "done": p.id in done,
+            "dependencies": p.dependencies,
+            "waiting_on": [d for d in p.dependencies if d not in done],
+            "files": p.files,
+            "reserved_by": reserved.get(p.id),
+            "line": p.line,
+        }
+        if board is not None:
+            entry["board"] = (
+                None
+                if item is None
+                else {
+                    "item": item["id"],
+                    "state": item["state"],
+                    "claimed_by": item["claimed_by"] if item["state"] != "pending" else None,
+                    "ready": item["ready"],
+                }
+            )
+        packages.append(entry)
+    if board is None:
+        ready = claimable(doc)
+    else:
+        # the document's rules (reservation lines, overlapping files) with the boxes as the
+        # board has them, and the board's own (claims, held files)
+        merged = replace(doc, packages=[replace(p, done=p.id in done) for p in doc.packages])
+        board_ready = {e["id"] for e in packages if e["board"] is None or e["board"]["ready"]}
+        ready = [pid for pid in claimable(merged) if pid in board_ready]
+    document = {
+        "spec": args.doc,
+        "imported": board is not None,
+        "packages": packages,
+        "claimable": ready,
+    }
+    return document, _status_text(document)
+
+
+def _reserved_by(doc: SpecDocument) -> dict[str, str]:
+    by_track = {r.track: r.user for r in doc.reservations if r.package is None and r.track}
+    found = {p.id: by_track[p.track] for p in doc.packages if p.track in by_track and not p.done}
+    found.update({r.package: r.user for r in doc.reservations if r.package is not None})
+    return found
+
+
+def _board_items(ctx: Context, doc: str) -> dict[str, dict[str, Any]] | None:
+    """The board's items for this document by package id, or None if it was never imported
+    (or there is no board)."""
+    from urllib.parse import urlencode
+
+    try:
+        ctx.board_dir  # noqa: B018 - finds the board, or raises
+    except BoardNotFound:
+        return None
+    spec = _spec_path(ctx, doc)
+    found: dict[str, dict[str, Any]] = {}
+    after = 0
+    while True:
+        page = ctx.client.get(
+            "/v1/items?" + urlencode({"spec": spec, "limit": 1000, "after": after})
+        )["items"]
+        for item in page:
+            found[item["key"]] = item
+        if len(page) < 1000:
+            break
+        after = page[-1]["id"]
+    if not found:
+        return None
+    prefix = str(getattr(ctx.args, "prefix", "") or "")  # imported with --prefix
+    return {key.removeprefix(prefix): item for key, item in found.items()}
+
+
+def _status_text(document: dict[str, Any]) -> str:
+    rows = [("ID", "STATE", "HOLDER", "WAITS ON", "TITLE")]
+    ready = set(document["claimable"])
+    for p in document["packages"]:
+        board = p.get("board") or {}
+        if p["done"]:
+            state = "done"
+        elif board.get("state") in ("claimed", "needs_human"):
+            state = board["state"]
+        elif p["id"] in ready:
+            state = "claimable"
+        elif p["reserved_by"]:
+            state = "reserved"
+        elif p["waiting_on"]:
+            state = "waiting"
+        else:
+            state = "held files"
+        holder = board.get("claimed_by") or p["reserved_by"] or ""
+        rows.append((p["id"], state, holder, " ".join(p["waiting_on"]), p["title"]))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4]
+        for row in rows
+    ]
+    source = "document and board" if document["imported"] else "document only (not imported)"
+    lines.append(f"claimable now ({source}): {' '.join(document['claimable']) or 'nothing'}")
+    return "\n".join(lines)
+
+
+# --- sync ------------------------------------------------------------------------------------
+
+
+def _sync(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
+    """Tick the boxes of packages done on the board: one minimal edit, never an untick."""
+    board = _board_items(ctx, args.doc)
+    if board is None:
+        raise InvalidInput(f"{args.doc} is not on the board: `coord spec import {args.doc}` first")
+    to_tick = [p for p in doc.packages if not p.done and board.get(p.id, {}).get("state") == "done"]
+    path = Path(args.doc)
+    if to_tick and not args.dry_run:
+        _tick(path, [(p.line, p.id) for p in to_tick])
+    ticked = [p.id for p in to_tick]
+    verb = "would tick" if args.dry_run else "ticked"
+    text = f"{verb} {len(ticked)} box(es) in {args.doc}"
+    if ticked:
+        text += ": " + " ".join(ticked)
+    return {"spec": args.doc, "ticked": ticked, "dry_run": args.dry_run}, text
+
+
+def _tick(path: Path, entries: list[tuple[int, str]]) -> None:
+    """Turn ``[ ]`` into ``[x]`` on exactly these lines, keeping every other byte."""
+    raw = path.read_bytes()
+    lines = raw.splitlines(keepends=True)
+    for number, package_id in entries:
+        line = lines[number - 1]
+        at = line.find(b"[ ]")
+        if at < 0 or package_id.encode() not in line:
+            raise InvalidInput(
+                f"{path}:{number} no longer holds the unticked entry of {package_id}; "
+                "nothing was written (re-run after saving the document)"
+            )
+        lines[number - 1] = line[:at] + b"[x]" + line[at + 3 :]
+    tmp = path.with_name(f".{path.name}.coord-{os.getpid()}.tmp")
+    tmp.write_bytes(b"".join(lines))
+    os.chmod(tmp, path.stat().st_mode & 0o7777)
+    os.replace(tmp, path)
+
+
+# --- paths -----------------------------------------------------------------------------------
+
+
+def _spec_path(ctx: Context, given: str) -> str:
+    root = ctx.board_dir.parent
+    try:
+        return patterns.normalize(given, root, cwd=os.getcwd(), literal=True)
+    except InvalidInput as err:
+        raise InvalidInput(f"{given}: {err.message}") from None
+
+
+def _git_root(doc: Path) -> Path | None:
+    try:
+        found = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=doc.resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if found.returncode != 0:
+        return None
+    return Path(found.stdout.strip())

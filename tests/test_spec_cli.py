@@ -1,0 +1,167 @@
+"""`coord spec` end to end: a real git repository, a real daemon, the real CLI as processes.
+
+import → next → done (a failing check, then a passing one, then an override) → status →
+sync, and escalate → answer, on a design document in coord's dialect with CRLF line ends.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from conftest import Daemon, run_cli
+
+PLAN = (
+    "# Plan\r\n"
+    "\r\n"
+    "Escalate to: @lead on chat.\r\n"
+    "\r\n"
+    "### Track A — core\r\n"
+    "\r\n"
+    "- [x] **A1 — base.** Dependencies: none.\r\n"
+    "  - Files: `src/a1.py`\r\n"
+    "- [ ] **A2 — feature.** Dependencies: A1.\r\n"
+    "  - Files: `src/a2.py`\r\n"
+    "  - Checks: `test -f src/a2.py`\r\n"
+    "- [ ] **A3 — more.** Dependencies: A1.\r\n"
+    "  - Files: `src/a3.py`\r\n"
+    "  - Checks: `test -f src/a3.py`, `true`\r\n"
+    "- [ ] **B1 — last.** Dependencies: A2, A3.\r\n"
+    "  - Files: `src/b1.py`\r\n"
+)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def coord(daemon: Daemon, *args: str, agent: str | None = None) -> Any:
+    result = run_cli(*args, "--json", board_dir=daemon.board_dir, agent=agent, cwd=repo(daemon))
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, json.loads(result.stdout), result.stderr
+
+
+def repo(daemon: Daemon) -> Path:
+    return daemon.board_dir.parent
+
+
+def make_repo(daemon: Daemon) -> Path:
+    root = repo(daemon)
+    git(root, "init", "-q")
+    (root / "docs").mkdir()
+    (root / "docs" / "plan.md").write_bytes(PLAN.encode())
+    (root / "src").mkdir()
+    (root / ".gitignore").write_text(".coord/\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "plan")
+    return root
+
+
+def test_import_next_done_with_checks_and_sync(daemon: Daemon) -> None:
+    root = make_repo(daemon)
+    code, before, _ = coord(daemon, "spec", "status", "docs/plan.md")
+    assert code == 0 and before["imported"] is False
+    assert before["claimable"] == ["A2", "A3"]
+
+    code, imported, _ = coord(daemon, "spec", "import", "docs/plan.md", agent="lead")
+    assert code == 0, imported
+    assert imported["created"] == ["A1", "A2", "A3", "B1"]
+    assert imported["updated"] == imported["removed"] == []
+    assert imported["closed"] == ["A1"]
+
+    code, claim, _ = coord(daemon, "next", agent="w1")
+    assert code == 0 and claim["item"]["key"] == "A2"
+
+    # the check fails in this working tree: done is refused, the failed run is kept
+    code, refused, _ = coord(daemon, "done", "A2", agent="w1")
+    assert code == 3 and refused["error"] == "checks_failed"
+    assert refused["failed"] == ["test -f src/a2.py"]
+    _, shown, _ = coord(daemon, "show", "A2")
+    assert shown["state"] == "claimed" and shown["evidence"]["passed"] is False
+
+    (root / "src" / "a2.py").write_text("print('a2')\n")
+    code, done, _ = coord(daemon, "done", "A2", agent="w1")
+    assert code == 0 and done["state"] == "done"
+    _, shown, _ = coord(daemon, "show", "A2")
+    run = shown["evidence"]["runs"][0]
+    assert (run["command"], run["exit_code"]) == ("test -f src/a2.py", 0)
+    assert run["head"] == git(root, "rev-parse", "HEAD")
+
+    coord(daemon, "claim", "A3", agent="w2")
+    code, no_reason, _ = coord(daemon, "done", "A3", "--skip-checks", agent="w2")
+    assert code == 2 and "--reason" in no_reason["message"]
+    code, skipped, _ = coord(
+        daemon, "done", "A3", "--skip-checks", "--reason", "tested by hand", agent="w2"
+    )
+    assert code == 0 and skipped["state"] == "done"
+    _, shown, _ = coord(daemon, "show", "A3")
+    assert shown["evidence"]["skipped"] == "tested by hand"
+    assert shown["history"][-1]["details"]["checks_skipped"] == "tested by hand"
+
+    code, status, _ = coord(daemon, "spec", "status", "docs/plan.md")
+    assert status["imported"] is True and status["claimable"] == ["B1"]
+    by_id = {p["id"]: p for p in status["packages"]}
+    assert by_id["A2"]["done"] is True and by_id["A2"]["board"]["state"] == "done"
+
+    code, synced, _ = coord(daemon, "spec", "sync", "docs/plan.md")
+    assert code == 0 and synced["ticked"] == ["A2", "A3"]
+    expected = PLAN.replace("- [ ] **A2", "- [x] **A2").replace("- [ ] **A3", "- [x] **A3")
+    assert (root / "docs" / "plan.md").read_bytes() == expected.encode()  # CRLF kept
+    diff = git(root, "diff", "--numstat")
+    assert diff == "2\t2\tdocs/plan.md"
+    _, again, _ = coord(daemon, "spec", "sync", "docs/plan.md")
+    assert again["ticked"] == []
+
+    code, reimported, _ = coord(daemon, "spec", "import", "docs/plan.md")
+    assert reimported["unchanged"] == ["A1", "A2", "A3", "B1"] and reimported["closed"] == []
+
+
+def test_escalate_and_answer_through_the_cli(daemon: Daemon) -> None:
+    make_repo(daemon)
+    coord(daemon, "spec", "import", "docs/plan.md")
+    coord(daemon, "claim", "A2", agent="w1")
+    code, waiting, _ = coord(daemon, "escalate", "A2", "which", "API?", agent="w1")
+    assert code == 0 and waiting["state"] == "needs_human"
+    assert waiting["escalate_to"] == "@lead on chat"
+    _, listed, _ = coord(daemon, "ls", "--needs-human")
+    assert [i["key"] for i in listed["items"]] == ["A2"]
+    code, taken, _ = coord(daemon, "claim", "A2", agent="w2")
+    assert code == 3 and taken["error"] == "already_claimed"
+    coord(daemon, "inbox", agent="w1")
+    code, answered, _ = coord(daemon, "answer", "A2", "use", "v2", agent="lead")
+    assert code == 0 and answered["state"] == "claimed" and answered["claimed_by"] == "w1"
+    _, inbox, _ = coord(daemon, "inbox", agent="w1")
+    assert [(e["kind"], e["details"]["answer"]) for e in inbox["events"]] == [
+        ("answered", "use v2")
+    ]
+
+
+def test_lint_exit_codes_and_refused_import_changes_nothing(daemon: Daemon) -> None:
+    root = make_repo(daemon)
+    bad = root / "docs" / "bad.md"
+    bad.write_text(
+        "- [ ] **X1 — one.** Dependencies: X9.\n"
+        "- [ ] **X2 — two.** Dependencies: none.\n"
+        "  - Files: `src/x2.py`\n"
+    )
+    code, lint, _ = coord(daemon, "spec", "lint", "docs/bad.md")
+    assert code == 1
+    assert {(p["code"], p["package"], p["line"]) for p in lint["problems"]} == {
+        ("unknown_dependency", "X1", 1),
+        ("no_files", "X1", 1),
+    }
+    code, clean, _ = coord(daemon, "spec", "lint", "docs/plan.md")
+    assert code == 0 and clean == {"problems": []}
+    _, before, _ = coord(daemon, "ls", "--all")
+    code, refused, _ = coord(daemon, "spec", "import", "docs/bad.md")
+    assert code == 2 and "docs/bad.md:1" in refused["message"]
+    _, after, _ = coord(daemon, "ls", "--all")
+    assert after == before
