@@ -165,3 +165,29 @@ def test_lint_exit_codes_and_refused_import_changes_nothing(daemon: Daemon) -> N
     assert code == 2 and "docs/bad.md:1" in refused["message"]
     _, after, _ = coord(daemon, "ls", "--all")
     assert after == before
+
+
+def test_the_real_document_imports_and_the_board_agrees_with_its_protocol(daemon: Daemon) -> None:
+    root = make_repo(daemon)
+    fixture = Path(__file__).parent / "specs" / "harness-v2.md"
+    (root / "docs" / "harness-v2.md").write_bytes(fixture.read_bytes())
+    _, alone, _ = coord(daemon, "spec", "status", "docs/harness-v2.md")
+    assert alone["imported"] is False and alone["claimable"] == ["R3", "I1", "I2", "I3"]
+
+    code, imported, _ = coord(daemon, "spec", "import", "docs/harness-v2.md", "--adopt")
+    assert code == 0, imported
+    assert len(imported["created"]) == 41
+    assert sorted(imported["closed"]) == sorted(
+        ["F0", "QA1", "QA2", "R0", "R1", "R2", "J0", "J1", "J2", "I0"]
+    )
+    adopted = {(a.get("package") or a.get("track"), a["user"]) for a in imported["adopted"]}
+    assert adopted == {("L1", "cristinaponcela"), ("J", "davidbrai")}
+    # the board now enforces what the document asked of people: the same four are ready
+    _, ready, _ = coord(daemon, "ls", "--ready")
+    assert sorted(i["key"] for i in ready["items"]) == ["I1", "I2", "I3", "R3"]
+    _, status, _ = coord(daemon, "spec", "status", "docs/harness-v2.md")
+    assert status["imported"] is True and status["claimable"] == ["R3", "I1", "I2", "I3"]
+    code, refused, _ = coord(daemon, "claim", "J3", agent="intruder")
+    assert code == 3 and refused["error"] == "files_reserved"  # davidbrai holds track J
+    code, refused, _ = coord(daemon, "claim", "L1", agent="intruder")
+    assert code == 3 and refused["error"] == "already_claimed"

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 
 from coord import paths
-from coord.cli import argtypes, commands, files, spec_cmd, tokens
+from coord.cli import argtypes, commands, files, tokens
 from coord.cli.client import Client
 from coord.errors import EXIT_OK, EXIT_USAGE, CoordError, InvalidInput
 
@@ -289,6 +289,18 @@ def _args_log(p: argparse.ArgumentParser) -> None:
     p.add_argument("--follow", "-f", action="store_true", help="keep streaming new events")
 
 
+def _cmd_spec(args: argparse.Namespace, ctx: Context) -> Result:
+    from coord.cli import spec_cmd  # parsing documents is not what agents do every minute
+
+    return spec_cmd.cmd_spec(args, ctx)
+
+
+def _args_spec(p: argparse.ArgumentParser) -> None:
+    from coord.cli import spec_cmd
+
+    spec_cmd.args_spec(p)
+
+
 KINDS = ["task", "bug", "note", "handoff"]
 # name -> (run, one-line help, arguments)
 COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None]]] = {
@@ -354,9 +366,9 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
         files.args_who,
     ),
     "spec": (
-        spec_cmd.cmd_spec,
+        _cmd_spec,
         "design documents as work queues: lint, import, status, sync",
-        spec_cmd.args_spec,
+        _args_spec,
     ),
     "guard": (
         files.cmd_guard,
