@@ -23,6 +23,24 @@ from coord.board import Board
 SOAK = os.environ.get("COORD_SOAK") == "1"
 
 
+class Clock:
+    """A board clock the test moves by hand: leases run out when the test says so."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
 def init_board_dir(root: Path, **config: Any) -> Path:
     """A fresh repository directory with an initialised ``.coord`` inside."""
     board_dir = root / ".coord"

@@ -8,25 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Clock
 from coord import errors
 from coord.board import Board
 from coord.storage.sqlite import SQLiteStorage
-
-
-class Clock:
-    def __init__(self, start: float = 1_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

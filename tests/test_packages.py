@@ -12,24 +12,12 @@ from typing import Any
 
 import pytest
 
+from conftest import Clock
 from coord import errors
 from coord.board import Board
 from coord.storage.sqlite import SQLiteStorage
 
 SPEC = "docs/plan.md"
-
-
-class Clock:
-    def __init__(self, start: float = 2_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

@@ -7,23 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Clock
 from coord import errors
 from coord.board import Board
 from coord.errors import FilesReserved
 from coord.storage.sqlite import SQLiteStorage
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

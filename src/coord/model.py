@@ -38,7 +38,7 @@ MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its la
 _AGENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$")
 _LABEL_RE = re.compile(r"^[^\s,][^,]{0,63}$")
 # package ids: R3, QA1, harness:R3. Never all digits, so they cannot be mistaken for item ids.
-_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9._:-]{0,63}$")
+_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
 
 
 # "YYYY-MM-DDTHH:MM:SS" of recent seconds: a claim's answer formats now, the lease's end

@@ -40,13 +40,7 @@ ADOPT_FIELDS = {"package", "track", "user", "line", "files"}
 def check_package(entry: Any, index: int) -> dict[str, Any]:
     if not isinstance(entry, dict):
         raise InvalidInput(f"package {index}: expected an object", index=index)
-    unknown = sorted(set(entry) - PACKAGE_FIELDS)
-    if unknown:
-        raise InvalidInput(
-            f"package {index}: unknown field {', '.join(unknown)}; known fields are "
-            f"{', '.join(sorted(PACKAGE_FIELDS))}",
-            index=index,
-        )
+    rules.refuse_unknown_fields(entry, PACKAGE_FIELDS, f"package {index}", index)
     line = entry.get("line")
     if isinstance(line, bool) or not isinstance(line, int) or line < 1:
         raise InvalidInput(f"package {index}: line must be a positive integer", index=index)

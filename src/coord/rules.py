@@ -156,16 +156,21 @@ def claim_args(agent: Any, item_id: Any, token: Any) -> tuple[str, int | str, in
     return model.check_agent(agent), model.check_item_ref(item_id), model.check_token(token)
 
 
+def refuse_unknown_fields(entry: dict[str, Any], known: set[str], where: str, index: int) -> None:
+    """Typos must not pass silently: name the unknown fields and the known ones."""
+    unknown = sorted(set(entry) - known)
+    if unknown:
+        raise InvalidInput(
+            f"{where}: unknown field {', '.join(unknown)}; known fields are "
+            f"{', '.join(sorted(known))}",
+            index=index,
+        )
+
+
 def check_entry(entry: Any, index: int, count: int) -> dict[str, Any]:
     if not isinstance(entry, dict):
         raise InvalidInput(f"item {index}: expected an object with at least a title", index=index)
-    unknown = sorted(set(entry) - IMPORT_FIELDS)
-    if unknown:
-        raise InvalidInput(
-            f"item {index}: unknown field {', '.join(unknown)}; known fields are "
-            f"{', '.join(sorted(IMPORT_FIELDS))}",
-            index=index,
-        )
+    refuse_unknown_fields(entry, IMPORT_FIELDS, f"item {index}", index)
     try:
         deps = entry.get("deps") or []
         if not isinstance(deps, list):

@@ -17,7 +17,7 @@ def item_ref(text: str) -> int | str:
     value = text.strip().lstrip("#")
     if value.isdigit() and int(value) > 0:
         return int(value)
-    if value[:1].isalpha() and len(value) <= 64 and all(c.isalnum() or c in "._:-" for c in value):
+    if value[:1].isalpha() and len(value) <= 64 and all(c.isalnum() or c in "_.:-" for c in value):
         return value
     raise argparse.ArgumentTypeError(
         f"{text!r} is neither an item id (a positive integer) nor a package id (R3)"

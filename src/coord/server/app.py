@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.responses import Response
 from starlette.routing import Route
 
-from coord import __version__, model
+from coord import __version__, model, rules
 from coord.board import Board
 from coord.errors import CoordError, InvalidInput, TooLarge, Unauthorized
 
@@ -107,22 +107,7 @@ def create_app(
         return JSONResponse(OPENAPI)
 
     async def add_item(request: Request) -> Response:
-        body = await _json_object(
-            request,
-            {
-                "agent",
-                "title",
-                "kind",
-                "priority",
-                "labels",
-                "deps",
-                "body",
-                "to",
-                "files",
-                "key",
-                "checks",
-            },
-        )
+        body = await _json_object(request, (rules.IMPORT_FIELDS - {"ref"}) | {"agent"})
         entry = {k: v for k, v in body.items() if k != "agent"}
         ids = board.import_items([entry], created_by=_agent(body))
         return JSONResponse(board.get(ids[0]).to_dict(now()), status_code=201)
