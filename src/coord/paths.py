@@ -88,6 +88,11 @@ def claims_dir(board_dir: Path) -> Path:
     return board_dir / "claims"
 
 
+def sessions_dir(board_dir: Path) -> Path:
+    """Which agent each client process is (written by the SessionStart hook)."""
+    return board_dir / "sessions"
+
+
 def read_config(board_dir: Path) -> dict[str, Any]:
     path = board_dir / "config.json"
     try:

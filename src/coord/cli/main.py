@@ -95,6 +95,15 @@ class Context:
 
 def _args_init(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lease", type=argtypes.seconds, help="default lease length in seconds (900)")
+    from coord.cli import wiring  # the client flags (--claude, --codex, ...) live with the code
+
+    wiring.args_init(p)
+
+
+def _cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
+    from coord.cli import wiring
+
+    return wiring.cmd_init(args, ctx)
 
 
 def _args_serve(p: argparse.ArgumentParser) -> None:
@@ -301,10 +310,48 @@ def _args_spec(p: argparse.ArgumentParser) -> None:
     spec_cmd.args_spec(p)
 
 
+def _cmd_mcp(args: argparse.Namespace, ctx: Context) -> Result:
+    from coord.mcp.stdio import serve_stdio
+
+    serve_stdio(args)
+    return None, ""
+
+
+def _args_mcp(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _cmd_hook(args: argparse.Namespace, ctx: Context) -> Result:
+    from coord.hooks import run_hook
+
+    return None, "", run_hook(args.client, args.event)
+
+
+def _args_hook(p: argparse.ArgumentParser) -> None:
+    p.add_argument("client", choices=["claude", "codex", "gemini"])
+    p.add_argument("event", help="the client's hook event: PreToolUse, SessionStart, Stop, ...")
+
+
+def _cmd_uninstall(args: argparse.Namespace, ctx: Context) -> Result:
+    from coord.cli import wiring
+
+    return wiring.cmd_uninstall(args, ctx)
+
+
+def _args_uninstall(p: argparse.ArgumentParser) -> None:
+    from coord.cli import wiring
+
+    wiring.args_uninstall(p)
+
+
 KINDS = ["task", "bug", "note", "handoff"]
 # name -> (run, one-line help, arguments)
 COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None]]] = {
-    "init": (commands.cmd_init, "create the board in .coord/ at the repository root", _args_init),
+    "init": (
+        _cmd_init,
+        "create the board in .coord/ at the repository root; wire agents' clients to it",
+        _args_init,
+    ),
     "serve": (commands.cmd_serve, "run the daemon (HTTP API) for this board", _args_serve),
     "stop": (commands.cmd_stop, "stop this board's daemon", _args_none),
     "add": (commands.cmd_add, "post an item: a task, bug, note or handoff", _args_add),
@@ -369,6 +416,21 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
         _cmd_spec,
         "design documents as work queues: lint, import, status, sync",
         _args_spec,
+    ),
+    "mcp": (
+        _cmd_mcp,
+        "serve coord's MCP tools over stdio (agents' clients start this)",
+        _args_mcp,
+    ),
+    "hook": (
+        _cmd_hook,
+        "answer a client's hook (claude, codex, gemini): JSON on stdin, its decision out",
+        _args_hook,
+    ),
+    "uninstall": (
+        _cmd_uninstall,
+        "remove what `coord init` wired into the agents' clients; keeps the board",
+        _args_uninstall,
     ),
     "guard": (
         files.cmd_guard,
