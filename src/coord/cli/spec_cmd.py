@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 from coord import patterns
@@ -183,60 +182,10 @@ def _import_text(path: str, result: dict[str, Any]) -> str:
 
 
 def _status(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
-    from coord.spec.lint import claimable
+    from coord.spec.status import status
 
-    board = _board_items(ctx, args.doc)
-    reserved = _reserved_by(doc)
-    done = {p.id for p in doc.packages if p.done}
-    if board is not None:
-        done |= {pid for pid, item in board.items() if item["state"] == "done"}
-    packages = []
-    for p in doc.packages:
-        item = board.get(p.id) if board is not None else None
-        entry: dict[str, Any] = {
-            "id": p.id,
-            "title": p.title,
-            "done": p.id in done,
-            "dependencies": p.dependencies,
-            "waiting_on": [d for d in p.dependencies if d not in done],
-            "files": p.files,
-            "reserved_by": reserved.get(p.id),
-            "line": p.line,
-        }
-        if board is not None:
-            entry["board"] = (
-                None
-                if item is None
-                else {
-                    "item": item["id"],
-                    "state": item["state"],
-                    "claimed_by": item["claimed_by"] if item["state"] != "pending" else None,
-                    "ready": item["ready"],
-                }
-            )
-        packages.append(entry)
-    if board is None:
-        ready = claimable(doc)
-    else:
-        # the document's rules (reservation lines, overlapping files) with the boxes as the
-        # board has them, and the board's own (claims, held files)
-        merged = replace(doc, packages=[replace(p, done=p.id in done) for p in doc.packages])
-        board_ready = {e["id"] for e in packages if e["board"] is None or e["board"]["ready"]}
-        ready = [pid for pid in claimable(merged) if pid in board_ready]
-    document = {
-        "spec": args.doc,
-        "imported": board is not None,
-        "packages": packages,
-        "claimable": ready,
-    }
+    document = status(doc, _board_items(ctx, args.doc), args.doc)
     return document, _status_text(document)
-
-
-def _reserved_by(doc: SpecDocument) -> dict[str, str]:
-    by_track = {r.track: r.user for r in doc.reservations if r.package is None and r.track}
-    found = {p.id: by_track[p.track] for p in doc.packages if p.track in by_track and not p.done}
-    found.update({r.package: r.user for r in doc.reservations if r.package is not None})
-    return found
 
 
 def _board_items(ctx: Context, doc: str) -> dict[str, dict[str, Any]] | None:

@@ -30,6 +30,12 @@ from coord import __version__, model, rules
 from coord.board import Board
 from coord.errors import CoordError, InvalidInput, TooLarge, Unauthorized
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from coord.server.mcp_mount import McpMount
+
 MAX_BODY = 1024 * 1024
 MAX_IMPORT_BODY = 16 * 1024 * 1024
 MAX_WAIT_SECONDS = 60.0
@@ -69,6 +75,7 @@ def create_app(
     *,
     check_host: bool = True,
     on_shutdown: Callable[[], None] | None = None,
+    board_dir: Path | None = None,
 ) -> HotPaths:
     changes = Changes()
 
@@ -412,7 +419,22 @@ def create_app(
         routes=routes,
         exception_handlers={HTTPException: http_error, Exception: server_error},
     )
-    return HotPaths(app, hot, server_error)
+    mount = None
+    if board_dir is not None:  # MCP over streamable HTTP at /mcp
+        from coord.server.mcp_mount import McpMount
+
+        mount = McpMount(board_dir, write_token)
+
+    async def guard_mcp(request: Request) -> Response | None:
+        try:
+            if check_host:
+                _check_host(request)
+            _check_token(request, write_token)
+        except CoordError as err:
+            return _render_error(err)
+        return None
+
+    return HotPaths(app, hot, server_error, mcp=mount, guard_mcp=guard_mcp)
 
 
 class HotPaths:
@@ -430,10 +452,15 @@ class HotPaths:
         app: Starlette,
         routes: dict[tuple[str, str], Handler],
         on_error: Callable[[Request, Exception], Awaitable[Response]],
+        *,
+        mcp: McpMount | None = None,
+        guard_mcp: Callable[[Request], Awaitable[Response | None]] | None = None,
     ) -> None:
         self.app = app
         self.hot = routes
         self.on_error = on_error
+        self.mcp = mcp
+        self.guard_mcp = guard_mcp
 
     @property
     def routes(self) -> list[Any]:
@@ -446,6 +473,9 @@ class HotPaths:
             else None
         )
         if handler is None:
+            if self.mcp is not None and scope["type"] == "http" and scope["path"] == "/mcp":
+                await self._mcp(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         request = Request(scope, receive)
@@ -455,6 +485,14 @@ class HotPaths:
             await (await self.on_error(request, exc))(scope, receive, send)
             raise
         await response(scope, receive, send)
+
+    async def _mcp(self, scope: Any, receive: Any, send: Any) -> None:
+        assert self.mcp is not None and self.guard_mcp is not None
+        refused = await self.guard_mcp(Request(scope, receive))
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        await self.mcp.handle(self, scope, receive, send)
 
 
 # --- request helpers -------------------------------------------------------------------------

@@ -86,6 +86,7 @@ def serve(
             # Bound to a non-loopback address on purpose: the user chose to expose it.
             check_host=host in LOOPBACK_HOSTS,
             on_shutdown=lambda: setattr(server, "should_exit", True),
+            board_dir=board_dir,
         ),
         log_level=log_level,
         access_log=False,

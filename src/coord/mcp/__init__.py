@@ -1,0 +1,1 @@
+"""coord's MCP face: the same board for agents that speak the Model Context Protocol."""

@@ -1,0 +1,25 @@
+"""`coord mcp`: the MCP server over stdio, started by an agent's client.
+
+It works on the board like the CLI (through the daemon, started on demand). The agent's name
+comes from ``COORD_AGENT`` when set, else from what the client's SessionStart hook recorded
+for this client process, else ``mcp-<client pid>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from coord import identity, paths
+
+
+def serve_stdio(args: argparse.Namespace) -> None:
+    from coord.mcp.backends import HttpBackend
+    from coord.mcp.tools import build_server
+
+    board_dir = paths.require_board_dir()
+    fallback = f"mcp-{identity.client_pid()}"
+
+    def agent_of(ctx: object) -> str:
+        return getattr(args, "agent", None) or identity.agent_name(board_dir) or fallback
+
+    build_server(HttpBackend(board_dir), agent_of).run("stdio")
