@@ -14,8 +14,9 @@ def _short_time(value: str | None) -> str:
 
 
 def claim_line(claim: dict[str, Any]) -> str:
+    key = (claim.get("item") or {}).get("key")
     line = (
-        f"claimed {claim['id']}: {claim['title']} as {claim['agent']} "
+        f"claimed {claim['id']}{f' ({key})' if key else ''}: {claim['title']} as {claim['agent']} "
         f"(token {claim['token']}, lease until {_short_time(claim['lease_expires_at'])})"
     )
     if claim.get("takeover_from"):
