@@ -310,6 +310,18 @@ def _args_spec(p: argparse.ArgumentParser) -> None:
     spec_cmd.args_spec(p)
 
 
+def _cmd_git(args: argparse.Namespace, ctx: Context) -> Result:
+    from coord.cli import git_cmd
+
+    return git_cmd.cmd_git(args, ctx)
+
+
+def _args_git(p: argparse.ArgumentParser) -> None:
+    from coord.cli import git_cmd
+
+    git_cmd.args_git(p)
+
+
 def _cmd_mcp(args: argparse.Namespace, ctx: Context) -> Result:
     from coord.mcp.stdio import serve_stdio
 
@@ -416,6 +428,11 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
         _cmd_spec,
         "design documents as work queues: lint, import, status, sync",
         _args_spec,
+    ),
+    "git": (
+        _cmd_git,
+        "git-native mode, no daemon: reserve/release/done/status/reap packages on main",
+        _args_git,
     ),
     "mcp": (
         _cmd_mcp,

@@ -53,6 +53,11 @@ def args_spec(p: argparse.ArgumentParser) -> None:
         help="import: reservation lines become claims (package) or file holds (track)",
     )
     p.add_argument("--dry-run", action="store_true", help="sync: show the edit, write nothing")
+    p.add_argument(
+        "--git",
+        metavar="BASE..HEAD",
+        help="lint: check the changes to the document in this range of commits (for CI)",
+    )
 
 
 def cmd_spec(args: argparse.Namespace, ctx: Context) -> Result:
@@ -71,6 +76,15 @@ def cmd_spec(args: argparse.Namespace, ctx: Context) -> Result:
 
 def _lint(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
     from coord.spec.lint import lint
+
+    if args.git:
+        from coord.gitmode.history import lint_range
+
+        found = lint_range(Path(args.doc), args.git)
+        document = {"problems": [p.to_dict() for p in found]}
+        if not found:
+            return document, f"{args.doc}: the changes in {args.git} keep the protocol"
+        return document, _problem_lines(args.doc, found), EXIT_PROBLEMS
 
     problems = lint(doc, repo_root=_git_root(Path(args.doc)), stale_days=args.stale_days)
     document = {"problems": [p.to_dict() for p in problems]}
