@@ -34,13 +34,13 @@ test-long: $(VENV)/.dev
 	COORD_SOAK=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff format --check src tests bench examples
 	$(VENV)/bin/mypy
 
 format: $(VENV)/.dev
-	$(VENV)/bin/ruff format src tests bench
-	$(VENV)/bin/ruff check --fix src tests bench
+	$(VENV)/bin/ruff format src tests bench examples
+	$(VENV)/bin/ruff check --fix src tests bench examples
 
 ## bench: print the benchmark figures (not a test; see bench/README.md)
 bench: $(VENV)/.dev

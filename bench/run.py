@@ -1,6 +1,7 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
-    python bench/run.py [all|claim-next|drain|cli|plan|guard|reserve|spec] [--items N] [--quick]
+    python bench/run.py [all|claim-next|drain|cli|plan|guard|reserve|spec|hook] [--items N]
+        [--quick]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
 target is a ratio to a reference measured in this very run. See bench/README.md.
@@ -18,11 +19,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import claims
 import cli_plan
+import hooks
 import reservations
 import specs
 from common import CLEANUP, log
 
-BENCHES = ("plan", "claim-next", "cli", "drain", "guard", "reserve", "spec")
+BENCHES = ("plan", "claim-next", "cli", "drain", "guard", "reserve", "spec", "hook")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=("auto", "1", "2", "4"),
         help="load generator processes (auto: probe them on the reference)",
     )
-    parser.add_argument("--cli-runs", type=int, help="runs per CLI/guard command (default 30)")
+    parser.add_argument("--cli-runs", type=int, help="runs per CLI/guard/hook command (default 30)")
     parser.add_argument("--importtime", action="store_true", help="always print import costs")
     parser.add_argument(
         "--packages", type=int, default=2000, help="spec: packages in the generated document"
@@ -70,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
                 reservations.bench_reserve(items, args.quick, args.layout)
             elif name == "spec":
                 specs.bench_specs(args.packages, 5 if args.quick else 11)
+            elif name == "hook":
+                hooks.bench_hook(cli_runs, args.importtime)
             sys.stdout.flush()
     except KeyboardInterrupt:
         print("\ninterrupted: cleaning up", file=sys.stderr)

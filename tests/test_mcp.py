@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Daemon, init_board_dir
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from conftest import Daemon, init_board_dir
 from coord import paths
 from coord.board import Board
 from coord.mcp.backends import AsgiBackend
@@ -179,7 +179,7 @@ def test_stdio_server_as_a_real_subprocess(daemon: Daemon) -> None:
     names, won = run(go())
     assert names == TOOLS
     assert won.structured_content["title"] == "over stdio"
-    status, item = daemon.request("GET", "/v1/items/1")
+    _, item = daemon.request("GET", "/v1/items/1")
     assert item["claimed_by"] == "stdio-agent"
 
 
@@ -245,5 +245,5 @@ def test_two_mcp_clients_race_for_one_item_and_one_wins(daemon: Daemon) -> None:
     losers = [r for r in results if r["error"]]
     assert len(winners) == 1 and len(losers) == 1
     assert losers[0]["body"]["error"] == "nothing_ready"
-    status, item = daemon.request("GET", "/v1/items/1")
+    _, item = daemon.request("GET", "/v1/items/1")
     assert item["claimed_by"] == winners[0]["agent"]

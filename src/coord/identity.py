@@ -17,15 +17,15 @@ import json
 import os
 import re
 
-from coord import paths
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-# processes between a client and the command it runs: skipped when looking for the client
+# processes between a client and the command it runs: skipped when looking for the client.
+# Not "node": Gemini CLI (and an npm-installed client) *is* a node process, and skipping it
+# would reach the terminal's shell or tmux server, which every session in it shares.
 _LAUNCHERS = frozenset(
-    {"sh", "bash", "dash", "zsh", "fish", "env", "timeout", "nohup", "node", "npx", "uv", "uvx"}
+    {"sh", "bash", "dash", "zsh", "fish", "env", "timeout", "nohup", "npx", "uv", "uvx"}
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@:+-]")
 
@@ -53,6 +53,8 @@ def client_pid() -> int:
 
 def remember(board_dir: Path, client: str, session_id: str) -> str:
     """Record this session's name for the client process; returns the name."""
+    from coord import paths  # here: the edit hooks name the agent without pathlib
+
     name = from_env() or session_name(client, session_id)
     record = {"agent": name, "client": client, "session_id": session_id}
     folder = paths.sessions_dir(board_dir)
@@ -63,6 +65,8 @@ def remember(board_dir: Path, client: str, session_id: str) -> str:
 
 def recorded(board_dir: Path) -> str | None:
     """The name the SessionStart hook recorded for the client that started this process."""
+    from coord import paths
+
     try:
         data = json.loads((paths.sessions_dir(board_dir) / f"{client_pid()}.json").read_text())
     except (OSError, ValueError):

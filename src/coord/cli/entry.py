@@ -1,9 +1,10 @@
 """The `coord` command's first stop.
 
 `coord guard PATH...` runs before every file edit an agent makes, so it skips argparse and the
-HTTP client altogether: its few options are read here by hand. Anything unusual (``--help``,
-an unknown option) takes the full parser in ``coord.cli.main``, which gives the same answer
-with proper usage messages.
+HTTP client altogether: its few options are read here by hand. So does `coord hook CLIENT
+EVENT`, which agents' clients run before every tool call. Anything unusual (``--help``, an
+unknown option or client) takes the full parser in ``coord.cli.main``, which gives the same
+answer with proper usage messages.
 """
 
 from __future__ import annotations
@@ -30,9 +31,17 @@ def main(argv: list[str] | None = None) -> int:
 
                 print(json.dumps(verdict))
             return 0
+    hook = argv[:1] == ["hook"] and len(argv) == 3 and argv[1] in _HOOK_CLIENTS
+    if hook and argv[2] and not argv[2].startswith("-"):
+        from coord.hooks import run_hook
+
+        return run_hook(argv[1], argv[2])
     from coord.cli.main import main as full
 
     return full(argv)
+
+
+_HOOK_CLIENTS = ("claude", "codex", "gemini")
 
 
 def _guard_options(args: list[str]) -> tuple[list[str], str | None, bool, bool, bool] | None:

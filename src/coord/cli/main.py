@@ -336,6 +336,8 @@ def _args_mcp(p: argparse.ArgumentParser) -> None:
 def _cmd_hook(args: argparse.Namespace, ctx: Context) -> Result:
     from coord.hooks import run_hook
 
+    if getattr(args, "agent", None):  # --as NAME: as COORD_AGENT, which hooks read
+        os.environ["COORD_AGENT"] = args.agent
     return None, "", run_hook(args.client, args.event)
 
 

@@ -62,4 +62,3 @@ def _agent(ctx: Any) -> str:
             "the CLI and hooks)"
         )
     return str(name)
-

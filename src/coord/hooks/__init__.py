@@ -1,0 +1,205 @@
+"""`coord hook CLIENT EVENT`: an agent client's hook, answered from the board.
+
+The client (``claude``, ``codex``, ``gemini``) runs ``coord hook CLIENT EVENT`` with its hook
+JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``, ``.codex``,
+``.gemini`` say which, with the documentation they follow). Three kinds of event:
+
+- **the guard** (Claude Code and Codex ``PreToolUse``, Gemini ``BeforeTool``), before a tool
+  runs: a file edit another agent holds is refused, the holder and free files are allowed in
+  silence (no output: an explicit "allow" would skip the user's permission prompts), and a
+  shell command is refused when it writes a held file or skips coord's pre-commit guard
+  (``coord.hooks.shell``). The guard fails closed: unreadable input, an unreadable board, a
+  path outside the repository or a crash refuse the call with a one-line reason. Refusals
+  are the client's JSON decision on stdout with exit 0; only when even that cannot be written
+  does it exit 2 with the reason on stderr, which every one of these clients also reads as a
+  refusal (exit 1 would let the call through). Where no board is found from the hook's
+  ``cwd`` (or ``COORD_DIR``), coord is not in use and everything is allowed.
+- **session start** (``SessionStart``): records which agent this client process is
+  (``coord.identity.remember``) and tells the agent its name, claims, inbox, what is ready
+  and how to use coord (``coord.hooks.session``).
+- **stop** (Claude Code and Codex ``Stop``, Gemini ``AfterAgent``): heartbeats the agent's
+  claims and reminds it of what it still holds. It never blocks the stop.
+
+Session start and stop never break a session: on any error they print one line to stderr
+and exit 0. Other events are answered with nothing.
+
+The guard runs before every edit, so its path imports only the stdlib and coord's small
+modules (as ``coord guard`` does); ``coord.cli.entry`` routes ``coord hook`` here without
+argparse.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
+CLIENTS = ("claude", "codex", "gemini")
+EXIT_REFUSED = 2  # what every client reads as "blocked" when no JSON decision can be given
+
+# For wiring a client: each event coord answers, and the tool matcher its guard needs.
+EVENTS: dict[str, dict[str, str | None]] = {
+    "claude": {
+        "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit|Bash",
+        "SessionStart": None,
+        "Stop": None,
+    },
+    "codex": {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None},
+    "gemini": {
+        "BeforeTool": "write_file|replace|run_shell_command",
+        "SessionStart": None,
+        "AfterAgent": None,
+    },
+}
+
+
+class Refusal(Exception):
+    """Input the guard cannot read, said in one line (the guard refuses the call)."""
+
+
+def run_hook(client: str, event: str) -> int:
+    """Answer one hook: read stdin, print the client's answer, return the exit code."""
+    spec = _client(client)
+    if spec is None:
+        print(f"coord hook: unknown client {client!r}: use {', '.join(CLIENTS)}", file=sys.stderr)
+        return EXIT_REFUSED
+    if event == spec.GUARD_EVENT:
+        try:
+            reason = _guard(spec, client, _stdin())
+        except Refusal as refusal:
+            reason = f"coord hook: {refusal}; refusing the call"
+        except BaseException as err:  # fail closed, whatever happened
+            reason = f"coord hook: {_line(err)}; refusing the call"
+        return 0 if reason is None else _refuse(spec, reason)
+    if event not in (spec.START_EVENT, spec.STOP_EVENT):
+        _stdin()
+        return 0
+    try:
+        data = _event(_stdin())
+        from coord.hooks import session
+
+        if event == spec.START_EVENT:
+            _print(spec.context(event, session.start_context(client, data)))
+        else:
+            text = session.stop_notice(client, data)
+            if text:
+                _print(spec.notice(text))
+    except BaseException as err:  # never break the session over coord
+        print(f"coord hook {client} {event}: {_line(err)}", file=sys.stderr)
+    return 0
+
+
+def _client(client: str) -> ModuleType | None:
+    if client == "claude":
+        from coord.hooks import claude
+
+        return claude
+    if client == "codex":
+        from coord.hooks import codex
+
+        return codex
+    if client == "gemini":
+        from coord.hooks import gemini
+
+        return gemini
+    return None
+
+
+def _guard(spec: ModuleType, client: str, raw: bytes) -> str | None:
+    """The guard's whole decision: the reason to refuse, or None to allow."""
+    data = _event(raw)
+    tool = data.get("tool_name")
+    if not isinstance(tool, str) or not tool:
+        raise Refusal("the hook input names no tool_name")
+    tool_input = data.get("tool_input", data.get("args"))
+    if not isinstance(tool_input, dict):
+        raise Refusal(f"the hook input for {tool} has no tool_input object")
+    command, given = "", []
+    if tool in spec.SHELL_TOOLS:
+        command = _text(tool_input, ("command",), tool)
+    elif tool in spec.EDIT_TOOLS:
+        given = [_text(tool_input, (field,), tool) for field in spec.EDIT_TOOLS[tool]]
+    elif tool in spec.PATCH_TOOLS:
+        from coord.hooks.shell import patch_paths
+
+        given = patch_paths(_text(tool_input, ("command", "input", "patch"), tool))
+        if not given:
+            raise Refusal(f"found no file in the {tool} patch")
+    elif tool in spec.QUIET_TOOLS:
+        return None
+    else:  # a tool coord does not know: if it names a file, guard it as an edit
+        fields = [f for f in ("file_path", "notebook_path") if f in tool_input]
+        if not fields:
+            return None
+        given = [_text(tool_input, (field,), tool) for field in fields]
+    cwd = data.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        raise Refusal("the hook input has no cwd to read paths from")
+    from coord.hooks import decide
+
+    board_dir = decide.find_board_dir(cwd)
+    if board_dir is None:
+        return None  # coord is not used in this repository
+    from coord import identity
+
+    session_id = data.get("session_id")
+    if isinstance(session_id, str) and session_id:
+        agent = identity.agent_name(board_dir, client, session_id)
+    else:  # COORD_AGENT, else what this client's SessionStart recorded
+        from pathlib import Path
+
+        agent = identity.agent_name(Path(board_dir))
+    if tool in spec.SHELL_TOOLS:
+        return decide.shell_refusal(board_dir, command, agent, spec.shell_cwd(tool_input, cwd))
+    return decide.edit_refusal(board_dir, given, agent, cwd)
+
+
+def _stdin() -> bytes:
+    return sys.stdin.buffer.read()
+
+
+def _event(raw: bytes) -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(raw)
+    except ValueError as err:
+        raise Refusal(f"the hook input is not JSON ({_line(err)})") from None
+    if not isinstance(data, dict):
+        raise Refusal("the hook input is not a JSON object")
+    return data
+
+
+def _text(tool_input: dict[str, Any], fields: tuple[str, ...], tool: str) -> str:
+    for field in fields:
+        value = tool_input.get(field)
+        if isinstance(value, str):
+            return value
+    raise Refusal(f"the {tool} input has no {fields[0]} string")
+
+
+def _refuse(spec: ModuleType, reason: str) -> int:
+    try:
+        _print(spec.deny(reason))
+        return 0
+    except BaseException:  # stdout is gone: the exit code alone must refuse
+        import contextlib
+
+        with contextlib.suppress(BaseException):
+            print(reason, file=sys.stderr)
+        return EXIT_REFUSED
+
+
+def _print(answer: dict[str, Any]) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+
+
+def _line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__

@@ -1,0 +1,43 @@
+"""Codex CLI: the same wire format as Claude Code's hooks, a different edit tool.
+
+Hooks reference: https://developers.openai.com/codex/hooks; what is read and accepted is in
+openai/codex ``codex-rs/hooks/src/events/pre_tool_use.rs`` and
+``codex-rs/hooks/src/engine/output_parser.rs``.
+
+- ``PreToolUse`` fires for ``Bash`` (every shell tool: ``tool_input.command``) and for
+  ``apply_patch`` (openai/codex#18391), whose patch text is ``tool_input.command``: the files
+  are on its ``*** Add File:``, ``*** Update File:``, ``*** Delete File:`` and ``*** Move to:``
+  lines, relative to ``cwd``. A refusal is ``hookSpecificOutput.permissionDecision: "deny"``
+  with a non-empty ``permissionDecisionReason``, exit 0 (Codex rejects ``"allow"`` without
+  ``updatedInput`` and ``"ask"``); an allowed call prints nothing.
+- ``SessionStart``: ``hookSpecificOutput.additionalContext``.
+- ``Stop``: ``decision: "block"`` would make Codex continue the turn; coord only reminds, with
+  ``systemMessage`` (shown as a warning).
+"""
+
+from __future__ import annotations
+
+from coord.hooks.claude import context, deny, notice, shell_cwd
+
+GUARD_EVENT = "PreToolUse"
+START_EVENT = "SessionStart"
+STOP_EVENT = "Stop"
+
+EDIT_TOOLS: dict[str, tuple[str, ...]] = {}
+PATCH_TOOLS = frozenset({"apply_patch"})
+SHELL_TOOLS = frozenset({"Bash"})
+QUIET_TOOLS: frozenset[str] = frozenset()
+
+__all__ = [
+    "EDIT_TOOLS",
+    "GUARD_EVENT",
+    "PATCH_TOOLS",
+    "QUIET_TOOLS",
+    "SHELL_TOOLS",
+    "START_EVENT",
+    "STOP_EVENT",
+    "context",
+    "deny",
+    "notice",
+    "shell_cwd",
+]

@@ -1,0 +1,245 @@
+"""What the session-start and stop hooks say, read from (and for stop, written to) the board.
+
+- ``start_context``: the text a new session starts with. It records the session's agent name
+  for this client process (``coord.identity.remember``, so the MCP server and later hooks
+  started by the same client find it), then reads the board **read-only** (no daemon, no
+  write: the inbox is peeked, not marked read) for the agent's claims and files, its inbox,
+  a few ready items, and ends with how to use coord. With no board it says so in one line.
+- ``stop_notice``: at the end of a turn, heartbeats every live claim the agent holds (the
+  item's fencing token on the board is the agent's own, since it holds the item) through the
+  Board library, and returns a reminder of what it still holds, or None. Never a block: a
+  stop hook that blocks makes the agent continue (``stop_hook_active`` marks that), and a
+  claim held across turns is normal work, not a reason to keep going.
+
+Errors propagate; ``coord.hooks.run_hook`` turns them into one line on stderr and exit 0.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from coord import identity, paths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from coord.model import Event, Item, Reservation
+
+SHOWN_INBOX = 5
+SHOWN_READY = 5
+
+HOW_TO = (
+    "How to use coord: claim an item before working on it (`coord next --as {name}` claims "
+    "the best ready one, `coord claim ID --as {name}` a given one; `coord ls --ready` lists "
+    "them). Claiming an item reserves its files; `coord reserve PATH --as {name}` holds other "
+    "files you are about to edit, `coord who PATH` says who holds one. An edit to a file "
+    "another agent holds is refused: pick other work or ask the holder (`coord reply ID "
+    "TEXT --as {name}`, `@name` mentions reach them). Your lease is renewed at the end of each "
+    "turn (or `coord heartbeat ID --as {name}`); finish with `coord done ID --summary TEXT "
+    "--as {name}` (it runs the item's checks first) or give the item back with `coord release "
+    "ID --as {name}`. `coord inbox --as {name}` reads your messages."
+)
+
+
+def start_context(client: str, data: dict[str, Any]) -> str:
+    cwd = _cwd(data)
+    board_dir = paths.find_board_dir(cwd)
+    if board_dir is None or not paths.db_path(board_dir).exists():
+        return (
+            f"coord: there is no coord board here (no .coord/board.db in {cwd} or above), "
+            "so coord is not in use in this repository."
+        )
+    session_id = data.get("session_id")
+    sid = session_id if isinstance(session_id, str) and session_id else None
+    root = paths.repo_root(board_dir)
+    lines = [
+        f"coord is in use in this repository ({root}): a shared board where parallel coding "
+        "agents claim work and reserve files so they do not collide."
+    ]
+    try:
+        name = identity.remember(board_dir, client, sid) if sid else identity.agent_name(board_dir)
+    except OSError as err:  # the name still holds for this session's hooks
+        name = identity.agent_name(board_dir, client, sid)
+        lines.append(f"(coord could not record this session in {board_dir}: {err.strerror})")
+    if name is None:
+        lines.append("coord could not tell your agent name: pass `--as NAME` to coord commands.")
+        lines.append(HOW_TO.format(name="NAME"))
+        return "\n".join(lines)
+    lines.append(
+        f"You are coord agent `{name}`: pass `--as {name}` to every coord command "
+        f"(or set COORD_AGENT={name})."
+    )
+    try:
+        lines += _summary(board_dir, name)
+    except Exception as err:  # the context still helps without the board's news
+        lines.append(f"(coord could not read the board just now: {' '.join(str(err).split())})")
+    lines.append(HOW_TO.format(name=name))
+    return "\n".join(lines)
+
+
+def stop_notice(client: str, data: dict[str, Any]) -> str | None:
+    board_dir = paths.find_board_dir(_cwd(data))
+    if board_dir is None or not paths.db_path(board_dir).exists():
+        return None
+    session_id = data.get("session_id")
+    name = identity.agent_name(
+        board_dir, client, session_id if isinstance(session_id, str) and session_id else None
+    )
+    if name is None:
+        return None
+    from coord.board import Board
+    from coord.errors import CoordError
+
+    board = Board.open(board_dir)
+    try:
+        now = board.now()
+        renewed: list[tuple[Item, float]] = []
+        waiting: list[Item] = []
+        lost: list[Item] = []
+        for item in _claimed_by(board, name):
+            if item.question is not None:
+                waiting.append(item)  # needs_human: the lease is paused meanwhile
+            elif item.lease_expires_at is not None and item.lease_expires_at <= now:
+                lost.append(item)
+            else:
+                try:
+                    claim = board.heartbeat(item.id, agent=name, token=item.fencing_token)
+                except CoordError:
+                    lost.append(item)
+                else:
+                    renewed.append((item, claim.lease_expires_at))
+        files = [r for r in board.reservations(agent=name) if r.item_id is None]
+    finally:
+        board.close()
+    parts: list[str] = []
+    if renewed:
+        held = ", ".join(f"{_item(i)} (until {_hms(until)})" for i, until in renewed)
+        parts.append(
+            f"coord: {name} still holds {held}; lease renewed. When one is finished: "
+            f"`coord done ID --as {name}`; to stop working on it: `coord release ID --as {name}`."
+        )
+    if waiting:
+        parts.append(f"coord: waiting for a human answer: {', '.join(_item(i) for i in waiting)}.")
+    if lost:
+        ids = ", ".join(_item(i) for i in lost)
+        parts.append(
+            f"coord: the lease on {ids} ran out; claim it again (`coord claim ID --as {name}`) "
+            "before going on, or leave it."
+        )
+    if files:
+        held_files = ", ".join(f"{r.pattern} (until {_hms(r.expires_at)})" for r in files)
+        parts.append(
+            f"coord: {name} also holds files {held_files}; free them when done: "
+            f"`coord unreserve --all --as {name}`."
+        )
+    return "\n".join(parts) or None
+
+
+def _summary(board_dir: Path, name: str) -> list[str]:
+    """The agent's claims, files, inbox (peeked) and ready items, read-only."""
+    from coord.board import Board
+    from coord.model import WORK_KINDS
+    from coord.storage.sqlite import SQLiteStorage
+
+    storage = SQLiteStorage(paths.db_path(board_dir), read_only=True)
+    board = Board(storage, repo_root=paths.repo_root(board_dir))
+    try:
+        now = board.now()
+        mine = _claimed_by(board, name)
+        files = board.reservations(agent=name)
+        with storage.read() as tx:
+            inbox = tx.inbox_events(name, tx.inbox_cursor(name), 200)
+        ready = [i for i in board.list_items(ready=True, limit=50) if i.kind in WORK_KINDS]
+    finally:
+        board.close()
+    lines: list[str] = []
+    if mine:
+        lines.append("Your claims: " + "; ".join(_claim(i, now) for i in mine) + ".")
+    else:
+        lines.append("You hold no claims.")
+    if files:
+        lines.append("Files you hold: " + ", ".join(_reservation(r) for r in files) + ".")
+    if inbox:
+        more = f" (the first {SHOWN_INBOX})" if len(inbox) > SHOWN_INBOX else ""
+        lines.append(
+            f"Your inbox: {len(inbox)}{'+' if len(inbox) == 200 else ''} unread{more}; "
+            f"`coord inbox --as {name}` reads and marks them:"
+        )
+        lines += [f"  - {_event(e)}" for e in inbox[:SHOWN_INBOX]]
+    else:
+        lines.append("Your inbox is empty.")
+    if ready:
+        more = f" (the first {SHOWN_READY} of {len(ready)})" if len(ready) > SHOWN_READY else ""
+        lines.append(f"Ready to claim{more}:")
+        lines += [f"  - {_ready(i)}" for i in ready[:SHOWN_READY]]
+    else:
+        lines.append("Nothing is ready to claim right now.")
+    return lines
+
+
+def _claimed_by(board: Any, name: str) -> list[Item]:
+    """The items ``name`` holds: claimed (live or lapsed) and needs_human, oldest first."""
+    found = [
+        item
+        for state in ("claimed", "needs_human")
+        for item in board.list_items(state=state, limit=1000)
+        if item.claimed_by == name
+    ]
+    return sorted(found, key=lambda item: item.id)
+
+
+def _cwd(data: dict[str, Any]) -> str:
+    cwd = data.get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else os.getcwd()
+
+
+def _item(item: Item) -> str:
+    key = f" ({item.key})" if item.key else ""
+    return f'#{item.id}{key} "{_short(item.title, 60)}"'
+
+
+def _claim(item: Item, now: float) -> str:
+    if item.question is not None:
+        return f"{_item(item)}, waiting for a human answer"
+    if item.lease_expires_at is not None and item.lease_expires_at <= now:
+        return f"{_item(item)}, lease ran out at {_hms(item.lease_expires_at)}: claim it again"
+    until = _hms(item.lease_expires_at) if item.lease_expires_at is not None else "?"
+    files = f", files {', '.join(item.files)}" if item.files else ""
+    return f"{_item(item)} (token {item.fencing_token}, lease until {until}{files})"
+
+
+def _reservation(r: Reservation) -> str:
+    kind = "exclusive" if r.exclusive else "shared"
+    item = f", item {r.item_id}" if r.item_id is not None else ""
+    return f"{r.pattern} ({kind}{item}, until {_hms(r.expires_at)})"
+
+
+def _event(e: Event) -> str:
+    item = f"#{e.item_id} " if e.item_id is not None else ""
+    details = e.details or {}
+    text = next(
+        (
+            details[k]
+            for k in ("excerpt", "question", "text", "answer", "summary", "reason", "title")
+            if isinstance(details.get(k), str) and details[k]
+        ),
+        "",
+    )
+    said = f": {_short(text, 100)}" if text else ""
+    return f"{item}{e.kind} by {e.agent or 'someone'} at {_hms(e.at)}{said}"
+
+
+def _ready(item: Item) -> str:
+    return f"{_item(item)} [{item.kind}, priority {item.priority}]"
+
+
+def _hms(ts: float) -> str:
+    return time.strftime("%H:%M:%SZ", time.gmtime(ts))
+
+
+def _short(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
