@@ -414,3 +414,21 @@ def test_no_git_repository_is_skipped(tmp_path: Path) -> None:
     path = tmp_path / "plan.md"
     path.write_text(PLAN, encoding="utf-8")
     assert lint(parse_file(path), repo_root=tmp_path, now=JANUARY + 300 * DAY) == []
+
+
+@needs_git
+def test_a_progress_file_reservation_is_aged_by_its_own_line(repo: Path) -> None:
+    # the design's entry lines are old; the progress file's reservation is recent
+    path = commit(repo, PLAN.replace("**Reserved: A1 by @ann.**\n", ""), JANUARY)
+    progress = repo / "docs" / "plan.progress.md"
+    progress.write_text("# Progress\n\n**Reserved: A2 by @bob.**\n", encoding="utf-8")
+    git(repo, "add", "docs/plan.progress.md")
+    git(repo, "commit", "-q", "-m", "reserve A2", when=JANUARY + 40 * DAY)
+    document = parse_file(path)
+    assert [(r.package, r.user, r.source) for r in document.reservations] == [
+        ("A2", "bob", (str(progress), 3))
+    ]
+    assert lint(document, repo_root=repo, now=JANUARY + 42 * DAY) == []
+    stale = lint(document, repo_root=repo, now=JANUARY + 60 * DAY)
+    assert [(p.code, p.package) for p in stale] == [("stale_reservation", "A2")]
+    assert "20 days" in stale[0].message

@@ -51,6 +51,9 @@ class DocReservation:
     line: int
     package: str | None = None
     track: str | None = None
+    # where the line itself is written when not in the document (a progress file): its path
+    # and line, for its age by git blame
+    source: tuple[str, int] | None = None
 
 
 @dataclass(slots=True)

@@ -357,16 +357,21 @@ def _canonical(pattern: str) -> str:
 
 
 def _stale(doc: SpecDocument, repo_root: Path, stale_days: float, now: float) -> list[Problem]:
-    lines = sorted({reservation.line for reservation in doc.reservations})
-    if not lines:
-        return []
-    document = _document_path(repo_root, doc.path)
-    if document is None:
-        return []
-    committed = _blame_times(repo_root, document, lines)
+    """Each reservation line's age by git blame of the file it is written in (the document,
+    or a progress file beside it)."""
+    by_file: dict[str, set[int]] = {}
+    for reservation in doc.reservations:
+        path, line = reservation.source or (doc.path, reservation.line)
+        by_file.setdefault(path, set()).add(line)
+    committed: dict[tuple[str, int], float] = {}
+    for path, lines in by_file.items():
+        found = _document_path(repo_root, path)
+        if found is not None:
+            times = _blame_times(repo_root, found, sorted(lines))
+            committed.update({(path, line): at for line, at in times.items()})
     problems = []
     for reservation in doc.reservations:
-        added = committed.get(reservation.line)
+        added = committed.get(reservation.source or (doc.path, reservation.line))
         if added is None:
             continue
         age_days = (now - added) / _DAY

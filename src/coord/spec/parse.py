@@ -119,17 +119,27 @@ _TABLE_SEPARATOR = re.compile(r"\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?")
 
 
 def parse_file(path: str | Path) -> SpecDocument:
-    """Parse the document at ``path`` (UTF-8; ``InvalidInput`` if it is not)."""
+    """Parse the document at ``path`` (UTF-8; ``InvalidInput`` if it is not), with its
+    progress file merged in when one lies beside it (``coord.spec.progress``)."""
+    from coord.spec import progress
+
+    doc = parse(_read_utf8(path), str(path))
+    beside = progress.progress_path(path)
+    if beside.is_file():
+        progress.merge(doc, progress.parse_progress(_read_utf8(beside), str(beside)))
+    return doc
+
+
+def _read_utf8(path: str | Path) -> str:
     data = Path(path).read_bytes()
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InvalidInput(
             f"{path} is not UTF-8 text (invalid byte at offset {error.start}): "
             "save the document as UTF-8 and try again",
             path=str(path),
         ) from None
-    return parse(text, str(path))
 
 
 def parse(text: str, path: str = "<doc>") -> SpecDocument:

@@ -1,0 +1,91 @@
+"""Running git: one place for the environment, timeouts and the errors a person can act on."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from coord.errors import CoordError
+
+NETWORK_TIMEOUT = 120.0
+LOCAL_TIMEOUT = 60.0
+# stable messages to read (porcelain reasons, "lock"), never a prompt an agent cannot answer
+# (GIT_OPTIONAL_LOCKS=0: `git status` must not even refresh the user's index)
+_BASE_ENV = {"LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+# we never write the user's index: a private one is set explicitly where one is needed
+_OURS = ("GIT_INDEX_FILE",)
+
+
+def git_error(message: str, **details: Any) -> CoordError:
+    """git failed in a way that is not a lost race: no repository, no remote, no network.
+
+    A plain ``CoordError`` (exit 1) with the code ``git_error``: the error classes are the
+    wire's (``coord.errors.ERRORS_BY_CODE``), and this one never crosses the wire."""
+    error = CoordError(message, **details)
+    error.code = "git_error"
+    return error
+
+
+class Git:
+    """git commands in one working tree; ``env`` is added to every command's environment."""
+
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
+        self.cwd = cwd
+        self.env = env or {}
+
+    def with_env(self, **env: str) -> Git:
+        return Git(self.cwd, {**self.env, **env})
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        check: bool = True,
+        timeout: float = LOCAL_TIMEOUT,
+    ) -> subprocess.CompletedProcess[bytes]:
+        env = {k: v for k, v in os.environ.items() if k not in _OURS}
+        env.update(_BASE_ENV)
+        env.update(self.env)
+        try:
+            done = subprocess.run(
+                ["git", *args],
+                cwd=self.cwd,
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                env=env,
+                timeout=timeout,
+            )
+        except FileNotFoundError:
+            raise git_error("git is not installed (or not on PATH): install git") from None
+        except subprocess.TimeoutExpired:
+            raise git_error(
+                f"`git {' '.join(args[:2])}` did not finish in {timeout:g} s: check the network "
+                "and the remote, then run the command again",
+                command=["git", *args],
+            ) from None
+        if check and done.returncode != 0:
+            raise git_error(
+                f"`git {' '.join(args)}` failed: {stderr(done) or 'no message'}",
+                command=["git", *args],
+                exit_status=done.returncode,
+            )
+        return done
+
+    def out(self, *args: str, check: bool = True) -> str:
+        return self.run(*args, check=check).stdout.decode("utf-8", "replace").strip()
+
+    def ok(self, *args: str) -> bool:
+        return self.run(*args, check=False).returncode == 0
+
+
+def stderr(done: subprocess.CompletedProcess[bytes]) -> str:
+    """The last meaningful lines of git's stderr (hints dropped), as one line."""
+    lines = [
+        line.strip()
+        for line in done.stderr.decode("utf-8", "replace").splitlines()
+        if line.strip() and not line.startswith("hint:")
+    ]
+    return " / ".join(lines[-4:])
