@@ -12,7 +12,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import PYTHON, log, median, new_board_dir, seed, start_daemon, temp_dir, verdict
+from common import (
+    PYTHON,
+    log,
+    median,
+    new_board_dir,
+    print_beside_python,
+    seed,
+    start_daemon,
+    temp_dir,
+    verdict,
+)
 from coord import model, paths
 from coord.storage.sqlite_tx import SQLiteTx
 from refserver import CLAIM_SQL
@@ -49,9 +59,7 @@ def bench_cli(runs: int, importtime: bool) -> None:
         f"\n== 3. CLI round trip: fresh process to answer, median of {runs} "
         "(daemon up, COORD_DIR and COORD_AGENT set, bytecode cached)"
     )
-    for name, values in times.items():
-        ratio = median(values) / base
-        print(f"   {name:<55} {median(values) * 1000:7.1f} ms  ({ratio:.2f}x python -c pass)")
+    print_beside_python(times, base, 55)
     ratio = median(times["python -m coord next --json"]) / base
     print(
         f"   target: python -m coord next --json <= 4x python -c pass ... {ratio:.2f}x  "

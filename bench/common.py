@@ -229,6 +229,13 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[rank - 1]
 
 
+def print_beside_python(times: dict[str, list[float]], base: float, width: int = 46) -> None:
+    """One line per command: its median and its ratio to ``python -c pass`` (``base``)."""
+    for name, values in times.items():
+        ratio = median(values) / base
+        print(f"   {name:<{width}} {median(values) * 1000:7.1f} ms  ({ratio:.2f}x python -c pass)")
+
+
 def median(values: Sequence[float]) -> float:
     return percentile(sorted(values), 50)
 

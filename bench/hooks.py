@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import PYTHON, log, median, new_board_dir, temp_dir, verdict
+from common import PYTHON, log, median, new_board_dir, print_beside_python, temp_dir, verdict
 from reservations import FREE_PATH, HELD_PATH, HOLDERS, hold_reservations
 
 SESSION = "4f1c2a9e-8b7d-4c3e-9f2a-1b2c3d4e5f60"  # the agent claude-4f1c2a9e, holding nothing
@@ -74,9 +74,7 @@ def bench_hook(runs: int, importtime: bool) -> None:
         f"   <free> = Edit {FREE_PATH} (allowed: exit 0, no output), <held> = Edit {HELD_PATH} "
         "(denied: permissionDecision deny naming agent-7, exit 0)"
     )
-    for name, values in times.items():
-        ratio = median(values) / base
-        print(f"   {name:<46} {median(values) * 1000:7.1f} ms  ({ratio:.2f}x python -c pass)")
+    print_beside_python(times, base)
     worst = max(median(times[f"python -m coord hook <{w}>"]) for w in ("free", "held")) / base
     print(
         f"   target: python -m coord hook <= 3x python -c pass ... {worst:.2f}x (slower of "

@@ -15,6 +15,7 @@ from common import (
     median,
     new_board_dir,
     percentile,
+    print_beside_python,
     reset_claims,
     sql,
     start_daemon,
@@ -100,9 +101,7 @@ def bench_guard(runs: int, importtime: bool) -> None:
     print(
         f"   <free> = {FREE_PATH} (exit 0), <held> = {HELD_PATH} (exit 2, agent-7's src/pkg7/sub)"
     )
-    for name, values in times.items():
-        ratio = median(values) / base
-        print(f"   {name:<46} {median(values) * 1000:7.1f} ms  ({ratio:.2f}x python -c pass)")
+    print_beside_python(times, base)
     worst = max(median(times[f"python -m coord guard <{w}>"]) for w in ("free", "held")) / base
     print(
         f"   target: python -m coord guard <= 3x python -c pass ... {worst:.2f}x (slower of "
