@@ -10,6 +10,7 @@ Imports stay light (argparse, json, http.client): agents run this many times a m
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -298,64 +299,19 @@ def _args_log(p: argparse.ArgumentParser) -> None:
     p.add_argument("--follow", "-f", action="store_true", help="keep streaming new events")
 
 
-def _cmd_spec(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.cli import spec_cmd  # parsing documents is not what agents do every minute
+def _elsewhere(
+    module: str, help_text: str, command: str, configure: str
+) -> tuple[Command, str, Callable[[argparse.ArgumentParser], None]]:
+    """A command whose code is imported only when it runs (or its help is asked for): documents,
+    git, MCP and client wiring are not what agents call every minute."""
 
-    return spec_cmd.cmd_spec(args, ctx)
+    def run(args: argparse.Namespace, ctx: Context) -> Result:
+        return getattr(importlib.import_module(module), command)(args, ctx)
 
+    def arguments(p: argparse.ArgumentParser) -> None:
+        getattr(importlib.import_module(module), configure)(p)
 
-def _args_spec(p: argparse.ArgumentParser) -> None:
-    from coord.cli import spec_cmd
-
-    spec_cmd.args_spec(p)
-
-
-def _cmd_git(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.cli import git_cmd
-
-    return git_cmd.cmd_git(args, ctx)
-
-
-def _args_git(p: argparse.ArgumentParser) -> None:
-    from coord.cli import git_cmd
-
-    git_cmd.args_git(p)
-
-
-def _cmd_mcp(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.mcp.stdio import serve_stdio
-
-    serve_stdio(args)
-    return None, ""
-
-
-def _args_mcp(p: argparse.ArgumentParser) -> None:
-    pass
-
-
-def _cmd_hook(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.hooks import run_hook
-
-    if getattr(args, "agent", None):  # --as NAME: as COORD_AGENT, which hooks read
-        os.environ["COORD_AGENT"] = args.agent
-    return None, "", run_hook(args.client, args.event)
-
-
-def _args_hook(p: argparse.ArgumentParser) -> None:
-    p.add_argument("client", choices=["claude", "codex", "gemini"])
-    p.add_argument("event", help="the client's hook event: PreToolUse, SessionStart, Stop, ...")
-
-
-def _cmd_uninstall(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.cli import wiring
-
-    return wiring.cmd_uninstall(args, ctx)
-
-
-def _args_uninstall(p: argparse.ArgumentParser) -> None:
-    from coord.cli import wiring
-
-    wiring.args_uninstall(p)
+    return run, help_text, arguments
 
 
 KINDS = ["task", "bug", "note", "handoff"]
@@ -426,30 +382,35 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
         "who holds a path, and may you edit it",
         files.args_who,
     ),
-    "spec": (
-        _cmd_spec,
+    "spec": _elsewhere(
+        "coord.cli.spec_cmd",
         "design documents as work queues: lint, import, status, sync",
-        _args_spec,
+        "cmd_spec",
+        "args_spec",
     ),
-    "git": (
-        _cmd_git,
+    "git": _elsewhere(
+        "coord.cli.git_cmd",
         "git-native mode, no daemon: reserve/release/done/status/reap packages on main",
-        _args_git,
+        "cmd_git",
+        "args_git",
     ),
-    "mcp": (
-        _cmd_mcp,
+    "mcp": _elsewhere(
+        "coord.mcp.stdio",
         "serve coord's MCP tools over stdio (agents' clients start this)",
-        _args_mcp,
+        "cmd_mcp",
+        "args_mcp",
     ),
-    "hook": (
-        _cmd_hook,
+    "hook": _elsewhere(
+        "coord.hooks",
         "answer a client's hook (claude, codex, gemini): JSON on stdin, its decision out",
-        _args_hook,
+        "cmd_hook",
+        "args_hook",
     ),
-    "uninstall": (
-        _cmd_uninstall,
+    "uninstall": _elsewhere(
+        "coord.cli.wiring",
         "remove what `coord init` wired into the agents' clients; keeps the board",
-        _args_uninstall,
+        "cmd_uninstall",
+        "args_uninstall",
     ),
     "guard": (
         files.cmd_guard,

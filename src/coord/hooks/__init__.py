@@ -203,3 +203,17 @@ def _print(answer: dict[str, Any]) -> None:
 def _line(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def args_hook(p: Any) -> None:
+    """The full parser's view of `coord hook` (``coord.cli.entry`` usually skips it)."""
+    p.add_argument("client", choices=CLIENTS)
+    p.add_argument("event", help="the client's hook event: PreToolUse, SessionStart, Stop, ...")
+
+
+def cmd_hook(args: Any, ctx: Any) -> tuple[None, str, int]:
+    import os
+
+    if getattr(args, "agent", None):  # --as NAME: as COORD_AGENT, which hooks read
+        os.environ["COORD_AGENT"] = args.agent
+    return None, "", run_hook(args.client, args.event)

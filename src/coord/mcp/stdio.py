@@ -12,6 +12,15 @@ import argparse
 from coord import identity, paths
 
 
+def args_mcp(p: argparse.ArgumentParser) -> None:
+    pass  # --as NAME (every command has it) names the agent
+
+
+def cmd_mcp(args: argparse.Namespace, ctx: object) -> tuple[None, str]:
+    serve_stdio(args)
+    return None, ""
+
+
 def serve_stdio(args: argparse.Namespace) -> None:
     from coord.mcp.backends import HttpBackend
     from coord.mcp.tools import build_server
