@@ -14,7 +14,7 @@ import os
 import sqlite3
 import time
 
-from coord import patterns
+from coord import patterns, worktree
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def check(
     refusals: list[dict[str, Any]] = []
     lines: list[str] = []
     checked: list[str] = []
-    root = str(board_dir.parent) if board_dir is not None else ""
+    root = worktree.root_for(cwd, str(board_dir.parent)) if board_dir is not None else ""
     for raw in given if board_dir is not None else ():
         try:
             checked.append(patterns.normalize(raw, root, cwd=cwd, literal=True))

@@ -37,6 +37,12 @@ def find_board_dir(start: str | Path | None = None) -> Path | None:
         candidate = directory / BOARD_DIRNAME
         if candidate.is_dir():
             return candidate
+    # a linked git worktree outside the main one shares the main working tree's board
+    from coord import worktree
+
+    main = worktree.board_root_for(str(here))
+    if main is not None and (Path(main) / BOARD_DIRNAME).is_dir():
+        return Path(main) / BOARD_DIRNAME
     return None
 
 
@@ -62,6 +68,11 @@ def new_board_dir(start: str | Path | None = None) -> Path:
     if env:
         return Path(env).expanduser().resolve()
     here = Path(start or Path.cwd()).resolve()
+    from coord import worktree
+
+    main = worktree.board_root_for(str(here))  # in a linked worktree: the main one's board
+    if main is not None:
+        return Path(main) / BOARD_DIRNAME
     for directory in (here, *here.parents):
         if (directory / ".git").exists():
             return directory / BOARD_DIRNAME

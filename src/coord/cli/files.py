@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from coord import patterns
+from coord import patterns, worktree
 from coord.cli import argtypes, render
 from coord.errors import InvalidInput
 
@@ -19,8 +19,11 @@ if TYPE_CHECKING:
 
 
 def repo_relative(ctx: Context, given: list[str], *, literal: bool = False) -> list[str]:
-    root = ctx.board_dir.parent
-    return [patterns.normalize(p, root, cwd=os.getcwd(), literal=literal) for p in given]
+    """Paths as the board names them: relative to the repository root (or, in a linked
+    worktree, to that worktree's root: the same repository path)."""
+    cwd = os.getcwd()
+    root = worktree.root_for(cwd, str(ctx.board_dir.parent))
+    return [patterns.normalize(p, root, cwd=cwd, literal=literal) for p in given]
 
 
 def cmd_reserve(args: argparse.Namespace, ctx: Context) -> Result:
@@ -62,7 +65,7 @@ def cmd_who(args: argparse.Namespace, ctx: Context) -> Result:
     from urllib.parse import urlencode
 
     agent = ctx.agent(required=False)
-    path = patterns.normalize(args.path, ctx.board_dir.parent, cwd=os.getcwd(), literal=True)
+    path = repo_relative(ctx, [args.path], literal=True)[0]
     result = ctx.client.get("/v1/who?" + urlencode({"path": path, "agent": agent}))
     if not result["holders"]:
         text = f"{path}: nobody holds it; you may edit it"

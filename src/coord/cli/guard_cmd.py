@@ -56,14 +56,17 @@ def guard_verdict_ok() -> dict[str, Any]:
 def _staged_paths(board_dir: Path) -> list[str]:
     import subprocess
 
+    from coord import worktree
+
+    # the commit being made is the one of the worktree we run in (a linked one, perhaps)
+    root = worktree.root_for(os.getcwd(), str(board_dir.parent))
     try:
         out = subprocess.run(
             ["git", "diff", "--cached", "--name-only", "-z", "--no-renames"],
-            cwd=board_dir.parent,
+            cwd=root,
             capture_output=True,
             check=True,
         ).stdout
     except (OSError, subprocess.CalledProcessError) as err:
         raise InvalidInput(f"cannot list the staged paths with git: {err}") from None
-    root = str(board_dir.parent)
     return [os.path.join(root, p) for p in out.decode().split("\0") if p]

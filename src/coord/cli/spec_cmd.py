@@ -12,7 +12,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from coord import patterns
 from coord.errors import BoardNotFound, InvalidInput
 
 TYPE_CHECKING = False
@@ -301,9 +300,10 @@ def _tick(path: Path, entries: list[tuple[int, str]]) -> None:
 
 
 def _spec_path(ctx: Context, given: str) -> str:
-    root = ctx.board_dir.parent
+    from coord.cli.files import repo_relative
+
     try:
-        return patterns.normalize(given, root, cwd=os.getcwd(), literal=True)
+        return repo_relative(ctx, [given], literal=True)[0]
     except InvalidInput as err:
         raise InvalidInput(f"{given}: {err.message}") from None
 

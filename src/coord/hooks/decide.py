@@ -53,8 +53,14 @@ def find_board_dir(cwd: str) -> BoardDir | None:
             return BoardDir(candidate)
         parent = os.path.dirname(here)
         if parent == here:
-            return None
+            break
         here = parent
+    from coord import worktree  # a linked worktree outside the main one shares its board
+
+    main = worktree.board_root_for(cwd)
+    if main is not None and os.path.isdir(os.path.join(main, ".coord")):
+        return BoardDir(os.path.join(main, ".coord"))
+    return None
 
 
 def edit_refusal(board_dir: Path, given: Sequence[str], agent: str | None, cwd: str) -> str | None:
@@ -76,7 +82,9 @@ def shell_refusal(board_dir: Path, command: str, agent: str | None, cwd: str) ->
             f"coord: `{found.bypass[0]}` would skip coord's pre-commit guard (`coord guard "
             "--staged`), which refuses commits of files another agent holds; commit without it"
         )
-    root = os.path.realpath(board_dir.parent)
+    from coord import worktree
+
+    root = worktree.root_for(cwd, str(board_dir.parent))
     wanted: dict[str, str] = {}  # canonical pattern -> the target as the command wrote it
     for raw, where in found.targets:
         try:

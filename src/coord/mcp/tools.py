@@ -314,10 +314,13 @@ class _ToolKit:
         return await self.call("GET", query("/v1/who", {"path": relative, "agent": agent}))
 
     def _repo_relative(self, given: list[str], *, literal: bool = False) -> list[str]:
-        from coord import patterns
+        from coord import patterns, worktree
 
-        root = self.backend.board_dir.parent
-        cwd = os.getcwd() if self.backend.runs_checks_here else None
+        root = str(self.backend.board_dir.parent)
+        cwd = None
+        if self.backend.runs_checks_here:  # stdio: the agent's working tree, maybe a worktree
+            cwd = os.getcwd()
+            root = worktree.root_for(cwd, root)
         return [patterns.normalize(p, root, cwd=cwd, literal=literal) for p in given]
 
     # --- overview ---------------------------------------------------------------------------
@@ -336,12 +339,15 @@ class _ToolKit:
         }
 
     async def spec_status(self, agent: str, doc: str) -> Any:
+        from coord import worktree
         from coord.spec.parse import parse_file
         from coord.spec.status import status
 
-        root = self.backend.board_dir.parent
         spec = self._repo_relative([doc], literal=True)[0]
-        parsed = parse_file(root / spec)
+        root = str(self.backend.board_dir.parent)
+        if self.backend.runs_checks_here:
+            root = worktree.root_for(os.getcwd(), root)
+        parsed = parse_file(os.path.join(root, spec))
         found: dict[str, dict[str, Any]] = {}
         after = 0
         while True:

@@ -1,0 +1,71 @@
+"""Linked git worktrees share their repository's board, and name files the same way.
+
+Agents often work in separate worktrees (``git worktree add ../feature``, or one nested under
+the repository like ``.claude/worktrees/x``). The board lives at the main working tree's
+root; a path typed in a linked worktree means the same repository path as in the main one
+(``src/a.py`` is ``src/a.py`` in every worktree). Without this, a worktree outside the main
+tree found no board, and a worktree nested inside it named its files
+``.claude/worktrees/x/src/a.py``, which no reservation covers: both let edits through.
+
+Only file reads (``.git`` files and ``commondir``), no ``git`` process and no pathlib: the
+guard and the hooks use this before every edit.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def toplevel(start: str) -> str | None:
+    """The root of the working tree holding ``start``: the nearest directory with a ``.git``
+    (a directory in the main working tree, a file in a linked one)."""
+    here = os.path.realpath(start)
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def main_toplevel(top: str) -> str:
+    """The main working tree's root for a linked worktree's root ``top``; ``top`` itself
+    otherwise (or when the ``.git`` file cannot be read)."""
+    dot_git = os.path.join(top, ".git")
+    if not os.path.isfile(dot_git):
+        return top
+    try:
+        with open(dot_git, encoding="utf-8") as f:
+            line = f.readline().strip()
+        if not line.startswith("gitdir:"):
+            return top
+        gitdir = os.path.join(top, line[len("gitdir:") :].strip())  # absolute stays absolute
+        try:
+            with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
+                common = os.path.join(gitdir, f.readline().strip())
+        except OSError:
+            return top  # a submodule's .git file: no commondir, its own repository
+    except OSError:
+        return top
+    common = os.path.realpath(common)
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else top
+
+
+def board_root_for(start: str) -> str | None:
+    """The main working tree's root when ``start`` is inside a linked worktree, else None."""
+    top = toplevel(start)
+    if top is None:
+        return None
+    main = main_toplevel(top)
+    return main if main != top else None
+
+
+def root_for(cwd: str, board_root: str) -> str:
+    """Where paths typed in ``cwd`` are relative to: the linked worktree of the board's
+    repository that holds ``cwd``, else the board's own root."""
+    top = toplevel(cwd)
+    board_root = os.path.realpath(board_root)
+    if top is None or top == board_root:
+        return board_root
+    return top if main_toplevel(top) == board_root else board_root
