@@ -128,9 +128,9 @@ def cli_agent(
             continue
         mine = claim["item"]["files"]
         for path in mine:
+            asked = time.time()  # from when we saw it held: it may be freed from then on
             other = _held_by_other(root, "cli-agent")
             if other:
-                asked = time.time()
                 allowed, reason = _hook_allows(root, other, "cli-agent")
                 refusals.append(
                     {
