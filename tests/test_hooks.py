@@ -694,3 +694,18 @@ def test_the_guard_finds_the_board_as_coord_paths_does(
             assert found / "board.db" == str(paths.db_path(board_dir))
     monkeypatch.setenv("COORD_DIR", str(board_dir))
     assert decide.find_board_dir(str(elsewhere)) == str(paths.find_board_dir(elsewhere))
+
+
+def test_session_records_of_ended_clients_are_dropped(board_dir: Path) -> None:
+    from coord import paths
+
+    folder = paths.sessions_dir(board_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    (folder / f"{ended.pid}.json").write_text('{"agent": "claude-gone"}')
+    (folder / "1.json").write_text('{"agent": "claude-init"}')  # pid 1 lives
+    identity.remember(board_dir, "claude", "4f1c2a9e")
+    left = sorted(p.name for p in folder.glob("*.json"))
+    assert f"{ended.pid}.json" not in left
+    assert "1.json" in left and f"{identity.client_pid()}.json" in left

@@ -60,7 +60,26 @@ def remember(board_dir: Path, client: str, session_id: str) -> str:
     folder = paths.sessions_dir(board_dir)
     folder.mkdir(parents=True, exist_ok=True)
     paths.write_json_atomic(folder / f"{client_pid()}.json", record)
+    _forget_ended(folder)
     return name
+
+
+def _forget_ended(folder: Path) -> None:
+    """Drop the records of client processes that are gone: one file per session would
+    otherwise pile up forever (a reused pid is overwritten by its own SessionStart)."""
+    for entry in folder.glob("*.json"):
+        if entry.stem.isdigit() and not _alive(int(entry.stem)):
+            entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def recorded(board_dir: Path) -> str | None:
