@@ -58,28 +58,25 @@ def test_paths_in_a_linked_worktree_are_the_repository_paths(layout: tuple[Path,
     assert worktree.board_root_for(str(main / "src")) is None
 
 
-def _no_board_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("COORD_DIR", "COORD_AGENT")}
+def coord_in(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The real `coord` as a process in ``cwd``, finding the board by itself (no COORD_DIR)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COORD_DIR", "COORD_AGENT")}
+    return subprocess.run(
+        [sys.executable, "-m", "coord", *args],
+        input=stdin,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_the_guard_refuses_a_held_file_from_a_linked_worktree(layout: tuple[Path, Path]) -> None:
     _, linked = layout
-    held = subprocess.run(
-        [sys.executable, "-m", "coord", "guard", "src/a.py", "--as", "b"],
-        cwd=linked,
-        env=_no_board_env(),
-        capture_output=True,
-        text=True,
-    )
+    held = coord_in(linked, "guard", "src/a.py", "--as", "b")
     assert held.returncode == 2, held.stderr
     assert "held by a (src/a.py)" in held.stderr
-    mine = subprocess.run(
-        [sys.executable, "-m", "coord", "guard", "src/a.py", "--as", "a"],
-        cwd=linked,
-        env=_no_board_env(),
-        capture_output=True,
-        text=True,
-    )
+    mine = coord_in(linked, "guard", "src/a.py", "--as", "a")
     assert mine.returncode == 0, mine.stderr
 
 
@@ -97,14 +94,7 @@ def test_the_edit_hook_refuses_a_held_file_in_a_linked_worktree(layout: tuple[Pa
             "new_string": "b",
         },
     }
-    answer = subprocess.run(
-        [sys.executable, "-m", "coord", "hook", "claude", "PreToolUse"],
-        input=json.dumps(event),
-        cwd=linked,
-        env=_no_board_env(),
-        capture_output=True,
-        text=True,
-    )
+    answer = coord_in(linked, "hook", "claude", "PreToolUse", stdin=json.dumps(event))
     decision = json.loads(answer.stdout)["hookSpecificOutput"]
     assert decision["permissionDecision"] == "deny"
     assert "src/a.py" in decision["permissionDecisionReason"]
@@ -114,14 +104,7 @@ def test_the_cli_in_a_linked_worktree_reserves_repository_paths(
     layout: tuple[Path, Path],
 ) -> None:
     main, linked = layout
-    env = _no_board_env()
-    made = subprocess.run(
-        [sys.executable, "-m", "coord", "reserve", "src/b.py", "--as", "c", "--json"],
-        cwd=linked,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    made = coord_in(linked, "reserve", "src/b.py", "--as", "c", "--json")
     assert made.returncode == 0, made.stdout + made.stderr
     patterns = [r["pattern"] for r in json.loads(made.stdout)["reservations"]]
     assert patterns == ["src/b.py"]  # not "../wt/src/b.py" nor ".claude/worktrees/wt/src/b.py"
@@ -139,12 +122,6 @@ def test_the_pre_commit_guard_reads_the_linked_worktrees_staged_files(
     _, linked = layout
     (linked / "src" / "a.py").write_text("changed in the worktree\n")
     git(linked, "add", "src/a.py")
-    staged = subprocess.run(
-        [sys.executable, "-m", "coord", "guard", "--staged", "--as", "b"],
-        cwd=linked,
-        env=_no_board_env(),
-        capture_output=True,
-        text=True,
-    )
+    staged = coord_in(linked, "guard", "--staged", "--as", "b")
     assert staged.returncode == 2, staged.stderr
     assert "src/a.py is held by a" in staged.stderr

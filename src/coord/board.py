@@ -424,7 +424,7 @@ class Board(reserving.FileReservations, WorkPackages):
                     details["checks_skipped"] = skip_checks
                 return self._change(tx, item, changes, agent, "done", now, details)
             if record is not None:  # the failed run is news: keep it, keep the claim
-                failed = getattr(refusal, "details", {}).get("failed", [])
+                failed = refusal.details.get("failed", [])
                 self._change(
                     tx,
                     item,

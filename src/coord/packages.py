@@ -143,6 +143,7 @@ class WorkPackages:
             package["key"] = prefix + package["id"]
             package["deps"] = [prefix + d for d in package["dependencies"]]
             package["files"] = reserving.canonical(package["files"], self.repo_root)
+            package["escalate_to"] = escalate_to
         _refuse_cycles(spec, wanted)
         result: dict[str, Any] = {
             "spec": spec,
@@ -164,14 +165,15 @@ class WorkPackages:
             }
             known = self._resolve_keys(tx, spec, wanted, mine)
             keys = {p["key"] for p in wanted}
+            created = set()
             for package in wanted:
-                item = known.get(package["key"])
-                if item is None:
+                if package["key"] not in known:
                     known[package["key"]] = self._create(tx, spec, package, created_by, now)
                     result["created"].append(package["id"])
+                    created.add(package["key"])
             for package in wanted:
                 item = known[package["key"]]
-                if package["id"] in result["created"]:
+                if package["key"] in created:
                     self._add_deps(tx, item.id, package, keys, known)
                     continue
                 changed = self._update(tx, item, package, keys, known, created_by, now)
@@ -179,13 +181,8 @@ class WorkPackages:
             for package in wanted:
                 if package["done"]:
                     self._close_ticked(tx, spec, package, created_by, now, result)
-            gone = sorted(set(mine) - {p["key"] for p in wanted}, key=lambda k: mine[k].id)
-            result["removed"] = [k[len(prefix) :] if k.startswith(prefix) else k for k in gone]
-            if escalate_to is not None:
-                for package in wanted:
-                    item = rules.require_item(tx, package["key"])
-                    if item.escalate_to != escalate_to:
-                        tx.update_item(item.id, item.fencing_token, {"escalate_to": escalate_to})
+            gone = sorted(set(mine) - keys, key=lambda k: mine[k].id)
+            result["removed"] = [k.removeprefix(prefix) for k in gone]
             self._adopt(tx, spec, adoptions, prefix, result, now)
             self._touch(tx, created_by, now)
         return result
@@ -255,6 +252,7 @@ class WorkPackages:
             spec=spec,
             spec_line=package["line"],
             checks=package["checks"],
+            escalate_to=package["escalate_to"],
         )
         tx.set_item_files(item_id, package["files"])
         tx.append_event(
@@ -295,8 +293,14 @@ class WorkPackages:
         adding = [known[d].id for d in adding_keys]
         removing = [d for d in item.deps if d not in deps]
         files_changed = tuple(item.files) != tuple(package["files"])
-        if item.spec_line != package["line"]:  # the text moved: not news, but keep it exact
-            tx.update_item(item.id, item.fencing_token, {"spec_line": package["line"]})
+        # bookkeeping, not news: where the text is now, and whom to ask
+        bookkeeping: dict[str, Any] = {}
+        if item.spec_line != package["line"]:
+            bookkeeping["spec_line"] = package["line"]
+        if package["escalate_to"] is not None and item.escalate_to != package["escalate_to"]:
+            bookkeeping["escalate_to"] = package["escalate_to"]
+        if bookkeeping:
+            tx.update_item(item.id, item.fencing_token, bookkeeping)
         if not changes and not adding and not removing and not files_changed:
             return False
         if adding:

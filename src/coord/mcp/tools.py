@@ -17,6 +17,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 
@@ -396,6 +397,4 @@ def _brief(item: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _to_thread(work: Callable[[], Any]) -> Any:
-    import anyio
-
     return await anyio.to_thread.run_sync(work)

@@ -303,8 +303,9 @@ def create_app(
 
     async def ack(request: Request) -> Response:
         body = await _json_object(request, {"agent"})
-        added = board.ack(request.path_params["id"], agent=_agent(body))
-        item_id = board.get(request.path_params["id"]).id
+        ref = model.check_item_ref(request.path_params["id"])
+        added = board.ack(ref, agent=_agent(body))
+        item_id = ref if isinstance(ref, int) else board.get(ref).id  # a key: say which item
         return JSONResponse({"id": item_id, "agent": body["agent"], "new": added})
 
     async def inbox(request: Request) -> Response:
