@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from coord.errors import CoordError
-from coord.storage.sqlite import SQLiteStorage, _migrations
+from coord.storage.sqlite import SCHEMA_VERSION_TABLE, SQLiteStorage, _migrations, _split_sql
 
 
 def test_connection_settings(tmp_path: Path) -> None:
@@ -62,8 +64,8 @@ def _seed(storage: SQLiteStorage, count: int, state: str, now: float) -> None:
     conn.execute("COMMIT")
 
 
-def _next_claimable_work(storage: SQLiteStorage, now: float) -> tuple[int | None, int, list[str]]:
-    """(result, SQLite VM steps, SQL run) of one call of the claim-next read."""
+def _counted(storage: SQLiteStorage, work: Callable[[], int | None]) -> tuple[Any, int, list[str]]:
+    """(result, SQLite VM steps, SQL run) of one call of ``work``."""
     conn = storage._conn()
     steps, traced = [0], []
 
@@ -73,30 +75,58 @@ def _next_claimable_work(storage: SQLiteStorage, now: float) -> tuple[int | None
 
     conn.set_progress_handler(count, 1)
     conn.set_trace_callback(traced.append)
-    with storage.read() as tx:
-        found = next((i.id for i in tx.claimable_items(now, ("task",), None)), None)
-    conn.set_progress_handler(None, 1)
-    conn.set_trace_callback(None)
-    return found, steps[0], [s for s in traced if s.lstrip().startswith("SELECT")]
+    try:
+        found = work()
+    finally:
+        conn.set_progress_handler(None, 1)
+        conn.set_trace_callback(None)
+    return found, steps[0], [s for s in traced if s.lstrip().startswith(("SELECT", "UPDATE"))]
 
 
-def test_claim_next_does_not_read_done_or_live_claimed_rows(tmp_path: Path) -> None:
+def _next_claimable_work(storage: SQLiteStorage, now: float) -> tuple[Any, int, list[str]]:
+    def read() -> int | None:
+        with storage.read() as tx:
+            return next((i.id for i in tx.claimable_items(now, ("task",), None)), None)
+
+    return _counted(storage, read)
+
+
+class _Undo(Exception):
+    pass
+
+
+def _one_statement_claim_work(storage: SQLiteStorage, now: float) -> tuple[Any, int, list[str]]:
+    def claim() -> int | None:
+        took = None
+        with pytest.raises(_Undo), storage.write() as tx:  # measured, then rolled back
+            took = tx.take_first_pending("me", ("task",), None, now, now + 60)
+            raise _Undo
+        return took.id if took else None
+
+    return _counted(storage, claim)
+
+
+@pytest.mark.parametrize("work", [_next_claimable_work, _one_statement_claim_work])
+def test_claim_next_does_not_read_done_or_live_claimed_rows(
+    tmp_path: Path, work: Callable[[SQLiteStorage, float], tuple[Any, int, list[str]]]
+) -> None:
     """The work of claim-next stays the same however many done, claimed (and later pending)
-    rows pile up."""
+    rows pile up: the read the core pages through, and the one-statement claim."""
     now = time.time()
     storage = SQLiteStorage(tmp_path / "board.db")
     _seed(storage, 5, "pending", now)
     _seed(storage, 100, "done", now)
     _seed(storage, 100, "claimed", now)
-    small = _next_claimable_work(storage, now)
+    small = work(storage, now)
     _seed(storage, 20_000, "done", now)
     _seed(storage, 20_000, "claimed", now)
     _seed(storage, 2_000, "pending", now)
-    large = _next_claimable_work(storage, now)
+    large = work(storage, now)
     storage._conn().execute("ANALYZE")  # the planner may choose otherwise with statistics
-    analysed = _next_claimable_work(storage, now)
+    analysed = work(storage, now)
     assert small[0] == large[0] == analysed[0] == 1
     assert large[1] == small[1] == analysed[1]  # counted in VM instructions, not time
+    assert large[2]
     for sql in large[2]:
         plan = _plan(storage._conn(), sql, [])  # traced SQL has its values bound
         lines = [line for line in plan.splitlines() if " items " in f" {line} "]
@@ -122,4 +152,44 @@ def test_unreadable_labels_column_is_never_written(tmp_path: Path) -> None:
         )
     raw = storage._conn().execute("SELECT labels FROM items WHERE id = ?", (item_id,)).fetchone()
     assert json.loads(raw[0]) == ["a", "b"]
+    storage.close()
+
+
+def test_the_event_log_keeps_its_numbers_across_the_move_off_autoincrement(
+    tmp_path: Path,
+) -> None:
+    """Migration 4 rebuilds ``events`` without AUTOINCREMENT on a board written by schema 3."""
+    db = tmp_path / "board.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(SCHEMA_VERSION_TABLE)
+    for version, name, sql in _migrations():
+        if version < 4:
+            for statement in _split_sql(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
+    conn.executemany(
+        "INSERT INTO events (at, agent, item_id, kind, details) VALUES (?, 'a', ?, 'claimed', ?)",
+        [(float(n), n % 3 or None, json.dumps({"n": n})) for n in range(1, 51)],
+    )
+    before = conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
+    conn.close()
+
+    storage = SQLiteStorage(db)
+    conn = storage._conn()
+    assert storage.schema_version() == 4
+    assert conn.execute("SELECT * FROM events ORDER BY seq").fetchall() == before
+    assert conn.execute(
+        "SELECT count(*) FROM sqlite_sequence WHERE name = 'events'"
+    ).fetchone() == (0,)
+    with storage.write() as tx:
+        assert tx.append_event(at=99.0, agent="b", item_id=None, kind="note", details={}) == 51
+    with storage.read() as tx:
+        assert [e.seq for e in tx.events_after(48, 10)] == [49, 50, 51]
+        assert [e.seq for e in tx.events_after(0, 100, item_id=1)] == list(range(1, 51, 3))
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("DELETE FROM events WHERE seq = 51")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("UPDATE events SET kind = 'x' WHERE seq = 1")
+    plan = _plan(conn, "SELECT seq FROM events WHERE item_id = 1 ORDER BY seq", [])
+    assert "events_item" in plan
     storage.close()

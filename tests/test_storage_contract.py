@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from coord.model import Item
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
 from coord.storage.sqlite import SQLiteStorage
 
@@ -289,3 +291,91 @@ def test_live_reservations_near_returns_every_possible_overlap(storage: Storage)
     assert len(everything) == len(held)
     assert [r.pattern for r in mine] == ["src/a/b.py/deeper"]
     assert len(from_glob) == len(held)  # a pattern starting with a glob may meet anything
+
+
+# --- claim-next's one-statement claim ---------------------------------------------------------
+# A backend may leave ``take_first_pending`` at its default (None: the core does the claim);
+# the answers it does give must be exactly the core's.
+
+
+def _claimed_fields(item: Item | None) -> tuple[Any, ...]:
+    assert item is not None
+    return (item.id, item.state, item.claimed_by, item.fencing_token, item.lease_expires_at)
+
+
+class _Undo(Exception):
+    pass
+
+
+def _offers_one_statement_claim(storage: Storage) -> None:
+    took = None
+    with pytest.raises(_Undo), storage.write() as tx:  # rolled back: leaves nothing behind
+        _add(tx)
+        took = tx.take_first_pending("a", ("task",), None, 1.0, 2.0)
+        raise _Undo
+    if took is None:
+        pytest.skip("this backend leaves every claim to the core")
+
+
+def test_take_first_pending_claims_the_item_claimable_items_puts_first(storage: Storage) -> None:
+    _offers_one_statement_claim(storage)
+    with storage.write() as tx:
+        dep = _add(tx, priority=4)
+        blocked = _add(tx, priority=0)
+        tx.add_deps(blocked, [dep])
+        low = _add(tx, priority=3)
+        bug = _add(tx, priority=1, kind="bug", labels=("ui",))
+        first = _add(tx, priority=1)
+    cases = [(("task",), None), (("task", "bug"), "ui"), (("task", "bug"), None)] * 2
+    taken = []
+    for kinds, label in cases:
+        with storage.write() as tx:
+            in_line = tx.claimable_items(500.0, kinds, label)
+            took = tx.take_first_pending("agent", kinds, label, 500.0, 800.0)
+            if not in_line:
+                assert took is None
+                continue
+            expected = in_line[0]
+            assert _claimed_fields(took) == (
+                expected.id,
+                "claimed",
+                "agent",
+                expected.fencing_token + 1,
+                800.0,
+            )
+            assert took is not None and took.updated_at == 500.0 and took.deps == expected.deps
+            assert _claimed_fields(tx.get_item(took.id)) == _claimed_fields(took)
+            taken.append(took.id)
+    # the dependency is claimed, not done: the item waiting on it is never taken
+    assert taken == [first, bug, low, dep]
+    with storage.read() as tx:
+        assert tx.get_item(blocked).state == "pending"  # type: ignore[union-attr]
+
+
+def test_take_first_pending_leaves_files_and_takeovers_to_the_core(storage: Storage) -> None:
+    with storage.write() as tx:
+        with_files = _add(tx, priority=0)
+        tx.set_item_files(with_files, ["src/a.py"])
+        plain = _add(tx, priority=1)
+        lapsed = _add(tx, priority=4, kind="bug")
+        tx.update_item(
+            lapsed,
+            0,
+            {"state": "claimed", "claimed_by": "x", "fencing_token": 1, "lease_expires_at": 50.0},
+        )
+    with storage.write() as tx:
+        # first in line declares files: the core must check them; nothing is written
+        assert tx.take_first_pending("a", ("task", "bug"), None, 10.0, 99.0) is None
+        tx.update_item(with_files, 0, {"state": "cancelled", "closed_at": 1.0})
+        # a lapsed lease is claimable (even behind a better pending item): a takeover
+        assert tx.take_first_pending("a", ("task", "bug"), None, 60.0, 99.0) is None
+    with storage.read() as tx:
+        assert [(i.state, i.fencing_token) for i in map(tx.get_item, (plain, lapsed))] == [  # type: ignore[union-attr]
+            ("pending", 0),
+            ("claimed", 1),
+        ]
+    with storage.write() as tx:
+        took = tx.take_first_pending("a", ("task",), None, 60.0, 99.0)  # the lapsed one is a bug
+        assert took is None or _claimed_fields(took) == (plain, "claimed", "a", 1, 99.0)
+        if took is not None:
+            assert tx.take_first_pending("a", ("task",), None, 60.0, 99.0) is None  # none left

@@ -314,6 +314,15 @@ class Board(reserving.FileReservations, WorkPackages):
         lease = model.check_lease(lease_seconds, self.default_lease_seconds)
         with self.storage.write() as tx:
             now = self.now()
+            expires = now + lease
+            # The usual case, a pending item without files, is one statement; takeovers and
+            # items with files come here only when they are first in line.
+            item = tx.take_first_pending(agent, kinds, label, now, expires)
+            if item is not None:
+                token = item.fencing_token
+                details = {"token": token, "lease_expires_at": iso(expires)}
+                self._record(tx, agent, item.id, "claimed", now, details)
+                return Claim(item, agent, token, expires)
             for item, live in self._ready_for(tx, agent, kinds, label, now):
                 return self._take(tx, item, agent, lease, now, live)
         raise rules.nothing_ready(kind, label)
@@ -753,11 +762,23 @@ class Board(reserving.FileReservations, WorkPackages):
         # a backend ever let two writers interleave, this is where the loser would stop.
         if not tx.update_item(item.id, item.fencing_token, changes):
             raise CoordError(f"item {item.id} changed under us; nothing was written")
-        tx.append_event(at=now, agent=agent, item_id=item.id, kind=kind, details=details)
-        self._touch(tx, agent, now)
+        self._record(tx, agent, item.id, kind, now, details)
         for name, value in (changes | also).items():
             setattr(item, name, value)
         return item
+
+    def _record(
+        self,
+        tx: WriteTx,
+        agent: str,
+        item_id: int,
+        kind: str,
+        now: float,
+        details: dict[str, Any],
+    ) -> None:
+        """Log a change of the item and note that the agent was seen."""
+        tx.append_event(at=now, agent=agent, item_id=item_id, kind=kind, details=details)
+        self._touch(tx, agent, now)
 
     def _touch(self, tx: WriteTx, agent: str, now: float) -> None:
         # last_seen to the second is plenty; skipping the upsert keeps hot writes lean.

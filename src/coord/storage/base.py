@@ -131,6 +131,19 @@ class WriteTx(ReadTx):
         checks, evidence, question, escalate_to.
         """
 
+    def take_first_pending(
+        self, agent: str, kinds: Sequence[str], label: str | None, now: float, expires_at: float
+    ) -> Item | None:
+        """Claim-next's usual case in one conditional write, or None with nothing written.
+
+        Claims the first item of ``claimable_items(now, kinds, label)`` for ``agent`` until
+        ``expires_at`` (token + 1, ``updated_at = now``) only when that item is pending and
+        declares no files, and no lapsed lease is claimable under the same filters (a
+        takeover, or files to check, is the core's job). Returns the item as written. A
+        backend without such a statement keeps this default, and the core does the rest.
+        """
+        return None
+
     @abstractmethod
     def add_deps(self, item_id: int, deps: Iterable[int]) -> None: ...
 

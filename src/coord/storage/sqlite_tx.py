@@ -6,6 +6,7 @@ Each method is one or two statements run on the connection of the transaction th
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -42,6 +43,8 @@ _UPDATABLE = frozenset(
 )
 _JSON_COLUMNS = frozenset({"labels", "checks", "evidence"})
 _MAX_NEAR_PREFIXES = 200
+# UPDATE ... RETURNING arrived in SQLite 3.35 (2021); older libraries take the general path.
+_HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 _ITEM_RELATIONS = (
     "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), "
     "(SELECT json_group_array(d.depends_on) FROM deps d JOIN items dep ON dep.id = d.depends_on "
@@ -86,36 +89,7 @@ class SQLiteTx(WriteTx):
             f"SELECT {_ITEM_COLUMNS}, {_ITEM_RELATIONS} FROM {source} WHERE {where} {tail}",
             params,
         ).fetchall()
-        return [
-            Item(
-                id=row[0],
-                kind=row[1],
-                title=row[2],
-                body=row[3],
-                priority=row[4],
-                labels=_array(row[5]),
-                state=row[6],
-                created_by=row[7],
-                to=row[8],
-                claimed_by=row[9],
-                fencing_token=row[10],
-                lease_expires_at=row[11],
-                created_at=row[12],
-                updated_at=row[13],
-                closed_at=row[14],
-                key=row[15],
-                spec=row[16],
-                spec_line=row[17],
-                checks=_array(row[18]),
-                evidence=json.loads(row[19]) if row[19] else None,
-                question=row[20],
-                escalate_to=row[21],
-                deps=_array(row[22]),
-                blocked_by=_array(row[23]),
-                files=_array(row[24]),
-            )
-            for row in rows
-        ]
+        return [_item(row) for row in rows]
 
     def get_item(self, item_id: int) -> Item | None:
         found = self._items("id = ?", (item_id,))
@@ -167,11 +141,7 @@ class SQLiteTx(WriteTx):
         # order straight off their partial index, and claimed rows whose lease has run out
         # (usually none). Merged here. One statement with UNION ALL and an outer ORDER BY
         # measured 3-4x slower per claim: co-routines and temporary b-trees for one row.
-        filters = f"kind IN ({','.join('?' * len(kinds))})"
-        params: list[Any] = list(kinds)
-        if label is not None:
-            filters += f" AND {_HAS_LABEL}"
-            params.append(label)
+        filters, params = _claim_filters(kinds, label)
         if after is not None:
             filters += " AND (priority, id) > (?, ?)"
             params.extend(after)
@@ -190,6 +160,17 @@ class SQLiteTx(WriteTx):
         )
         found.sort(key=lambda item: (item.priority, item.id))
         return found[:limit]
+
+    def take_first_pending(
+        self, agent: str, kinds: Sequence[str], label: str | None, now: float, expires_at: float
+    ) -> Item | None:
+        if not _HAS_RETURNING:
+            return None
+        filters, params = _claim_filters(kinds, label)
+        rows = self.conn.execute(
+            _take_first_pending_sql(filters), [agent, expires_at, now, *params, now, *params]
+        ).fetchall()
+        return _item(rows[0]) if rows else None
 
     def live_reservations(
         self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
@@ -495,6 +476,66 @@ def _near_prefixes(prefixes: set[str]) -> tuple[str, list[Any]]:
     marks = ",".join("?" * len(ancestors))
     spans = " OR ".join(["(prefix >= ? AND prefix < ?)"] * len(prefixes))
     return f"(prefix IN ({marks}) OR {spans})", [*sorted(ancestors), *ranges]
+
+
+def _claim_filters(kinds: Sequence[str], label: str | None) -> tuple[str, list[Any]]:
+    """The kind and label conditions of claim-next, on the ``items`` of the enclosing query."""
+    filters = f"kind IN ({','.join('?' * len(kinds))})"
+    params: list[Any] = list(kinds)
+    if label is not None:
+        filters += f" AND {_HAS_LABEL}"
+        params.append(label)
+    return filters, params
+
+
+@functools.lru_cache(maxsize=32)
+def _take_first_pending_sql(filters: str) -> str:
+    # Parameters: agent, lease end, now; the filters' values; now; the filters' values again.
+    # Inside each subquery ``items`` names the subquery's own row (the innermost scope wins);
+    # in the outer WHERE and in RETURNING it names the row being claimed.
+    return f"""
+UPDATE items
+   SET state = 'claimed', claimed_by = ?, fencing_token = fencing_token + 1,
+       lease_expires_at = ?, updated_at = ?
+ WHERE id = (SELECT id FROM items INDEXED BY items_pending
+              WHERE state = 'pending' AND {filters} AND NOT {_UNMET_DEPS}
+              ORDER BY priority, id LIMIT 1)
+   AND NOT EXISTS (SELECT 1 FROM item_files WHERE item_id = items.id)
+   AND NOT EXISTS (SELECT 1 FROM items INDEXED BY items_claimed_lease
+                    WHERE state = 'claimed' AND lease_expires_at <= ? AND question IS NULL
+                      AND {filters} AND NOT {_UNMET_DEPS})
+RETURNING {_ITEM_COLUMNS}, {_ITEM_RELATIONS}"""
+
+
+def _item(row: Sequence[Any]) -> Item:
+    """An item from a row of ``_ITEM_COLUMNS`` followed by ``_ITEM_RELATIONS``."""
+    return Item(
+        id=row[0],
+        kind=row[1],
+        title=row[2],
+        body=row[3],
+        priority=row[4],
+        labels=_array(row[5]),
+        state=row[6],
+        created_by=row[7],
+        to=row[8],
+        claimed_by=row[9],
+        fencing_token=row[10],
+        lease_expires_at=row[11],
+        created_at=row[12],
+        updated_at=row[13],
+        closed_at=row[14],
+        key=row[15],
+        spec=row[16],
+        spec_line=row[17],
+        checks=_array(row[18]),
+        evidence=json.loads(row[19]) if row[19] else None,
+        question=row[20],
+        escalate_to=row[21],
+        deps=_array(row[22]),
+        blocked_by=_array(row[23]),
+        files=_array(row[24]),
+    )
 
 
 def _array(text: str) -> tuple[Any, ...]:

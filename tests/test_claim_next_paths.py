@@ -1,0 +1,191 @@
+"""claim-next has two paths: one statement for the usual case, the core for the rest.
+
+Random boards and random histories run on two boards side by side, one whose storage never
+offers the one-statement claim. Every answer, every item and every event must be the same.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import Clock
+from coord.board import Board
+from coord.errors import CoordError
+from coord.model import Item
+from coord.storage.base import WriteTx
+from coord.storage.sqlite import SQLiteStorage
+from coord.storage.sqlite_tx import SQLiteTx
+
+AGENTS = ("a", "b", "c")
+FILES = ("src/a.py", "src/b.py", "docs/*.md")
+
+
+class _CoreOnlyTx(SQLiteTx):
+    def take_first_pending(self, *args: Any) -> Item | None:
+        return None
+
+
+class CoreOnlyStorage(SQLiteStorage):
+    """SQLite that leaves every claim to the core's general path."""
+
+    @contextmanager
+    def write(self) -> Iterator[WriteTx]:
+        with super().write() as tx:
+            assert isinstance(tx, SQLiteTx)
+            yield _CoreOnlyTx(tx.conn)
+
+
+class CountingStorage(SQLiteStorage):
+    """SQLite that counts how many claims took the one-statement path."""
+
+    fast = 0
+
+    @contextmanager
+    def write(self) -> Iterator[WriteTx]:
+        with super().write() as tx:
+            assert isinstance(tx, SQLiteTx)
+            outer = self
+
+            class Counting(SQLiteTx):
+                def take_first_pending(self, *args: Any) -> Item | None:
+                    took = super().take_first_pending(*args)
+                    outer.fast += took is not None
+                    return took
+
+            yield Counting(tx.conn)
+
+
+_add = st.fixed_dictionaries(
+    {
+        "op": st.just("add"),
+        "priority": st.integers(0, 4),
+        "kind": st.sampled_from(("task", "bug", "note")),
+        "labels": st.lists(st.sampled_from(("ui", "db")), max_size=2, unique=True),
+        "deps": st.lists(st.integers(1, 12), max_size=2, unique=True),
+        "files": st.lists(st.sampled_from(FILES), max_size=2, unique=True),
+    }
+)
+_claim = st.fixed_dictionaries(
+    {
+        "op": st.just("claim_next"),
+        "agent": st.sampled_from(AGENTS),
+        "kind": st.sampled_from((None, None, "task", "bug")),
+        "label": st.sampled_from((None, None, None, "ui")),
+        "lease": st.sampled_from((10, 30, 100)),
+    }
+)
+_end = st.fixed_dictionaries(
+    {
+        "op": st.sampled_from(("done", "release")),
+        "agent": st.sampled_from(AGENTS),
+        "which": st.integers(0, 3),
+    }
+)
+_reserve = st.fixed_dictionaries(
+    {"op": st.just("reserve"), "agent": st.sampled_from(AGENTS), "file": st.sampled_from(FILES)}
+)
+_wait = st.fixed_dictionaries({"op": st.just("wait"), "seconds": st.sampled_from((5, 20, 60))})
+histories = st.tuples(
+    st.lists(_add, min_size=3, max_size=10),
+    st.lists(
+        st.one_of(_add, _claim, _claim, _claim, _end, _end, _reserve, _wait),
+        min_size=10,
+        max_size=40,
+    ),
+).map(lambda parts: parts[0] + parts[1])
+
+
+class Run:
+    """One board and what its agents hold, driven by the history's steps."""
+
+    def __init__(self, board: Board, clock: Clock) -> None:
+        self.board, self.clock = board, clock
+        self.held: dict[str, list[tuple[int, int]]] = {name: [] for name in AGENTS}
+        self.added = 0
+
+    def step(self, op: dict[str, Any]) -> Any:
+        try:
+            return self._step(op)
+        except CoordError as err:
+            return err.to_dict()
+
+    def _step(self, op: dict[str, Any]) -> Any:
+        board = self.board
+        if op["op"] == "wait":
+            self.clock.advance(op["seconds"])
+            return None
+        if op["op"] == "add":  # dependencies on items added before: never a cycle
+            fields = {k: v for k, v in op.items() if k != "op"}
+            fields["deps"] = sorted({(d - 1) % self.added + 1 for d in op["deps"] if self.added})
+            self.added += 1
+            return board.add("t", created_by="h", **fields).id
+        if op["op"] == "reserve":
+            return [r.pattern for r in board.reserve([op["file"]], agent=op["agent"])]
+        if op["op"] == "claim_next":
+            won = board.claim_next(
+                agent=op["agent"], kind=op["kind"], label=op["label"], lease_seconds=op["lease"]
+            )
+            self.held[won.agent].append((won.item.id, won.token))
+            return won.to_dict(self.clock())
+        held = self.held[op["agent"]]
+        if not held:
+            return None
+        item_id, token = held.pop(op["which"] % len(held))
+        if op["op"] == "done":
+            return board.done(item_id, agent=op["agent"], token=token).to_dict(self.clock())
+        return board.release(item_id, agent=op["agent"], token=token).to_dict(self.clock())
+
+
+def _board(storage: SQLiteStorage, root: Path, clock: Clock) -> Board:
+    return Board(storage, clock=clock, default_lease_seconds=60, repo_root=root)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=histories)
+def test_both_paths_give_the_same_answers_items_and_log(history: list[dict[str, Any]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        fast_clock, core_clock = Clock(), Clock()
+        fast = Run(_board(CountingStorage(root / "fast.db"), root, fast_clock), fast_clock)
+        core = Run(_board(CoreOnlyStorage(root / "core.db"), root, core_clock), core_clock)
+        try:
+            for op in history:
+                assert fast.step(op) == core.step(op), op
+            now = fast_clock()
+            listed = [
+                [i.to_dict(now) for i in run.board.list_items(limit=1000)] for run in (fast, core)
+            ]
+            assert listed[0] == listed[1]
+            logged = [
+                [(e.seq, e.at, e.agent, e.item_id, e.kind, e.details) for e in run.board.events()]
+                for run in (fast, core)
+            ]
+            assert logged[0] == logged[1]
+        finally:
+            fast.board.close()
+            core.board.close()
+
+
+def test_a_plain_claim_takes_the_one_statement_path(tmp_path: Path) -> None:
+    clock = Clock()
+    storage = CountingStorage(tmp_path / "board.db")
+    board = _board(storage, tmp_path, clock)
+    plain = board.add("plain", created_by="h", priority=1)
+    with_files = board.add("files", created_by="h", priority=0, files=["src/a.py"])
+    assert board.claim_next(agent="a").item.id == with_files.id  # first in line, has files
+    assert storage.fast == 0
+    won = board.claim_next(agent="b", lease_seconds=10)
+    assert (won.item.id, storage.fast) == (plain.id, 1)
+    clock.advance(11)
+    board.add("newer", created_by="h", priority=0)
+    took_over = board.claim_next(agent="c")  # the lapsed lease is not the first in line ...
+    assert took_over.item.title == "newer" and storage.fast == 1  # ... but the core decides
+    assert board.claim_next(agent="c").takeover_from == "b"
+    board.close()
