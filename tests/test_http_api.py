@@ -307,6 +307,26 @@ def test_bad_input_gets_status_and_message_and_changes_nothing(
     assert snapshot(api) == before
 
 
+def test_numbers_json_has_not_are_refused_and_big_ones_read_back(api: TestClient) -> None:
+    """Python's json reads NaN, Infinity and 1e999; stored in evidence they would make
+    every later answer about the item unencodable. 2**70 is valid JSON and reads back."""
+    post(api, "/v1/items", {"agent": "h", "title": "t"})
+    token = post(api, "/v1/claim-next", {"agent": "a"}).json()["token"]
+    before = snapshot(api)
+    for bad in ("NaN", "Infinity", "-Infinity", "1e999"):
+        run = '{"command": "make", "exit_code": 0, "duration_s": ' + bad + "}"
+        body = f'{{"agent": "a", "token": {token}, "evidence": [{run}]}}'
+        refused = api.post("/v1/items/1/done", content=body.encode(), headers=AUTH)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"] == "invalid_json" and bad in refused.json()["message"]
+    assert snapshot(api) == before
+    run = {"command": "make", "exit_code": 2**70, "duration_s": 1.5}
+    done = post(api, "/v1/items/1/done", {"agent": "a", "token": token, "evidence": [run]})
+    assert done.status_code == 200, done.text
+    for answer in (done.json(), api.get("/v1/items/1").json()):
+        assert answer["evidence"]["runs"][0]["exit_code"] == 2**70
+
+
 @pytest.mark.parametrize(
     "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic dGVzdA=="}]
 )

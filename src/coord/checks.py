@@ -106,6 +106,14 @@ def check_runs(value: Any) -> list[dict[str, Any]] | None:
         output = entry.get("output_tail")
         if output is not None and not isinstance(output, str):
             raise InvalidInput("output_tail must be a string", field="evidence")
+        head = entry.get("head")
+        if head is not None and not isinstance(head, str):
+            raise InvalidInput("head must be a commit id (string)", field="evidence")
+        took = entry.get("duration_s")
+        if took is not None and (
+            isinstance(took, bool) or not isinstance(took, int | float) or not 0 <= took < 1e9
+        ):
+            raise InvalidInput("duration_s must be a number of seconds", field="evidence")
         runs.append({**entry, "output_tail": (output or "")[-model.MAX_EVIDENCE_OUTPUT :]})
     return runs
 
