@@ -57,7 +57,9 @@ def mostly_done_board(items: int, needed: int) -> tuple[Path, int]:
 
 
 def bench_claim_next(items: int, quick: bool, layout: str) -> None:
-    warmup, count, rounds = (20, 150, 2) if quick else (50, 400, 3)
+    # Many short rounds, coord and reference back to back: this machine's speed drifts by
+    # 2x within a minute, and a ratio of neighbouring rounds cancels most of the drift.
+    warmup, count, rounds = (20, 150, 3) if quick else (50, 300, 7)
     needed = math.ceil(CONNS * (warmup + count) * 1.1)
     coord_dir, pending = mostly_done_board(items, needed)
     dirs = {"coord": coord_dir, "reference": copy_board(coord_dir, "reference")}
@@ -105,6 +107,7 @@ def bench_claim_next(items: int, quick: bool, layout: str) -> None:
             f"loadgen CPU {row['client_us']:3.0f} us/req  "
             f"(rounds: {', '.join(f'{x:,.0f}' for x in row['rounds'])})"
         )
+        print(f"   {'':<14}p99 per round: {', '.join(f'{x:.1f}' for x in row['p99s'])} ms")
     coord, ref = rows["coord"], rows["reference"]
     ratios = [c / r for c, r in zip(coord["rounds"], ref["rounds"], strict=True)]
     ratio, p99 = median(ratios), coord["p99"]
@@ -127,6 +130,7 @@ def _row(results: list[LoadResult]) -> dict[str, Any]:
         "server_us": median([p["server_us"] for p in per]),
         "client_us": median([p["client_us"] for p in per]),
         "rounds": [p["rate"] for p in per],
+        "p99s": [p["p99"] for p in per],
     }
 
 

@@ -5,9 +5,9 @@
 Served like ``coord serve`` serves the board (src/coord/server/daemon.py): uvicorn with
 httptools, no access log, lifespan off, a pre-bound 127.0.0.1 socket with backlog 1024,
 and the database opened with the same settings as src/coord/storage/sqlite.py (WAL,
-synchronous=NORMAL, busy_timeout=5000, foreign_keys=ON, isolation_level=None). The claim runs
-inline on the event loop, as coord's does. It checks no token and writes no event: it is the
-floor of what a claim over HTTP can cost here.
+synchronous=NORMAL, busy_timeout=5000, foreign_keys=ON, journal_size_limit=64 MiB,
+isolation_level=None). The claim runs inline on the event loop, as coord's does. It checks no
+token and writes no event: it is the floor of what a claim over HTTP can cost here.
 
 One difference on purpose: the socket is made with ``proto=IPPROTO_TCP``, as uvicorn's own
 ``create_server(host, port)`` makes it, so asyncio sets TCP_NODELAY on every accepted
@@ -44,6 +44,7 @@ def open_db(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA journal_size_limit = 67108864")
     return conn
 
 

@@ -50,11 +50,13 @@ def serve(
 
     from coord.board import Board
     from coord.server.app import LOOPBACK_HOSTS, create_app
-    from coord.storage.sqlite import Checkpointer
+    from coord.storage.sqlite import Checkpointer, SQLiteStorage
 
     lock_fd = _take_lock(board_dir)
     board = Board.open(board_dir, storage_options={"wal_autocheckpoint": 0})
-    checkpointer = Checkpointer(paths.db_path(board_dir)).start()
+    storage = board.storage
+    assert isinstance(storage, SQLiteStorage)
+    checkpointer = Checkpointer(paths.db_path(board_dir), on_big_log=storage.rewind_soon).start()
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP, not 0: asyncio switches Nagle off only on accepted sockets whose protocol
     # says TCP. With Nagle on, a reused connection waited ~40 ms for the client's delayed ACK

@@ -9,10 +9,11 @@ write inside it cannot interleave with another writer in any process.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -21,6 +22,7 @@ from coord.errors import CoordError
 from coord.storage.base import ReadTx, Storage, WriteTx
 from coord.storage.sqlite_tx import SQLiteTx
 
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
 SCHEMA_VERSION_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
@@ -60,6 +62,7 @@ class SQLiteStorage(Storage):
         # the committing connection stalls that commit for tens of milliseconds.
         self._wal_autocheckpoint = int(wal_autocheckpoint)
         self._local = threading.local()
+        self._rewind_due = False  # set by a Checkpointer's thread, see rewind_soon()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         if not read_only:
@@ -84,6 +87,8 @@ class SQLiteStorage(Storage):
             self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             conn.execute(f"PRAGMA wal_autocheckpoint = {self._wal_autocheckpoint}")
+            # when the log starts over, give back the disk a storm of writes made it take
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
@@ -173,6 +178,23 @@ class SQLiteStorage(Storage):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        if self._rewind_due:
+            self._copy_back_tail(conn)
+
+    def rewind_soon(self) -> None:
+        """Copy the rest of the WAL back after the next commit, so the log starts over.
+
+        Called by a ``Checkpointer`` thread that has copied all but a short tail.
+        """
+        self._rewind_due = True
+
+    def _copy_back_tail(self, conn: sqlite3.Connection) -> None:
+        # The write has committed: nothing here may fail it. Busy (the checkpointer is in
+        # a pass) or incomplete: try again after the next commit.
+        with contextlib.suppress(sqlite3.Error):
+            busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if not busy and copied == frames:
+                self._rewind_due = False
 
 
 class Checkpointer:
@@ -181,11 +203,29 @@ class Checkpointer:
     With ``wal_autocheckpoint = 0`` on the writer, the commit that crosses the threshold no
     longer pays for the checkpoint (and its fsyncs) on the daemon's event loop. PASSIVE never
     waits for readers or writers; sqlite3 releases the GIL while it works.
+
+    But the log starts over only when every frame is copied back before the next write
+    begins, and under a steady stream of writes a pass never ends before the writer has
+    appended more: a storm of claims grew the WAL by ~19,000 frames (75 MB) a second, without
+    bound. So once the log is past ``rewind_frames`` this thread passes every few ms, keeping
+    the uncopied tail short, and calls ``on_big_log``: the daemon's storage then copies that
+    tail itself right after its next commit (``SQLiteStorage.rewind_soon``), and the write
+    after that starts the log over. A RESTART checkpoint from here would take the write lock
+    instead, and the writer's busy handler sleeps a millisecond or more while it waits.
     """
 
-    def __init__(self, path: Path, interval: float = 0.5) -> None:
+    def __init__(
+        self,
+        path: Path,
+        interval: float = 0.5,
+        *,
+        rewind_frames: int = 4096,
+        on_big_log: Callable[[], None] | None = None,
+    ) -> None:
         self.path = path
         self.interval = interval
+        self.rewind_frames = rewind_frames
+        self.on_big_log = on_big_log
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="coord-checkpoint", daemon=True)
 
@@ -199,14 +239,45 @@ class Checkpointer:
 
     def _run(self) -> None:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db_file = os.open(self.path, os.O_RDONLY)
         try:
-            conn.execute("PRAGMA busy_timeout = 1000")
-            while not self._stop.wait(self.interval):
-                with contextlib.suppress(sqlite3.Error):  # busy: the next round catches up
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            conn.execute("PRAGMA busy_timeout = 100")  # PASSIVE itself never waits
+            wait = self.interval
+            while not self._stop.wait(wait):
+                wait = self.interval
+                frames, left = _checkpoint(conn)
+                if frames < self.rewind_frames or self.on_big_log is None:
+                    continue
+                # The writer's pass must reach the end of the log, so it pays the fsyncs
+                # the passes here skip while the log grows under them: the database file's
+                # for every page they copied (~5 ms of the event loop, unflushed) and the
+                # log's since the last pass. Flush the first, shorten the second (each pass
+                # copies what came in during the one before), then hand over.
+                os.fsync(db_file)
+                for _ in range(_TAIL_PASSES):
+                    frames, left = _checkpoint(conn)
+                    if left <= _TAIL_FRAMES:
+                        break
+                self.on_big_log()
+                wait = _TAIL_INTERVAL
+            _checkpoint(conn)
         finally:
+            os.close(db_file)
             conn.close()
+
+
+_TAIL_FRAMES = 256
+_TAIL_PASSES = 5
+_TAIL_INTERVAL = 0.005
+
+
+def _checkpoint(conn: sqlite3.Connection) -> tuple[int, int]:
+    """One PASSIVE pass: (frames in the log, frames it could not copy yet)."""
+    try:
+        busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    except sqlite3.Error:  # busy: the next round catches up
+        return 0, 0
+    return (0, 0) if busy else (int(frames), int(frames) - int(copied))
 
 
 def _split_sql(script: str) -> list[str]:

@@ -488,7 +488,7 @@ def _claim_filters(kinds: Sequence[str], label: str | None) -> tuple[str, list[A
     return filters, params
 
 
-@functools.lru_cache(maxsize=32)
+@functools.cache
 def _take_first_pending_sql(filters: str) -> str:
     # Parameters: agent, lease end, now; the filters' values; now; the filters' values again.
     # Inside each subquery ``items`` names the subquery's own row (the innermost scope wins);
@@ -504,7 +504,14 @@ UPDATE items
    AND NOT EXISTS (SELECT 1 FROM items INDEXED BY items_claimed_lease
                     WHERE state = 'claimed' AND lease_expires_at <= ? AND question IS NULL
                       AND {filters} AND NOT {_UNMET_DEPS})
-RETURNING {_ITEM_COLUMNS}, {_ITEM_RELATIONS}"""
+RETURNING {_ITEM_COLUMNS}, {_CLAIMED_PLAIN_RELATIONS}"""
+
+
+# What _ITEM_RELATIONS reads, for an item take_first_pending just claimed: it waited on no
+# dependency that is not done, and it declares no files.
+_CLAIMED_PLAIN_RELATIONS = (
+    "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), '[]', '[]'"
+)
 
 
 def _item(row: Sequence[Any]) -> Item:
