@@ -24,7 +24,7 @@ from common import (
     verdict,
 )
 from coord import model, paths
-from coord.storage.sqlite_tx import SQLiteTx
+from coord.storage.sqlite_tx import SQLiteTx, _claim_filters, _take_first_pending_sql
 from refserver import CLAIM_SQL
 
 # --- 3. CLI round trip ------------------------------------------------------------------------
@@ -153,7 +153,7 @@ def bench_plan(board_dir: Path) -> None:
     recorder = _Recorder(conn)
     tx = SQLiteTx(recorder)  # type: ignore[arg-type]
     now = time.time()
-    print(f"\n== 4. query plans of SQLiteStorage.claimable_items on the board ({counts})")
+    print(f"\n== 4. query plans of claim-next's statements on the board ({counts})")
     for title, kinds, label in (
         ("default (kinds task/bug/handoff)", model.WORK_KINDS, None),
         ("with --kind task --label bench", ("task",), "bench"),
@@ -169,6 +169,13 @@ def bench_plan(board_dir: Path) -> None:
         print(f"   -- {title}: {median(timings) * 1e6:.0f} us per call (median of 200)")
         for sql, params in statements:
             _print_plan(conn, sql, params)
+    filters, values = _claim_filters(model.WORK_KINDS, None)
+    # Its plan only: timing a write here would change the board (and rolled back, each call
+    # would start from a page cache the rollback emptied). Section 1 times it over HTTP.
+    print("   -- claim-next's one-statement claim (SQLiteTx.take_first_pending), default kinds")
+    _print_plan(
+        conn, _take_first_pending_sql(filters), ["x", now + 900, now, *values, now, *values]
+    )
     print("   -- the reference server's claim (bench/refserver.py)")
     _print_plan(conn, CLAIM_SQL, ("x", now, now))
     conn.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -33,6 +34,10 @@ def _take_lock(board_dir: Path) -> int:
             f"a coord daemon already serves this board{where}; `coord stop` stops it"
         ) from None
     return fd
+
+
+def _exit_quietly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def read_record(board_dir: Path) -> dict[str, Any] | None:
@@ -97,6 +102,10 @@ def serve(
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
+    # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
+    # the signal again. The default handler would end the process right there, before the
+    # cleanup below (daemon.json stayed behind, the board was never closed).
+    signal.signal(signal.SIGTERM, _exit_quietly)
     record_path = paths.daemon_record_path(board_dir)
     paths.write_json_atomic(record_path, record)
     print(

@@ -1,0 +1,33 @@
+"""`kill PID` (SIGTERM, what a service manager sends) stops the daemon cleanly.
+
+uvicorn shuts down gracefully on SIGTERM and then raises the signal again with the handler it
+found; with Python's default one the process ended there, before `coord serve` removed its
+daemon.json and closed the board.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Daemon
+from coord import paths
+
+
+def test_sigterm_stops_the_daemon_cleanly_and_a_new_one_starts(board_dir: Path) -> None:
+    daemon = Daemon(board_dir).start()
+    status, created = daemon.request("POST", "/v1/items", {"agent": "h", "title": "kept"})
+    assert status == 201
+    assert paths.daemon_record_path(board_dir).exists()
+    assert daemon.process is not None
+    daemon.stop()  # SIGTERM
+    assert daemon.process.returncode == 0
+    assert not paths.daemon_record_path(board_dir).exists()
+    # the board was closed: its last connection copied the WAL back and removed it
+    assert not Path(f"{paths.db_path(board_dir)}-wal").exists()
+
+    again = Daemon(board_dir).start()
+    try:
+        status, shown = again.request("GET", f"/v1/items/{created['id']}")
+        assert (status, shown["title"]) == (200, "kept")
+    finally:
+        again.stop()
