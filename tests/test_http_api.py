@@ -210,6 +210,8 @@ def test_events_after_sequence(api: TestClient) -> None:
         ("get", "/v1/who", {"params": {"path": "/etc/passwd"}}, 422, "invalid_input"),
         ("post", "/v1/claim-next", {"json": {"agent": "a", "count": 0}}, 422, "invalid_input"),
         ("post", "/v1/claim-next", {"content": b"{nope"}, 400, "invalid_json"),
+        ("post", "/v1/claim-next", {"content": b'{"agent": "\xff"}'}, 400, "invalid_json"),
+        ("post", "/v1/items", {"content": b'{"agent": "h", "title": "\xe9"}'}, 400, "invalid_json"),
         (
             "post",
             "/v1/items/1/escalate",
@@ -305,6 +307,15 @@ def test_bad_input_gets_status_and_message_and_changes_nothing(
     assert body["error"] == error
     assert isinstance(body["message"], str) and len(body["message"]) > 10
     assert snapshot(api) == before
+
+
+def test_a_byte_order_mark_is_ignored(api: TestClient) -> None:
+    created = api.post(
+        "/v1/items", content='{"agent": "h", "title": "café"}'.encode("utf-8-sig"), headers=AUTH
+    )
+    claimed = api.post("/v1/claim-next", content='{"agent": "a"}'.encode("utf-8-sig"), headers=AUTH)
+    assert (created.status_code, claimed.status_code) == (201, 200), claimed.text
+    assert claimed.json()["title"] == "café"
 
 
 def test_numbers_json_has_not_are_refused_and_big_ones_read_back(api: TestClient) -> None:

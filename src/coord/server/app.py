@@ -198,7 +198,7 @@ def create_app(
 
     def claim_next(body: dict[str, Any]) -> dict[str, Any]:
         options: dict[str, Any] = {
-            "agent": _agent(body),
+            "agent": body.get("agent"),  # the board checks it
             "kind": body.get("kind"),
             "label": _optional_str(body, "label"),
             "lease_seconds": body.get("lease_seconds"),
@@ -623,7 +623,8 @@ def _parse_json(raw: bytes) -> Any:
     if not raw.strip():
         return {}
     try:
-        return json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+        # JSON between systems is UTF-8 (RFC 8259), and a byte-order mark may be ignored
+        return _decode_json(raw.decode("utf-8-sig"))
     except (ValueError, UnicodeDecodeError) as err:
         bad = InvalidInput(f"request body is not valid JSON: {err}")
         bad.code, bad.http_status = "invalid_json", 400
@@ -641,6 +642,10 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):  # 1e999
         raise ValueError(f"{text} is out of range for a JSON number")
     return value
+
+
+# Built once: json.loads with any option builds a new decoder on every call.
+_decode_json = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float).decode
 
 
 async def _json_object(request: Request, allowed: set[str]) -> dict[str, Any]:

@@ -546,7 +546,18 @@ def _item(row: Sequence[Any]) -> Item:
 
 
 def _array(text: str) -> tuple[Any, ...]:
-    return () if text == "[]" else tuple(json.loads(text))
+    if text == "[]":
+        return ()
+    # The same few label sets come back on most items a claim or a listing reads.
+    found = _arrays_seen.get(text)
+    if found is None:
+        if len(_arrays_seen) >= 512:
+            _arrays_seen.clear()
+        found = _arrays_seen[text] = tuple(json.loads(text))
+    return found
+
+
+_arrays_seen: dict[str, tuple[Any, ...]] = {}
 
 
 def _event(row: Sequence[Any]) -> Event:
