@@ -54,6 +54,32 @@ def test_next_exit_codes_and_json_shape(daemon: Daemon) -> None:
     assert run_cli("next", board_dir=bd, agent="b").returncode == 4
 
 
+# What an agent's every `coord next` must not pay for: the daemon's stack, the database,
+# and stdlib modules argparse and getaddrinfo would pull in (shutil with bz2/lzma/zlib for the
+# help width, the idna codec for a str host): ~3 ms of a ~40 ms call (bench/, figure 3).
+NOT_ON_THE_CLAIM_PATH = ("starlette", "uvicorn", "orjson", "mcp", "sqlite3", "asyncio", "shutil")
+
+
+def test_next_imports_nothing_it_does_not_need(daemon: Daemon) -> None:
+    run_cli("add", "ready", board_dir=daemon.board_dir, agent="h")
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "coord", "next", "--json"],
+        env={**os.environ, "COORD_DIR": str(daemon.board_dir), "COORD_AGENT": "a"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0 and json.loads(result.stdout)["title"] == "ready"
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "coord.cli.client" in imported  # the listing is what it claims to be
+    heavy = {m for m in imported if m.split(".")[0] in NOT_ON_THE_CLAIM_PATH}
+    assert not heavy and "encodings.idna" not in imported, sorted(heavy)
+
+
 def test_json_flag_works_before_the_command_too(daemon: Daemon) -> None:
     run_cli("add", "x", board_dir=daemon.board_dir)
     result = run_cli("--json", "ls", board_dir=daemon.board_dir)

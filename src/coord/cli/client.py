@@ -67,7 +67,8 @@ class Client:
                 lines.append(f"Authorization: Bearer {self._write_token()}")
             request = ("\r\n".join(lines) + "\r\n\r\n").encode() + data
             try:
-                sock = socket.create_connection((host, port), timeout=timeout)
+                # bytes work at run time (getaddrinfo takes them); typeshed says str only
+                sock = socket.create_connection((_ascii(host), port), timeout=timeout)  # type: ignore[arg-type]
             except OSError:
                 # Nothing was sent: the daemon is gone (crash, restart). Find or start it.
                 if attempt == 2:
@@ -204,3 +205,12 @@ def _accepts(record: dict[str, Any]) -> bool:
             return True
     except OSError:
         return False
+
+
+def _ascii(host: str) -> str | bytes:
+    # getaddrinfo encodes a str host with the idna codec, whose import costs ~1 ms of every
+    # CLI call; the daemon's address is an IP or a plain host name, so bytes do.
+    try:
+        return host.encode("ascii")
+    except UnicodeEncodeError:
+        return host

@@ -421,10 +421,40 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
 }
 
 
+def _columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (and bz2, lzma and zlib
+    with it): argparse's help formatter asks for it on every start, ~2 ms of a CLI call."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0 and sys.__stdout__ is not None:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width or _columns() - 2)
+
+
+class _RawDescriptionFormatter(_Formatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or (``only``) one with just that command: agents call the CLI many
     times a minute, and building all twenty subparsers costs more than the claim itself."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
     common.add_argument(
         "--json",
         action="store_true",
@@ -443,7 +473,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="coord",
         description="A shared board where parallel coding agents claim work atomically.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_RawDescriptionFormatter,
         parents=[common],
     )
     from coord import __version__
@@ -453,7 +483,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, (func, help_text, configure) in COMMANDS.items():
         if only is not None and name != only:
             continue
-        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        p = sub.add_parser(
+            name,
+            parents=[common],
+            help=help_text,
+            description=help_text,
+            formatter_class=_Formatter,
+        )
         configure(p)
         p.set_defaults(func=func)
     return parser
