@@ -225,7 +225,7 @@ def _storm(db: Path, rewind: bool, transactions: int = 6000) -> int:
 
 def test_the_wal_starts_over_during_a_storm_of_writes(tmp_path: Path) -> None:
     """Background PASSIVE checkpoints alone never let the log start over while writes keep
-    coming: it grew by ~75 MB a second under the claim bench. With the writer copying the
+    coming: it grew by ~70 MB a second under the claim bench. With the writer copying the
     last short tail after a commit, the log stays a fraction of what was written."""
     (tmp_path / "plain").mkdir()
     (tmp_path / "rewind").mkdir()

@@ -206,7 +206,7 @@ class Checkpointer:
 
     But the log starts over only when every frame is copied back before the next write
     begins, and under a steady stream of writes a pass never ends before the writer has
-    appended more: a storm of claims grew the WAL by ~19,000 frames (75 MB) a second, without
+    appended more: a storm of claims grew the WAL by ~17,000 frames (70 MB) a second, without
     bound. So once the log is past ``rewind_frames`` this thread passes every few ms, keeping
     the uncopied tail short, and calls ``on_big_log``: the daemon's storage then copies that
     tail itself right after its next commit (``SQLiteStorage.rewind_soon``), and the write
