@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from coord.errors import CoordError
+from coord.storage import sqlite_tx
 from coord.storage.sqlite import (
     SCHEMA_VERSION_TABLE,
     Checkpointer,
@@ -112,7 +113,18 @@ def _one_statement_claim_work(storage: SQLiteStorage, now: float) -> tuple[Any, 
     return _counted(storage, claim)
 
 
-@pytest.mark.parametrize("work", [_next_claimable_work, _one_statement_claim_work])
+@pytest.mark.parametrize(
+    "work",
+    [
+        _next_claimable_work,
+        pytest.param(
+            _one_statement_claim_work,
+            marks=pytest.mark.skipif(
+                not sqlite_tx._HAS_RETURNING, reason="SQLite before 3.35: no RETURNING"
+            ),
+        ),
+    ],
+)
 def test_claim_next_does_not_read_done_or_live_claimed_rows(
     tmp_path: Path, work: Callable[[SQLiteStorage, float], tuple[Any, int, list[str]]]
 ) -> None:
