@@ -253,7 +253,8 @@ class Checkpointer:
                 # for every page they copied (~5 ms of the event loop, unflushed) and the
                 # log's since the last pass. Flush the first, shorten the second (each pass
                 # copies what came in during the one before), then hand over.
-                os.fsync(db_file)
+                with contextlib.suppress(OSError):  # a filesystem that refuses: slower, no worse
+                    os.fsync(db_file)
                 for _ in range(_TAIL_PASSES):
                     frames, left = _checkpoint(conn)
                     if left <= _TAIL_FRAMES:
