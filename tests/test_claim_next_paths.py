@@ -44,6 +44,17 @@ class CoreOnlyStorage(SQLiteStorage):
             yield _CoreOnlyTx(tx.conn)
 
 
+class _CountingTx(SQLiteTx):
+    def __init__(self, conn: Any, storage: CountingStorage) -> None:
+        super().__init__(conn)
+        self.storage = storage
+
+    def take_first_pending(self, *args: Any) -> Item | None:
+        took = super().take_first_pending(*args)
+        self.storage.fast += took is not None
+        return took
+
+
 class CountingStorage(SQLiteStorage):
     """SQLite that counts how many claims took the one-statement path."""
 
@@ -53,15 +64,7 @@ class CountingStorage(SQLiteStorage):
     def write(self) -> Iterator[WriteTx]:
         with super().write() as tx:
             assert isinstance(tx, SQLiteTx)
-            outer = self
-
-            class Counting(SQLiteTx):
-                def take_first_pending(self, *args: Any) -> Item | None:
-                    took = super().take_first_pending(*args)
-                    outer.fast += took is not None
-                    return took
-
-            yield Counting(tx.conn)
+            yield _CountingTx(tx.conn, self)
 
 
 _add = st.fixed_dictionaries(

@@ -307,18 +307,18 @@ class _Undo(Exception):
     pass
 
 
-def _offers_one_statement_claim(storage: Storage) -> None:
+def _offers_one_statement_claim(storage: Storage) -> bool:
     took = None
     with pytest.raises(_Undo), storage.write() as tx:  # rolled back: leaves nothing behind
         _add(tx)
         took = tx.take_first_pending("a", ("task",), None, 1.0, 2.0)
         raise _Undo
-    if took is None:
-        pytest.skip("this backend leaves every claim to the core")
+    return took is not None
 
 
 def test_take_first_pending_claims_the_item_claimable_items_puts_first(storage: Storage) -> None:
-    _offers_one_statement_claim(storage)
+    if not _offers_one_statement_claim(storage):
+        pytest.skip("this backend leaves every claim to the core")
     with storage.write() as tx:
         dep = _add(tx, priority=4)
         blocked = _add(tx, priority=0)
@@ -353,6 +353,7 @@ def test_take_first_pending_claims_the_item_claimable_items_puts_first(storage: 
 
 
 def test_take_first_pending_leaves_files_and_takeovers_to_the_core(storage: Storage) -> None:
+    offers = _offers_one_statement_claim(storage)
     with storage.write() as tx:
         with_files = _add(tx, priority=0)
         tx.set_item_files(with_files, ["src/a.py"])
@@ -375,7 +376,10 @@ def test_take_first_pending_leaves_files_and_takeovers_to_the_core(storage: Stor
             ("claimed", 1),
         ]
     with storage.write() as tx:
-        took = tx.take_first_pending("a", ("task",), None, 60.0, 99.0)  # the lapsed one is a bug
-        assert took is None or _claimed_fields(took) == (plain, "claimed", "a", 1, 99.0)
-        if took is not None:
-            assert tx.take_first_pending("a", ("task",), None, 60.0, 99.0) is None  # none left
+        # the lapsed one is a bug, outside this filter: it does not stand in the way
+        took = tx.take_first_pending("a", ("task",), None, 60.0, 99.0)
+        if offers:
+            assert _claimed_fields(took) == (plain, "claimed", "a", 1, 99.0)
+        else:
+            assert took is None
+        assert tx.take_first_pending("a", ("task",), None, 60.0, 99.0) is None  # none left
