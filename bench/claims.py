@@ -21,7 +21,7 @@ from common import (
     start_reference,
     verdict,
 )
-from coord import paths
+from coord.fast import board_files
 from loadgen import LoadResult, layout_name, post_request, run_load, summary
 
 CONNS = 16
@@ -50,7 +50,7 @@ def mostly_done_board(items: int, needed: int) -> tuple[Path, int]:
     """A copy of the master board with all but ~1/20 of the items (at least ``needed``) done."""
     keep_every = max(1, min(20, items // needed))
     board_dir = copy_board(master_board(items), "claim")
-    return board_dir, mark_done_except_every(paths.db_path(board_dir), keep_every)
+    return board_dir, mark_done_except_every(board_files.db_path(board_dir), keep_every)
 
 
 # --- 1. claim-next vs reference -------------------------------------------------------------
@@ -65,18 +65,18 @@ def bench_claim_next(items: int, quick: bool, layout: str) -> None:
     dirs = {"coord": coord_dir, "reference": copy_board(coord_dir, "reference")}
     servers = {
         "coord": start_daemon(dirs["coord"]),
-        "reference": start_reference(paths.db_path(dirs["reference"])),
+        "reference": start_reference(board_files.db_path(dirs["reference"])),
     }
     servers["reference"].token = servers["coord"].token  # the same bytes but the port
     requests = {n: claim_requests(s.port, s.token) for n, s in servers.items()}
-    ref_db = paths.db_path(dirs["reference"])
+    ref_db = board_files.db_path(dirs["reference"])
     procs = _pick_layout(servers["reference"].port, requests["reference"], ref_db, layout)
     log(f"claim-next: {rounds} rounds x {CONNS} conns x ({warmup} warmup + {count}) claims")
     figures: dict[str, list[LoadResult]] = {name: [] for name in servers}
     for r in range(rounds):
         order = list(servers) if r % 2 == 0 else list(servers)[::-1]
         for name in order:
-            reset_claims(paths.db_path(dirs[name]))
+            reset_claims(board_files.db_path(dirs[name]))
             result = run_load(
                 servers[name].port,
                 requests[name],
@@ -175,7 +175,7 @@ def bench_drain(items: int, layout: str) -> None:
     )
     took = time.perf_counter() - began
     daemon.stop()
-    conn = sqlite3.connect(paths.db_path(board_dir))
+    conn = sqlite3.connect(board_files.db_path(board_dir))
     left = conn.execute("SELECT count(*) FROM items WHERE state = 'pending'").fetchone()[0]
     conn.close()
     errors = result.errors()

@@ -23,7 +23,8 @@ from common import (
     temp_dir,
     verdict,
 )
-from coord import model, paths
+from coord import model
+from coord.fast import board_files
 from coord.storage.sqlite_tx import SQLiteTx, _claim_filters, _take_first_pending_sql
 from refserver import CLAIM_SQL
 
@@ -148,7 +149,7 @@ class _Recorder:
 
 
 def bench_plan(board_dir: Path) -> None:
-    conn = sqlite3.connect(paths.db_path(board_dir), isolation_level=None)
+    conn = sqlite3.connect(board_files.db_path(board_dir), isolation_level=None)
     counts = dict(conn.execute("SELECT state, count(*) FROM items GROUP BY state").fetchall())
     recorder = _Recorder(conn)
     tx = SQLiteTx(recorder)  # type: ignore[arg-type]

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from coord import paths
-from coord.board import Board
+from coord.core.board import Board
+from coord.fast import board_files
 
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
@@ -71,7 +71,7 @@ def log(text: str) -> None:
 def new_board_dir(name: str) -> Path:
     """An initialised ``.coord`` (token, config, empty database) in a fresh temp dir."""
     board_dir = temp_dir(name) / ".coord"
-    paths.init_board_files(board_dir)
+    board_files.init_board_files(board_dir)
     Board.open(board_dir, create=True).close()
     return board_dir
 
@@ -95,9 +95,9 @@ def seed(board_dir: Path, count: int) -> float:
 def copy_board(source: Path, name: str) -> Path:
     """A new board dir (own token) holding a copy of ``source``'s database."""
     board_dir = temp_dir(name) / ".coord"
-    paths.init_board_files(board_dir)
-    src = sqlite3.connect(paths.db_path(source))
-    dst = sqlite3.connect(paths.db_path(board_dir))
+    board_files.init_board_files(board_dir)
+    src = sqlite3.connect(board_files.db_path(source))
+    dst = sqlite3.connect(board_files.db_path(board_dir))
     try:
         src.backup(dst)
     finally:
@@ -163,7 +163,7 @@ class Server:
 
 def start_daemon(board_dir: Path, timeout: float = 30.0) -> Server:
     """`python -m coord serve --port 0` for ``board_dir``, like tests/conftest.py's Daemon."""
-    record = paths.daemon_record_path(board_dir)
+    record = board_files.daemon_record_path(board_dir)
     record.unlink(missing_ok=True)
     logfile = (board_dir / "daemon-bench.log").open("ab")
     proc = subprocess.Popen(
@@ -181,7 +181,7 @@ def start_daemon(board_dir: Path, timeout: float = 30.0) -> Server:
         return int(data["port"]) if data.get("pid") == proc.pid else None
 
     port = _wait_for(proc, ready, timeout, board_dir / "daemon-bench.log")
-    return Server("coord", proc, port, paths.read_token(board_dir))
+    return Server("coord", proc, port, board_files.read_token(board_dir))
 
 
 def start_reference(db: Path, timeout: float = 30.0) -> Server:

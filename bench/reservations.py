@@ -22,8 +22,8 @@ from common import (
     temp_dir,
     verdict,
 )
-from coord import paths
-from coord.board import Board
+from coord.core.board import Board
+from coord.fast import board_files
 from loadgen import LoadResult, layout_name, post_request, run_load
 
 HOLDERS = 200  # agents, 5 reservations each: 1,000 live reservations
@@ -144,7 +144,7 @@ def bench_reserve(items: int, quick: bool, layout: str) -> None:
     warmup, count, rounds = (20, 150, 2) if quick else (50, 400, 3)  # per connection
     conns = claims.CONNS
     board_dir, pending = claims.mostly_done_board(items, int(conns * (warmup + count) * 1.1))
-    db = paths.db_path(board_dir)
+    db = board_files.db_path(board_dir)
     held_dir = new_board_dir("held")  # the 1,000 are made once here, copied in and out by SQL
     log(f"reserve: 1,000 reservations held in {hold_reservations(held_dir):.1f}s")
     daemon = start_daemon(board_dir)
@@ -176,7 +176,7 @@ def bench_reserve(items: int, quick: bool, layout: str) -> None:
     for r in range(rounds):
         for name in PHASES if r % 2 == 0 else PHASES[::-1]:
             reset_claims(db)
-            _set_holders(db, paths.db_path(held_dir), name == PHASES[2])
+            _set_holders(db, board_files.db_path(held_dir), name == PHASES[2])
             result = run_load(
                 daemon.port, requests[name], procs=procs, warmup=warmup, count=count, server=daemon
             )

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from common import PYTHON, log, median, new_board_dir, start_daemon, temp_dir, verdict
-from coord.board import Board
 from coord.cli.spec_cmd import _wire
+from coord.core.board import Board
 from coord.spec.lint import lint
 from coord.spec.parse import parse_file
 
@@ -70,9 +70,9 @@ def bench_specs(packages: int, runs: int) -> None:
 
     import_s = _best(fresh_import, max(3, runs // 3))
     board_dir = root / ".coord"
-    from coord import paths
+    from coord.fast import board_files
 
-    paths.init_board_files(board_dir)
+    board_files.init_board_files(board_dir)
     Board.open(board_dir, create=True).close()
     daemon = start_daemon(board_dir)
     env = {**os.environ, "COORD_DIR": str(board_dir), "COORD_AGENT": "bench"}

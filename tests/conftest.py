@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from coord import paths
-from coord.board import Board
+from coord.core.board import Board
+from coord.fast import board_files
 
 SOAK = os.environ.get("COORD_SOAK") == "1"
 
@@ -44,9 +44,11 @@ def clock() -> Clock:
 def init_board_dir(root: Path, **config: Any) -> Path:
     """A fresh repository directory with an initialised ``.coord`` inside."""
     board_dir = root / ".coord"
-    paths.init_board_files(board_dir)
+    board_files.init_board_files(board_dir)
     if config:
-        paths.write_json_atomic(board_dir / "config.json", {**paths.DEFAULT_CONFIG, **config})
+        board_files.write_json_atomic(
+            board_dir / "config.json", {**board_files.DEFAULT_CONFIG, **config}
+        )
     Board.open(board_dir, create=True).close()
     return board_dir
 
@@ -74,7 +76,7 @@ class Daemon:
     log_path: Path = field(default_factory=Path)
 
     def start(self, timeout: float = 20.0) -> Daemon:
-        record = paths.daemon_record_path(self.board_dir)
+        record = board_files.daemon_record_path(self.board_dir)
         record.unlink(missing_ok=True)
         self.log_path = self.board_dir / "daemon-test.log"
         log = self.log_path.open("ab")
@@ -100,7 +102,7 @@ class Daemon:
             time.sleep(0.02)
         else:
             raise RuntimeError("daemon did not start in time")
-        self.token = paths.read_token(self.board_dir)
+        self.token = board_files.read_token(self.board_dir)
         return self
 
     def request(

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import Clock
 from coord import errors
-from coord.board import Board
+from coord.core.board import Board
 from coord.storage.sqlite import SQLiteStorage
 
 
@@ -86,9 +86,9 @@ def test_threads_racing_one_item_have_exactly_one_winner(tmp_path: Path) -> None
 
 
 def _init(root: Path) -> Path:
-    from coord import paths
+    from coord.fast import board_files
 
-    paths.init_board_files(root / ".coord")
+    board_files.init_board_files(root / ".coord")
     Board.open(root / ".coord", create=True).close()
     return root / ".coord"
 

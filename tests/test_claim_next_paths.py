@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import Clock
-from coord.board import Board
+from coord.core.board import Board
 from coord.errors import CoordError
 from coord.model import Item
 from coord.storage import sqlite_tx

@@ -75,7 +75,7 @@ def test_next_imports_nothing_it_does_not_need(daemon: Daemon) -> None:
         for line in result.stderr.splitlines()
         if line.startswith("import time:")
     }
-    assert "coord.cli.client" in imported  # the listing is what it claims to be
+    assert "coord.client.http" in imported  # the listing is what it claims to be
     heavy = {m for m in imported if m.split(".")[0] in NOT_ON_THE_CLAIM_PATH}
     assert not heavy and "encodings.idna" not in imported, sorted(heavy)
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from coord.cli.main import COMMANDS
-from coord.paths import DEFAULT_CONFIG
+from coord.fast.board_files import DEFAULT_CONFIG
 from coord.server.openapi import OPENAPI
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
@@ -44,6 +44,6 @@ def test_every_setting_is_documented() -> None:
 
 
 def test_the_overlap_rule_in_the_readme_is_the_one_in_the_code() -> None:
-    from coord.patterns import OVERLAP_RULE
+    from coord.fast.patterns import OVERLAP_RULE
 
     assert " ".join(OVERLAP_RULE.split()) in " ".join(README.split())

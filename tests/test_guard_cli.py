@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Daemon, run_cli
-from coord.board import Board
+from coord.core.board import Board
 
 
 def guard(

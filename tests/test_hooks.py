@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from conftest import init_board_dir
-from coord import hooks, identity
-from coord.board import Board
+from coord import hooks
+from coord.core.board import Board
+from coord.fast import identity
 from coord.hooks import shell
 
 FIXTURES = Path(__file__).parent / "hooks"
@@ -428,7 +429,7 @@ def test_session_start_registers_the_agent_and_tells_it_the_board(
         [
             sys.executable,
             "-c",
-            "import sys; from pathlib import Path; from coord import identity;"
+            "import sys; from pathlib import Path; from coord.fast import identity;"
             " print(identity.recorded(Path(sys.argv[1])))",
             str(board_dir),
         ],
@@ -678,7 +679,7 @@ def test_identity_finds_the_client_past_shells_but_not_past_a_node_client(
 def test_the_guard_finds_the_board_as_coord_paths_does(
     board_dir: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from coord import paths
+    from coord.fast import board_files
     from coord.hooks import decide
 
     monkeypatch.delenv("COORD_DIR", raising=False)
@@ -686,20 +687,20 @@ def test_the_guard_finds_the_board_as_coord_paths_does(
     deep.mkdir(parents=True)
     elsewhere = tmp_path_factory.mktemp("no-board")
     for start in (board_dir.parent, deep, deep / "not-yet", elsewhere):
-        expected = paths.find_board_dir(start)
+        expected = board_files.find_board_dir(start)
         found = decide.find_board_dir(str(start))
         assert (found is None) is (expected is None)
         if found is not None:
             assert found == str(expected) and found.parent == str(board_dir.parent)
-            assert found / "board.db" == str(paths.db_path(board_dir))
+            assert found / "board.db" == str(board_files.db_path(board_dir))
     monkeypatch.setenv("COORD_DIR", str(board_dir))
-    assert decide.find_board_dir(str(elsewhere)) == str(paths.find_board_dir(elsewhere))
+    assert decide.find_board_dir(str(elsewhere)) == str(board_files.find_board_dir(elsewhere))
 
 
 def test_session_records_of_ended_clients_are_dropped(board_dir: Path) -> None:
-    from coord import paths
+    from coord.fast import board_files
 
-    folder = paths.sessions_dir(board_dir)
+    folder = board_files.sessions_dir(board_dir)
     folder.mkdir(parents=True, exist_ok=True)
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from coord.board import Board
+from coord.core.board import Board
 from coord.server.app import MAX_BODY, create_app
 from coord.server.openapi import OPENAPI
 
@@ -385,7 +385,7 @@ def test_openapi_documents_every_route_and_nothing_else(api: TestClient) -> None
 
 def test_every_error_a_face_can_raise_is_known_on_the_wire() -> None:
     """The CLI rebuilds errors from their code; an unknown code would lose its exit code."""
-    import coord.board
+    import coord.core.board
     import coord.server.daemon  # noqa: F401
     from coord.errors import ERRORS_BY_CODE, CoordError
 

@@ -21,8 +21,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from conftest import Daemon, init_board_dir
-from coord import paths
-from coord.board import Board
+from coord.core.board import Board
+from coord.fast import board_files
 from coord.mcp.backends import AsgiBackend
 from coord.mcp.tools import build_server
 from coord.server.app import create_app
@@ -59,7 +59,7 @@ def board(board_dir: Path) -> Iterator[Board]:
 
 
 def in_process(board: Board, board_dir: Path, agent: str) -> Any:
-    token = paths.read_token(board_dir)
+    token = board_files.read_token(board_dir)
     app = create_app(board, token)
     return build_server(AsgiBackend(board_dir, app, token), lambda ctx: agent)
 

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import Clock
 from coord import errors
-from coord.board import Board
+from coord.core.board import Board
 from coord.storage.sqlite import SQLiteStorage
 
 SPEC = "docs/plan.md"

@@ -18,7 +18,7 @@ from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from coord.errors import InvalidInput
-from coord.patterns import (
+from coord.fast.patterns import (
     covers,
     escape,
     explain_rule,

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import Clock
 from coord import errors
-from coord.board import Board
+from coord.core.board import Board
 from coord.errors import FilesReserved
 from coord.storage.sqlite import SQLiteStorage
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from coord.board import Board
+from coord.core.board import Board
 from coord.hooks import EVENTS
 
 OTHER_SERVER = {"command": "npx", "args": ["-y", "other-mcp"], "env": {"TOKEN": "x"}}

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import init_board_dir, run_cli
-from coord import worktree
-from coord.board import Board
+from coord.core.board import Board
+from coord.fast import worktree
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -23,14 +23,14 @@ __all__ = ["Board", "Claim", "CoordError", "Event", "Item", "__version__"]
 if TYPE_CHECKING:
     from typing import Any
 
-    from coord.board import Board
+    from coord.core.board import Board
     from coord.errors import CoordError
     from coord.model import Claim, Event, Item
 
 
 def __getattr__(name: str) -> Any:
     if name == "Board":
-        from coord.board import Board
+        from coord.core.board import Board
 
         return Board
     if name == "CoordError":

@@ -10,20 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import Daemon
-from coord import paths
+from coord.fast import board_files
 
 
 def test_sigterm_stops_the_daemon_cleanly_and_a_new_one_starts(board_dir: Path) -> None:
     daemon = Daemon(board_dir).start()
     status, created = daemon.request("POST", "/v1/items", {"agent": "h", "title": "kept"})
     assert status == 201
-    assert paths.daemon_record_path(board_dir).exists()
+    assert board_files.daemon_record_path(board_dir).exists()
     assert daemon.process is not None
     daemon.stop()  # SIGTERM
     assert daemon.process.returncode == 0
-    assert not paths.daemon_record_path(board_dir).exists()
+    assert not board_files.daemon_record_path(board_dir).exists()
     # the board was closed: its last connection copied the WAL back and removed it
-    assert not Path(f"{paths.db_path(board_dir)}-wal").exists()
+    assert not Path(f"{board_files.db_path(board_dir)}-wal").exists()
 
     again = Daemon(board_dir).start()
     try:

@@ -10,10 +10,11 @@ import argparse
 import json
 import sys
 
-from coord import paths
-from coord.cli import files, render, tokens
-from coord.cli.client import Client
+from coord.cli import files, render
+from coord.client import tokens
+from coord.client.http import Client
 from coord.errors import CoordError, InvalidInput
+from coord.fast import board_files
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -23,14 +24,14 @@ if TYPE_CHECKING:
 
 
 def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.board import Board
+    from coord.core.board import Board
 
-    board_dir = paths.new_board_dir()
-    created = paths.init_board_files(board_dir)
+    board_dir = board_files.new_board_dir()
+    created = board_files.init_board_files(board_dir)
     if args.lease is not None:
-        config = paths.read_config(board_dir)
+        config = board_files.read_config(board_dir)
         config["default_lease_seconds"] = args.lease
-        paths.write_json_atomic(board_dir / "config.json", config)
+        board_files.write_json_atomic(board_dir / "config.json", config)
     board = Board.open(board_dir, create=True)
     version = board.storage.schema_version()
     board.close()
@@ -38,7 +39,7 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
     return (
         {"board": str(board_dir), "created": created, "schema_version": version},
         f"{verb} board {board_dir} (schema {version}); write token in "
-        f"{paths.token_path(board_dir)}",
+        f"{board_files.token_path(board_dir)}",
     )
 
 
@@ -221,7 +222,7 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
     except CoordError as err:
         if err.code != "checks_required":
             raise
-        from coord import checks
+        from coord.client import checks
 
         listed = err.details.get("checks") or []
         print(f"coord: running {len(listed)} check(s) of {args.id} here", file=sys.stderr)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from coord import patterns, worktree
 from coord.cli import argtypes, render
 from coord.errors import InvalidInput
+from coord.fast import patterns, worktree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

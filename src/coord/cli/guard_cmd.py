@@ -25,8 +25,8 @@ def run_guard(
 ) -> tuple[dict[str, Any], str]:
     """Print the verdict and exit 2 when refused. No name means a person at the keyboard,
     whom every agent's exclusive reservation binds."""
-    from coord import guard
-    from coord.paths import find_board_dir
+    from coord.fast import guard
+    from coord.fast.board_files import find_board_dir
 
     board_dir = find_board_dir()
     if staged and board_dir is not None:
@@ -56,7 +56,7 @@ def guard_verdict_ok() -> dict[str, Any]:
 def _staged_paths(board_dir: Path) -> list[str]:
     import subprocess
 
-    from coord import worktree
+    from coord.fast import worktree
 
     # the commit being made is the one of the worktree we run in (a linked one, perhaps)
     root = worktree.root_for(os.getcwd(), str(board_dir.parent))

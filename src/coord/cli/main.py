@@ -16,10 +16,11 @@ import os
 import sys
 from collections.abc import Callable
 
-from coord import paths
-from coord.cli import argtypes, commands, files, tokens
-from coord.cli.client import Client
+from coord.cli import argtypes, commands, files
+from coord.client import tokens
+from coord.client.http import Client
 from coord.errors import EXIT_OK, EXIT_USAGE, CoordError, InvalidInput
+from coord.fast import board_files
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class Context:
     @property
     def board_dir(self) -> Path:
         if self._board_dir is None:
-            self._board_dir = paths.require_board_dir()
+            self._board_dir = board_files.require_board_dir()
         return self._board_dir
 
     @property
@@ -96,15 +97,15 @@ class Context:
 
 def _args_init(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lease", type=argtypes.seconds, help="default lease length in seconds (900)")
-    from coord.cli import wiring  # the client flags (--claude, --codex, ...) live with the code
+    from coord.wiring import setup  # the client flags (--claude, --codex, ...) live with the code
 
-    wiring.args_init(p)
+    setup.args_init(p)
 
 
 def _cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.cli import wiring
+    from coord.wiring import setup
 
-    return wiring.cmd_init(args, ctx)
+    return setup.cmd_init(args, ctx)
 
 
 def _args_serve(p: argparse.ArgumentParser) -> None:
@@ -407,7 +408,7 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
         "args_hook",
     ),
     "uninstall": _elsewhere(
-        "coord.cli.wiring",
+        "coord.wiring.setup",
         "remove what `coord init` wired into the agents' clients; keeps the board",
         "cmd_uninstall",
         "args_uninstall",

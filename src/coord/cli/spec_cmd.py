@@ -155,7 +155,7 @@ def _wire(package: Any) -> dict[str, Any]:
 
 
 def _remember_adopted(ctx: Context, result: dict[str, Any]) -> None:
-    from coord.cli import tokens
+    from coord.client import tokens
 
     for adopted in result.get("adopted", []):
         if adopted.get("token"):

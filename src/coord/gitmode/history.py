@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coord import checks
+from coord.client import checks
 from coord.errors import InvalidInput
 from coord.gitmode.git import Git, git_error
 from coord.gitmode.settings import repository

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coord import checks as checks_module
+from coord.client import checks as checks_module
 from coord.errors import (
     AlreadyClaimed,
     ChecksFailed,
@@ -80,10 +80,10 @@ from coord.errors import (
     NotClaimable,
     NotReady,
 )
+from coord.fast.patterns import overlaps
 from coord.gitmode import edit
 from coord.gitmode.git import NETWORK_TIMEOUT, Git, git_error, stderr
 from coord.gitmode.settings import Settings
-from coord.patterns import overlaps
 from coord.spec.document import DocReservation, Package, SpecDocument
 from coord.spec.lint import claimable
 from coord.spec.parse import parse

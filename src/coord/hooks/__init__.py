@@ -15,7 +15,7 @@ JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``, `
   refusal (exit 1 would let the call through). Where no board is found from the hook's
   ``cwd`` (or ``COORD_DIR``), coord is not in use and everything is allowed.
 - **session start** (``SessionStart``): records which agent this client process is
-  (``coord.identity.remember``) and tells the agent its name, claims, inbox, what is ready
+  (``coord.fast.identity.remember``) and tells the agent its name, claims, inbox, what is ready
   and how to use coord (``coord.hooks.session``).
 - **stop** (Claude Code and Codex ``Stop``, Gemini ``AfterAgent``): heartbeats the agent's
   claims and reminds it of what it still holds. It never blocks the stop.
@@ -143,7 +143,7 @@ def _guard(spec: ModuleType, client: str, raw: bytes) -> str | None:
     board_dir = decide.find_board_dir(cwd)
     if board_dir is None:
         return None  # coord is not used in this repository
-    from coord import identity
+    from coord.fast import identity
 
     session_id = data.get("session_id")
     if isinstance(session_id, str) and session_id:

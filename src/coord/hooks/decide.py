@@ -1,7 +1,7 @@
 """The hooks' shared decision: may this agent make this edit, or run this shell command?
 
 Every client's hook comes here with the same question once its JSON is read: file edits go
-through the edit guard (``coord.guard.check``: the same rule, the same read-only look at the
+through the edit guard (``coord.fast.guard.check``: the same rule, the same read-only look at the
 board, the same refusals as ``coord guard``); shell commands go through
 ``coord.hooks.shell``, which finds the files a command would write, and then through the
 same board read. A refusal is the reason to show the agent; ``None`` allows.
@@ -15,8 +15,8 @@ import os
 import sqlite3
 import time
 
-from coord import guard, patterns
 from coord.errors import InvalidInput
+from coord.fast import guard, patterns
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ else:
 
 
 def find_board_dir(cwd: str) -> BoardDir | None:
-    """``coord.paths.find_board_dir`` without pathlib: ``COORD_DIR``, else the nearest
+    """``coord.fast.board_files.find_board_dir`` without pathlib: ``COORD_DIR``, else the nearest
     ``.coord/`` from ``cwd`` up, like git."""
     env = os.environ.get("COORD_DIR")
     if env:
@@ -55,7 +55,7 @@ def find_board_dir(cwd: str) -> BoardDir | None:
         if parent == here:
             break
         here = parent
-    from coord import worktree  # a linked worktree outside the main one shares its board
+    from coord.fast import worktree  # a linked worktree outside the main one shares its board
 
     main = worktree.board_root_for(cwd)
     if main is not None and os.path.isdir(os.path.join(main, ".coord")):
@@ -82,7 +82,7 @@ def shell_refusal(board_dir: Path, command: str, agent: str | None, cwd: str) ->
             f"coord: `{found.bypass[0]}` would skip coord's pre-commit guard (`coord guard "
             "--staged`), which refuses commits of files another agent holds; commit without it"
         )
-    from coord import worktree
+    from coord.fast import worktree
 
     root = worktree.root_for(cwd, str(board_dir.parent))
     wanted: dict[str, str] = {}  # canonical pattern -> the target as the command wrote it

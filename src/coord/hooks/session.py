@@ -1,7 +1,7 @@
 """What the session-start and stop hooks say, read from (and for stop, written to) the board.
 
 - ``start_context``: the text a new session starts with. It records the session's agent name
-  for this client process (``coord.identity.remember``, so the MCP server and later hooks
+  for this client process (``coord.fast.identity.remember``, so the MCP server and later hooks
   started by the same client find it), then reads the board **read-only** (no daemon, no
   write: the inbox is peeked, not marked read) for the agent's claims and files, its inbox,
   a few ready items, and ends with how to use coord. With no board it says so in one line.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 
-from coord import identity, paths
+from coord.fast import board_files, identity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,15 +46,15 @@ HOW_TO = (
 
 def start_context(client: str, data: dict[str, Any]) -> str:
     cwd = _cwd(data)
-    board_dir = paths.find_board_dir(cwd)
-    if board_dir is None or not paths.db_path(board_dir).exists():
+    board_dir = board_files.find_board_dir(cwd)
+    if board_dir is None or not board_files.db_path(board_dir).exists():
         return (
             f"coord: there is no coord board here (no .coord/board.db in {cwd} or above), "
             "so coord is not in use in this repository."
         )
     session_id = data.get("session_id")
     sid = session_id if isinstance(session_id, str) and session_id else None
-    root = paths.repo_root(board_dir)
+    root = board_files.repo_root(board_dir)
     lines = [
         f"coord is in use in this repository ({root}): a shared board where parallel coding "
         "agents claim work and reserve files so they do not collide."
@@ -81,8 +81,8 @@ def start_context(client: str, data: dict[str, Any]) -> str:
 
 
 def stop_notice(client: str, data: dict[str, Any]) -> str | None:
-    board_dir = paths.find_board_dir(_cwd(data))
-    if board_dir is None or not paths.db_path(board_dir).exists():
+    board_dir = board_files.find_board_dir(_cwd(data))
+    if board_dir is None or not board_files.db_path(board_dir).exists():
         return None
     session_id = data.get("session_id")
     name = identity.agent_name(
@@ -90,7 +90,7 @@ def stop_notice(client: str, data: dict[str, Any]) -> str | None:
     )
     if name is None:
         return None
-    from coord.board import Board
+    from coord.core.board import Board
     from coord.errors import CoordError
 
     board = Board.open(board_dir)
@@ -140,12 +140,12 @@ def stop_notice(client: str, data: dict[str, Any]) -> str | None:
 
 def _summary(board_dir: Path, name: str) -> list[str]:
     """The agent's claims, files, inbox (peeked) and ready items, read-only."""
-    from coord.board import Board
+    from coord.core.board import Board
     from coord.model import WORK_KINDS
     from coord.storage.sqlite import SQLiteStorage
 
-    storage = SQLiteStorage(paths.db_path(board_dir), read_only=True)
-    board = Board(storage, repo_root=paths.repo_root(board_dir))
+    storage = SQLiteStorage(board_files.db_path(board_dir), read_only=True)
+    board = Board(storage, repo_root=board_files.repo_root(board_dir))
     try:
         now = board.now()
         mine = _claimed_by(board, name)

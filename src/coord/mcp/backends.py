@@ -34,7 +34,7 @@ class HttpBackend:
     runs_checks_here = True
 
     def __init__(self, board_dir: Path) -> None:
-        from coord.cli.client import Client
+        from coord.client.http import Client
 
         self.board_dir = board_dir
         self.client = Client(board_dir)

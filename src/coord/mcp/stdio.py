@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from coord import identity, paths
+from coord.fast import board_files, identity
 
 
 def args_mcp(p: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def serve_stdio(args: argparse.Namespace) -> None:
     from coord.mcp.backends import HttpBackend
     from coord.mcp.tools import build_server
 
-    board_dir = paths.require_board_dir()
+    board_dir = board_files.require_board_dir()
     fallback = f"mcp-{identity.client_pid()}"
 
     def agent_of(ctx: object) -> str:

@@ -22,7 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 
 from coord import __version__, model
-from coord.cli import tokens
+from coord.client import tokens
 from coord.errors import CoordError, InvalidInput
 from coord.mcp.backends import Backend, query
 
@@ -263,7 +263,7 @@ class _ToolKit:
         except CoordError as err:
             if err.code != "checks_required" or not self.backend.runs_checks_here:
                 raise
-            from coord import checks
+            from coord.client import checks
 
             listed = list(err.details.get("checks") or [])
             runs = await _to_thread(lambda: checks.run(listed, cwd=os.getcwd()))
@@ -315,7 +315,7 @@ class _ToolKit:
         return await self.call("GET", query("/v1/who", {"path": relative, "agent": agent}))
 
     def _repo_relative(self, given: list[str], *, literal: bool = False) -> list[str]:
-        from coord import patterns, worktree
+        from coord.fast import patterns, worktree
 
         root = str(self.backend.board_dir.parent)
         cwd = None
@@ -340,7 +340,7 @@ class _ToolKit:
         }
 
     async def spec_status(self, agent: str, doc: str) -> Any:
-        from coord import worktree
+        from coord.fast import worktree
         from coord.spec.parse import parse_file
         from coord.spec.status import status
 

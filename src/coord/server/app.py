@@ -1,4 +1,4 @@
-"""The HTTP face: a thin Starlette adapter over ``coord.board.Board``.
+"""The HTTP face: a thin Starlette adapter over ``coord.core.board.Board``.
 
 Each handler parses and checks the request, calls one Board method, and renders the result.
 Errors are ``CoordError``s rendered once, by ``_render_error``.
@@ -29,8 +29,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive
 
-from coord import __version__, model, rules
-from coord.board import Board
+from coord import __version__, model
+from coord.core import rules
+from coord.core.board import Board
 from coord.errors import CoordError, InvalidInput, TooLarge, Unauthorized
 
 TYPE_CHECKING = False

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coord import paths
 from coord.errors import CoordError, DaemonAlreadyRunning
+from coord.fast import board_files
 
 
 def _take_lock(board_dir: Path) -> int:
@@ -42,7 +42,7 @@ def _exit_quietly(signum: int, frame: object) -> None:
 
 def read_record(board_dir: Path) -> dict[str, Any] | None:
     try:
-        record = json.loads(paths.daemon_record_path(board_dir).read_text(encoding="utf-8"))
+        record = json.loads(board_files.daemon_record_path(board_dir).read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return None
     return record if isinstance(record, dict) else None
@@ -53,7 +53,7 @@ def serve(
 ) -> None:
     import uvicorn
 
-    from coord.board import Board
+    from coord.core.board import Board
     from coord.server.app import LOOPBACK_HOSTS, create_app
     from coord.storage.sqlite import Checkpointer, SQLiteStorage
 
@@ -61,7 +61,9 @@ def serve(
     board = Board.open(board_dir, storage_options={"wal_autocheckpoint": 0})
     storage = board.storage
     assert isinstance(storage, SQLiteStorage)
-    checkpointer = Checkpointer(paths.db_path(board_dir), on_big_log=storage.rewind_soon).start()
+    checkpointer = Checkpointer(
+        board_files.db_path(board_dir), on_big_log=storage.rewind_soon
+    ).start()
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP, not 0: asyncio switches Nagle off only on accepted sockets whose protocol
     # says TCP. With Nagle on, a reused connection waited ~40 ms for the client's delayed ACK
@@ -89,7 +91,7 @@ def serve(
     config = uvicorn.Config(
         create_app(
             board,
-            paths.read_token(board_dir),
+            board_files.read_token(board_dir),
             # Bound to a non-loopback address on purpose: the user chose to expose it.
             check_host=host in LOOPBACK_HOSTS,
             on_shutdown=lambda: setattr(server, "should_exit", True),
@@ -106,8 +108,8 @@ def serve(
     # the signal again. The default handler would end the process right there, before the
     # cleanup below (daemon.json stayed behind, the board was never closed).
     signal.signal(signal.SIGTERM, _exit_quietly)
-    record_path = paths.daemon_record_path(board_dir)
-    paths.write_json_atomic(record_path, record)
+    record_path = board_files.daemon_record_path(board_dir)
+    board_files.write_json_atomic(record_path, record)
     print(
         f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})",
         file=sys.stderr,

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from coord.patterns import literal_prefix, overlaps
+from coord.fast.patterns import literal_prefix, overlaps
 from coord.spec.document import DocReservation, Package, Problem, SpecDocument
 
 _DAY = 86400.0

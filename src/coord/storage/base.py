@@ -1,6 +1,6 @@
 """The storage seam: what the core needs from a backend, and nothing more.
 
-The core (``coord.board``) holds every rule: who may claim, what a stale token means, how a
+The core (``coord.core.board``) holds every rule: who may claim, what a stale token means, how a
 cycle is found. A backend supplies transactions and small data verbs. Atomicity comes from
 the backend's write transaction (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: row locks) and, as
 a second line of defence, from ``update_item``'s compare-and-set on the fencing token.

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from coord import patterns
+from coord.fast import patterns
 from coord.model import Agent, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, WriteTx, chunks
 

@@ -19,7 +19,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from coord import checks, model, reserving, rules
+from coord import model
+from coord.core import reservations, rules
+from coord.core.evidence import check_runs, judge
+from coord.core.packages import WorkPackages
 from coord.errors import (
     AlreadyExists,
     CoordError,
@@ -30,7 +33,6 @@ from coord.errors import (
     TooLarge,
 )
 from coord.model import Agent, Claim, Event, Item, Reply, Reservation, iso
-from coord.packages import WorkPackages
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
 
 DEFAULT_LEASE_SECONDS = 15 * 60
@@ -38,7 +40,7 @@ ACTIVE_WINDOW_SECONDS = 15 * 60
 _MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9][A-Za-z0-9._:+-]{0,63})")
 
 
-class Board(reserving.FileReservations, WorkPackages):
+class Board(reservations.FileReservations, WorkPackages):
     def __init__(
         self,
         storage: Storage,
@@ -52,7 +54,7 @@ class Board(reserving.FileReservations, WorkPackages):
         self.storage = storage
         # file patterns are repository-relative; without a root the board holds no files
         self.repo_root = Path(repo_root).resolve() if repo_root is not None else None
-        self.is_file = reserving.working_tree_files(self.repo_root)
+        self.is_file = reservations.working_tree_files(self.repo_root)
         self._touched: dict[str, float] = {}
         self.clock = clock
         self.default_lease_seconds = model.check_lease(default_lease_seconds, 0)
@@ -74,20 +76,20 @@ class Board(reserving.FileReservations, WorkPackages):
         ``create=True`` makes the database in an existing ``.coord`` directory if missing
         (``coord init`` does that, with the token and config beside it).
         """
-        from coord import paths
+        from coord.fast import board_files
         from coord.storage.sqlite import SQLiteStorage
 
-        board_dir = paths.require_board_dir(coord_dir, must_exist=not create)
-        settings = paths.read_config(board_dir)
+        board_dir = board_files.require_board_dir(coord_dir, must_exist=not create)
+        settings = board_files.read_config(board_dir)
         storage = SQLiteStorage(
-            paths.db_path(board_dir),
+            board_files.db_path(board_dir),
             synchronous=str(settings.get("synchronous", "NORMAL")),
             **(storage_options or {}),
         )
         options.setdefault(
             "default_lease_seconds", settings.get("default_lease_seconds", DEFAULT_LEASE_SECONDS)
         )
-        options.setdefault("repo_root", paths.repo_root(board_dir))
+        options.setdefault("repo_root", board_files.repo_root(board_dir))
         options.setdefault("escalate_to", settings.get("escalate_to"))
         return cls(storage, **options)
 
@@ -161,7 +163,7 @@ class Board(reserving.FileReservations, WorkPackages):
                         index=index,
                     )
         for entry in checked:
-            entry["files"] = reserving.canonical(entry["files"], self.repo_root)
+            entry["files"] = reservations.canonical(entry["files"], self.repo_root)
         keys = [e["key"] for e in checked if e["key"] is not None]
         twice = sorted({k for k in keys if keys.count(k) > 1})
         if twice:
@@ -352,7 +354,7 @@ class Board(reserving.FileReservations, WorkPackages):
             now = self.now()
             for item, live in self._ready_for(tx, agent, kinds, label, now):
                 chosen = [c.item.files for c in claims]
-                if reserving.pairwise_disjoint(chosen, item.files, self.is_file):
+                if reservations.pairwise_disjoint(chosen, item.files, self.is_file):
                     claims.append(self._take(tx, item, agent, lease, now, live))
                     if len(claims) == count:
                         break
@@ -409,14 +411,14 @@ class Board(reserving.FileReservations, WorkPackages):
         """
         agent, ref, token = rules.claim_args(agent, item_id, token)
         summary = model.check_body(summary)
-        runs = checks.check_runs(evidence)
+        runs = check_runs(evidence)
         if skip_checks is not None:
             skip_checks = model.check_reason(skip_checks, "skip_checks")
         with self.storage.write() as tx:
             now = self.now()
             item = rules.require_item(tx, ref)
             rules.ensure_holder(item, agent, token, now)
-            record, refusal = checks.judge(item, runs, skip_checks, agent, now)
+            record, refusal = judge(item, runs, skip_checks, agent, now)
             if refusal is None:
                 tx.delete_item_reservations(item.id, agent)
                 changes: dict[str, Any] = {
@@ -670,9 +672,9 @@ class Board(reserving.FileReservations, WorkPackages):
     ) -> Claim:
         """The claim itself, with the item's files, in the caller's write transaction."""
         if item.files:
-            conflicts = reserving.find_conflicts(agent, item.files, True, live, self.is_file)
+            conflicts = reservations.find_conflicts(agent, item.files, True, live, self.is_file)
             if conflicts:
-                raise reserving.refusal(conflicts, f"claim of item {item.id}")
+                raise reservations.refusal(conflicts, f"claim of item {item.id}")
         token = item.fencing_token + 1
         expires = now + lease
         takeover_from = item.claimed_by if item.state == "claimed" else None
@@ -714,7 +716,7 @@ class Board(reserving.FileReservations, WorkPackages):
             limit = min(limit * 4, 64)
             for item in batch:
                 live = tx.live_reservations(now, near=item.files) if item.files else []
-                if item.files and reserving.find_conflicts(
+                if item.files and reservations.find_conflicts(
                     agent, item.files, True, live, self.is_file
                 ):
                     continue
@@ -730,7 +732,7 @@ class Board(reserving.FileReservations, WorkPackages):
         return [
             replace(
                 i,
-                files_held_by=reserving.holds_on(
+                files_held_by=reservations.holds_on(
                     i.files,
                     live,
                     except_agent=i.claimed_by if i.lease_live(now) else None,

@@ -44,10 +44,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coord import paths
 from coord.cli import commands
-from coord.cli import wiring_files as W
 from coord.errors import InvalidInput
+from coord.fast import board_files
+from coord.wiring import client_files as W
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -870,8 +870,8 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
     dry_run = bool(getattr(args, "dry_run", False))
     if not clients:
         if dry_run:
-            board_dir = paths.new_board_dir()
-            there = paths.db_path(board_dir).exists()
+            board_dir = board_files.new_board_dir()
+            there = board_files.db_path(board_dir).exists()
             verb = "board already there:" if there else "would create the board"
             doc = {"board": str(board_dir), "dry_run": True, "clients": [], "changes": []}
             return doc, f"{verb} {board_dir}; nothing else to do\n{FLAGS_HINT}"
@@ -879,8 +879,8 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
         return {**document, "clients": [], "changes": []}, f"{text}\n{FLAGS_HINT}"
 
     argv, shell = _command(getattr(args, "coord_command", None))
-    board_dir = paths.new_board_dir()
-    root = paths.repo_root(board_dir)
+    board_dir = board_files.new_board_dir()
+    root = board_files.repo_root(board_dir)
     record = _load_record(board_dir)
     plan = _plan_init(root, clients, argv, shell, record)  # refuses before anything is written
     if "codex" in clients:
@@ -921,13 +921,13 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
 
 def cmd_uninstall(args: argparse.Namespace, ctx: Context) -> Result:
     dry_run = bool(getattr(args, "dry_run", False))
-    board_dir = paths.find_board_dir()
+    board_dir = board_files.find_board_dir()
     record_path = board_dir / RECORD_NAME if board_dir is not None else None
     if record_path is None or not record_path.exists():
         doc = {"dry_run": dry_run, "changes": [], "removed_dirs": []}
         return doc, "nothing to remove: `coord init` wired no client here"
     assert board_dir is not None
-    root = paths.repo_root(board_dir)
+    root = board_files.repo_root(board_dir)
     record = _load_record(board_dir)
     changes: list[tuple[Change, str]] = []
     notes: list[str] = []

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from coord import model, reserving, rules
+from coord import model
+from coord.core import reservations, rules
 from coord.errors import Conflict, DependencyCycle, InvalidInput, TooLarge
 from coord.model import Claim, Item, Reservation, iso
 from coord.storage.base import ItemQuery, Storage, WriteTx
@@ -82,11 +83,11 @@ def check_adoptions(value: Any) -> list[dict[str, Any]]:
 
 
 class WorkPackages:
-    """The Board's verbs for design documents. Mixed into ``coord.board.Board``."""
+    """The Board's verbs for design documents. Mixed into ``coord.core.board.Board``."""
 
     storage: Storage
     repo_root: Path | None
-    is_file: reserving.IsFile | None
+    is_file: reservations.IsFile | None
     default_lease_seconds: float
 
     def now(self) -> float:
@@ -142,7 +143,7 @@ class WorkPackages:
         for package in wanted:
             package["key"] = prefix + package["id"]
             package["deps"] = [prefix + d for d in package["dependencies"]]
-            package["files"] = reserving.canonical(package["files"], self.repo_root)
+            package["files"] = reservations.canonical(package["files"], self.repo_root)
             package["escalate_to"] = escalate_to
         _refuse_cycles(spec, wanted)
         result: dict[str, Any] = {
@@ -398,15 +399,15 @@ class WorkPackages:
                         {"package": entry["package"], "user": user, "token": claim.token}
                     )
                 else:
-                    files = reserving.canonical(
+                    files = reservations.canonical(
                         model.check_files(entry.get("files")), self.repo_root
                     )
                     if not files:
                         raise InvalidInput(f"track {entry.get('track')} names no files to hold")
                     live = tx.live_reservations(now, near=files)
-                    conflicts = reserving.find_conflicts(user, files, True, live, self.is_file)
+                    conflicts = reservations.find_conflicts(user, files, True, live, self.is_file)
                     if conflicts:
-                        raise reserving.refusal(conflicts, f"track {entry.get('track')}")
+                        raise reservations.refusal(conflicts, f"track {entry.get('track')}")
                     for pattern in files:
                         tx.insert_reservation(
                             agent=user,

@@ -2,7 +2,7 @@
 
 Exclusive conflicts with any overlapping reservation of another agent; shared conflicts only
 with another agent's exclusive one. An agent never conflicts with itself. Whether two
-patterns overlap is ``coord.patterns.overlaps`` (exact for literal paths and directories,
+patterns overlap is ``coord.fast.patterns.overlaps`` (exact for literal paths and directories,
 conservative for globs).
 """
 
@@ -13,8 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coord import model, patterns, rules
+from coord import model
+from coord.core import rules
 from coord.errors import FilesReserved, InvalidInput
+from coord.fast import patterns
 from coord.model import Reservation, iso
 from coord.storage.base import Storage, WriteTx
 
@@ -122,7 +124,7 @@ def working_tree_files(repo_root: Path | None) -> IsFile | None:
 
 
 class FileReservations:
-    """The Board's verbs for files. Mixed into ``coord.board.Board``, which supplies the
+    """The Board's verbs for files. Mixed into ``coord.core.board.Board``, which supplies the
     storage, the clock, the repository root and the default lease."""
 
     storage: Storage
@@ -239,7 +241,7 @@ class FileReservations:
 
     def who(self, path: str, agent: str | None = None) -> dict[str, Any]:
         """Who holds ``path``, and may ``agent`` edit it?"""
-        from coord.guard import blockers
+        from coord.fast.guard import blockers
 
         if self.repo_root is None:
             raise InvalidInput("this board has no repository root, so it holds no files")

@@ -14,8 +14,8 @@ import socket
 import sys
 import time
 
-from coord import paths
 from coord.errors import CoordError, DaemonUnavailable, error_from_dict
+from coord.fast import board_files
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class Client:
 
     def _write_token(self) -> str:
         if self._token is None:
-            self._token = paths.read_token(self.board_dir)
+            self._token = board_files.read_token(self.board_dir)
         return self._token
 
     def _daemon_address(self, *, fresh: bool = False) -> tuple[str, int]:
@@ -113,7 +113,7 @@ class Client:
     def daemon_record(self) -> dict[str, Any] | None:
         """The running daemon's record, or None if there is none (stale records ignored)."""
         try:
-            record = json.loads(paths.daemon_record_path(self.board_dir).read_text("utf-8"))
+            record = json.loads(board_files.daemon_record_path(self.board_dir).read_text("utf-8"))
             alive = _alive(int(record["pid"]))
             str(record["host"]), int(record["port"]), str(record["url"])
         except (OSError, ValueError, KeyError, TypeError):

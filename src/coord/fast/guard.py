@@ -14,7 +14,7 @@ import os
 import sqlite3
 import time
 
-from coord import patterns, worktree
+from coord.fast import patterns, worktree
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:

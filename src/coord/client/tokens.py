@@ -10,7 +10,7 @@ import fcntl
 import json
 import os
 
-from coord import paths
+from coord.fast import board_files
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def _file(board_dir: Path, agent: str) -> Path:
     # Agent names are checked to [A-Za-z0-9._@:+-]; ':' is kept out of file names.
-    return paths.claims_dir(board_dir) / (agent.replace(":", "%3A") + ".json")
+    return board_files.claims_dir(board_dir) / (agent.replace(":", "%3A") + ".json")
 
 
 def _read(path: Path) -> dict[str, int]:
@@ -42,7 +42,7 @@ def _update(board_dir: Path, agent: str, change: Callable[[dict[str, int]], None
         fcntl.flock(lock, fcntl.LOCK_EX)
         tokens = _read(path)
         change(tokens)
-        paths.write_json_atomic(path, tokens, mode=0o600)
+        board_files.write_json_atomic(path, tokens, mode=0o600)
 
 
 def remember_claim(board_dir: Path, agent: str, claim: dict[str, object]) -> None:

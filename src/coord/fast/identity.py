@@ -53,13 +53,13 @@ def client_pid() -> int:
 
 def remember(board_dir: Path, client: str, session_id: str) -> str:
     """Record this session's name for the client process; returns the name."""
-    from coord import paths  # here: the edit hooks name the agent without pathlib
+    from coord.fast import board_files  # here: the edit hooks name the agent without pathlib
 
     name = from_env() or session_name(client, session_id)
     record = {"agent": name, "client": client, "session_id": session_id}
-    folder = paths.sessions_dir(board_dir)
+    folder = board_files.sessions_dir(board_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    paths.write_json_atomic(folder / f"{client_pid()}.json", record)
+    board_files.write_json_atomic(folder / f"{client_pid()}.json", record)
     _forget_ended(folder)
     return name
 
@@ -84,10 +84,12 @@ def _alive(pid: int) -> bool:
 
 def recorded(board_dir: Path) -> str | None:
     """The name the SessionStart hook recorded for the client that started this process."""
-    from coord import paths
+    from coord.fast import board_files
 
     try:
-        data = json.loads((paths.sessions_dir(board_dir) / f"{client_pid()}.json").read_text())
+        data = json.loads(
+            (board_files.sessions_dir(board_dir) / f"{client_pid()}.json").read_text()
+        )
     except (OSError, ValueError):
         return None
     name = data.get("agent") if isinstance(data, dict) else None

@@ -38,7 +38,7 @@ def find_board_dir(start: str | Path | None = None) -> Path | None:
         if candidate.is_dir():
             return candidate
     # a linked git worktree outside the main one shares the main working tree's board
-    from coord import worktree
+    from coord.fast import worktree
 
     main = worktree.board_root_for(str(here))
     if main is not None and (Path(main) / BOARD_DIRNAME).is_dir():
@@ -68,7 +68,7 @@ def new_board_dir(start: str | Path | None = None) -> Path:
     if env:
         return Path(env).expanduser().resolve()
     here = Path(start or Path.cwd()).resolve()
-    from coord import worktree
+    from coord.fast import worktree
 
     main = worktree.board_root_for(str(here))  # in a linked worktree: the main one's board
     if main is not None:

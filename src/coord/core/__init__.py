@@ -1,0 +1,1 @@
+"""Every board rule, once: items, claims, leases, fencing, reservations, packages, evidence."""

@@ -1,0 +1,1 @@
+"""`coord init` and `coord uninstall`: wiring coord into the agent clients' configs."""
