@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coord.model import iso
+from coord.times import iso
 
 
 def _reference(ts: float) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import run_cli
 from coord.core.board import Board
-from coord.hooks import EVENTS
+from coord.fast.clients import EVENTS
 
 OTHER_SERVER = {"command": "npx", "args": ["-y", "other-mcp"], "env": {"TOKEN": "x"}}
 CLAUDE_SETTINGS = {

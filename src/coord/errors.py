@@ -16,6 +16,9 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_CONFLICT = 3
 EXIT_NOTHING_READY = 4
+# the guard's "do not edit", and a hook's refusal when no JSON decision can be given: what
+# every agent client reads as "blocked"
+EXIT_REFUSED = 2
 
 
 class CoordError(Exception):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import re
-import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from coord.errors import InvalidInput, TooLarge
+from coord.times import iso
 
 KINDS = ("task", "bug", "note", "handoff")
 # claim-next offers work, not announcements: notes are claimable only by id or explicit filter.
@@ -39,33 +38,6 @@ _AGENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$")
 _LABEL_RE = re.compile(r"^[^\s,][^,]{0,63}$")
 # package ids: R3, QA1, harness:R3. Never all digits, so they cannot be mistaken for item ids.
 _KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
-
-
-# "YYYY-MM-DDTHH:MM:SS" of recent seconds: a claim's answer formats now, the lease's end
-# and the item's creation, again and again. Emptied when full; a dict is thread-safe here.
-_iso_seconds: dict[int, str] = {}
-
-
-def iso(ts: float | None) -> str | None:
-    """Board time (seconds since the epoch, daemon clock) as ISO 8601 UTC with milliseconds.
-
-    The same text as ``datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")``
-    with "Z" (tests/test_board.py checks that on random times) at a third of the cost: a
-    claim's answer formats six times, nearly always within one second.
-    """
-    if ts is None:
-        return None
-    fraction, whole = math.modf(ts)
-    micros = round(fraction * 1_000_000)  # half-even, as datetime rounds
-    second = int(whole)
-    if micros >= 1_000_000:
-        second, micros = second + 1, micros - 1_000_000
-    text = _iso_seconds.get(second)
-    if text is None:
-        if len(_iso_seconds) >= 1024:
-            _iso_seconds.clear()
-        text = _iso_seconds[second] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-    return f"{text}.{micros // 1000:03d}Z"
 
 
 # Plain slotted dataclasses, not frozen: a frozen __init__ costs ~5 us more per object, paid

@@ -10,14 +10,12 @@ import json
 import os
 import sys
 
-from coord.errors import InvalidInput
+from coord.errors import EXIT_REFUSED, InvalidInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
-
-EXIT_REFUSED = 2  # the guard's "do not edit": what the agents' hook protocols understand
 
 
 def run_guard(

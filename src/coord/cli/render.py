@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
+from coord.times import clock_of_iso
+
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
 
-def _short_time(value: str | None) -> str:
-    # "2026-11-30T04:08:05.929Z" -> "04:08:05Z": leases are minutes long, the date is noise.
-    return value[11:19] + "Z" if value else "-"
-
-
 def claim_line(claim: dict[str, Any]) -> str:
     key = (claim.get("item") or {}).get("key")
     line = (
         f"claimed {claim['id']}{f' ({key})' if key else ''}: {claim['title']} as {claim['agent']} "
-        f"(token {claim['token']}, lease until {_short_time(claim['lease_expires_at'])})"
+        f"(token {claim['token']}, lease until {clock_of_iso(claim['lease_expires_at'])})"
     )
     if claim.get("takeover_from"):
         line += f"; took over from {claim['takeover_from']}, whose lease had run out"
@@ -117,7 +114,7 @@ def event_line(event: dict[str, Any]) -> str:
     extra = ""
     if event["kind"] in ("claimed", "takeover", "heartbeat"):
         extra = (
-            f" token {details.get('token')} until {_short_time(details.get('lease_expires_at'))}"
+            f" token {details.get('token')} until {clock_of_iso(details.get('lease_expires_at'))}"
         )
         if details.get("takeover_from"):
             extra += f" (from {details['takeover_from']})"
@@ -162,7 +159,7 @@ def reservations_table(reservations: Sequence[dict[str, Any]]) -> str:
                 r["agent"],
                 "exclusive" if r["exclusive"] else "shared",
                 str(r["item"]) if r["item"] is not None else "-",
-                _short_time(r["expires_at"]),
+                clock_of_iso(r["expires_at"]),
                 r["reason"] or "",
             )
         )

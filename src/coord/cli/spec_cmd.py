@@ -8,11 +8,11 @@ from the document alone); ``import`` and ``sync`` need one.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 from pathlib import Path
 
 from coord.errors import BoardNotFound, InvalidInput
+from coord.fast.files import write_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -290,10 +290,7 @@ def _tick(path: Path, entries: list[tuple[int, str]]) -> None:
                 "nothing was written (re-run after saving the document)"
             )
         lines[number - 1] = line[:at] + b"[x]" + line[at + 3 :]
-    tmp = path.with_name(f".{path.name}.coord-{os.getpid()}.tmp")
-    tmp.write_bytes(b"".join(lines))
-    os.chmod(tmp, path.stat().st_mode & 0o7777)
-    os.replace(tmp, path)
+    write_atomic(path, b"".join(lines))
 
 
 # --- paths -----------------------------------------------------------------------------------

@@ -32,8 +32,9 @@ from coord.errors import (
     NotWaiting,
     TooLarge,
 )
-from coord.model import Agent, Claim, Event, Item, Reply, Reservation, iso
+from coord.model import Agent, Claim, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
+from coord.times import iso
 
 DEFAULT_LEASE_SECONDS = 15 * 60
 ACTIVE_WINDOW_SECONDS = 15 * 60

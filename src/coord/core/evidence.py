@@ -12,7 +12,8 @@ from typing import Any
 
 from coord import model
 from coord.errors import ChecksFailed, ChecksRequired, InvalidInput, TooLarge
-from coord.model import Item, iso
+from coord.model import Item
+from coord.times import iso
 
 MAX_RUNS = 50
 RUN_FIELDS = {"command", "exit_code", "duration_s", "head", "output_tail"}

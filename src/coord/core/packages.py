@@ -19,8 +19,9 @@ from typing import Any
 from coord import model
 from coord.core import reservations, rules
 from coord.errors import Conflict, DependencyCycle, InvalidInput, TooLarge
-from coord.model import Claim, Item, Reservation, iso
+from coord.model import Claim, Item, Reservation
 from coord.storage.base import ItemQuery, Storage, WriteTx
+from coord.times import iso
 
 MAX_PACKAGES = 10_000
 PACKAGE_FIELDS = {

@@ -17,8 +17,9 @@ from coord import model
 from coord.core import rules
 from coord.errors import FilesReserved, InvalidInput
 from coord.fast import patterns
-from coord.model import Reservation, iso
+from coord.model import Reservation
 from coord.storage.base import Storage, WriteTx
+from coord.times import iso
 
 IsFile = Callable[[str], bool]
 

@@ -19,8 +19,9 @@ from coord.errors import (
     NothingReady,
     NotReady,
 )
-from coord.model import Item, iso
+from coord.model import Item
 from coord.storage.base import ReadTx
+from coord.times import iso
 
 IMPORT_FIELDS = {
     "title",

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from coord.errors import BoardNotFound, InvalidInput
+from coord.fast import files
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -149,8 +150,4 @@ def init_board_files(board_dir: Path) -> bool:
 
 
 def write_json_atomic(path: Path, data: Any, mode: int = 0o644) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(data, out)
-    os.replace(tmp, path)
+    files.write_atomic(path, json.dumps(data).encode(), mode)

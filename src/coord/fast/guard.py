@@ -15,6 +15,7 @@ import sqlite3
 import time
 
 from coord.fast import patterns, worktree
+from coord.times import clock, iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def check(
                 "holder": r.agent,
                 "pattern": r.pattern,
                 "item": r.item_id,
-                "expires_at": _iso(r.expires_at),
+                "expires_at": iso(r.expires_at),
             }
             for r in blocking
         ]
@@ -145,18 +146,10 @@ def _verdict(refusals: list[dict[str, Any]], note: str | None) -> dict[str, Any]
     return {"may_edit": not refusals, "refusals": refusals, "note": note}
 
 
-def _iso(ts: float) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def refusal_lines(path: str, blocking: Sequence[HeldFiles]) -> list[str]:
-    from datetime import UTC, datetime
-
     lines = []
     for r in blocking:
-        until = datetime.fromtimestamp(r.expires_at, UTC).strftime("%H:%M:%SZ")
+        until = clock(r.expires_at)
         item = f" for item {r.item_id}" if r.item_id is not None else ""
         lines.append(
             f"coord guard: {path} is held by {r.agent} ({r.pattern}){item} until {until}; "

@@ -32,28 +32,15 @@ from __future__ import annotations
 
 import sys
 
+from coord.errors import EXIT_REFUSED
+from coord.fast.clients import HOOK_CLIENTS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-CLIENTS = ("claude", "codex", "gemini")
-EXIT_REFUSED = 2  # what every client reads as "blocked" when no JSON decision can be given
-
-# For wiring a client: each event coord answers, and the tool matcher its guard needs.
-EVENTS: dict[str, dict[str, str | None]] = {
-    "claude": {
-        "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit|Bash",
-        "SessionStart": None,
-        "Stop": None,
-    },
-    "codex": {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None},
-    "gemini": {
-        "BeforeTool": "write_file|replace|run_shell_command",
-        "SessionStart": None,
-        "AfterAgent": None,
-    },
-}
+CLIENTS = HOOK_CLIENTS
 
 
 class Refusal(Exception):

@@ -17,6 +17,7 @@ import time
 
 from coord.errors import InvalidInput
 from coord.fast import guard, patterns
+from coord.times import clock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -176,9 +177,7 @@ def read_near(db_path: Path, wanted: Iterable[str], now: float | None = None) ->
 
 
 def _shell_line(raw: str, r: guard.Row) -> str:
-    from datetime import UTC, datetime
-
-    until = datetime.fromtimestamp(r.expires_at, UTC).strftime("%H:%M:%SZ")
+    until = clock(r.expires_at)
     item = f" for item {r.item_id}" if r.item_id is not None else ""
     return (
         f"coord: this command writes {raw}, and {r.agent} holds {r.pattern}{item} until {until}; "

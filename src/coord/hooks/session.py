@@ -17,9 +17,9 @@ Errors propagate; ``coord.hooks.run_hook`` turns them into one line on stderr an
 from __future__ import annotations
 
 import os
-import time
 
 from coord.fast import board_files, identity
+from coord.times import clock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def stop_notice(client: str, data: dict[str, Any]) -> str | None:
         board.close()
     parts: list[str] = []
     if renewed:
-        held = ", ".join(f"{_item(i)} (until {_hms(until)})" for i, until in renewed)
+        held = ", ".join(f"{_item(i)} (until {clock(until)})" for i, until in renewed)
         parts.append(
             f"coord: {name} still holds {held}; lease renewed. When one is finished: "
             f"`coord done ID --as {name}`; to stop working on it: `coord release ID --as {name}`."
@@ -130,7 +130,7 @@ def stop_notice(client: str, data: dict[str, Any]) -> str | None:
             "before going on, or leave it."
         )
     if files:
-        held_files = ", ".join(f"{r.pattern} (until {_hms(r.expires_at)})" for r in files)
+        held_files = ", ".join(f"{r.pattern} (until {clock(r.expires_at)})" for r in files)
         parts.append(
             f"coord: {name} also holds files {held_files}; free them when done: "
             f"`coord unreserve --all --as {name}`."
@@ -205,8 +205,8 @@ def _claim(item: Item, now: float) -> str:
     if item.question is not None:
         return f"{_item(item)}, waiting for a human answer"
     if item.lease_expires_at is not None and item.lease_expires_at <= now:
-        return f"{_item(item)}, lease ran out at {_hms(item.lease_expires_at)}: claim it again"
-    until = _hms(item.lease_expires_at) if item.lease_expires_at is not None else "?"
+        return f"{_item(item)}, lease ran out at {clock(item.lease_expires_at)}: claim it again"
+    until = clock(item.lease_expires_at) if item.lease_expires_at is not None else "?"
     files = f", files {', '.join(item.files)}" if item.files else ""
     return f"{_item(item)} (token {item.fencing_token}, lease until {until}{files})"
 
@@ -214,7 +214,7 @@ def _claim(item: Item, now: float) -> str:
 def _reservation(r: Reservation) -> str:
     kind = "exclusive" if r.exclusive else "shared"
     item = f", item {r.item_id}" if r.item_id is not None else ""
-    return f"{r.pattern} ({kind}{item}, until {_hms(r.expires_at)})"
+    return f"{r.pattern} ({kind}{item}, until {clock(r.expires_at)})"
 
 
 def _event(e: Event) -> str:
@@ -229,15 +229,11 @@ def _event(e: Event) -> str:
         "",
     )
     said = f": {_short(text, 100)}" if text else ""
-    return f"{item}{e.kind} by {e.agent or 'someone'} at {_hms(e.at)}{said}"
+    return f"{item}{e.kind} by {e.agent or 'someone'} at {clock(e.at)}{said}"
 
 
 def _ready(item: Item) -> str:
     return f"{_item(item)} [{item.kind}, priority {item.priority}]"
-
-
-def _hms(ts: float) -> str:
-    return time.strftime("%H:%M:%SZ", time.gmtime(ts))
 
 
 def _short(text: str, limit: int) -> str:

@@ -44,14 +44,12 @@ pre-commit framework
 
 from __future__ import annotations
 
-from coord.hooks import EVENTS
-
-CLIENTS = ("claude", "codex", "gemini", "cursor")
+from coord.fast.clients import EVENTS
 
 SERVER_NAME = "coord"
 
 # (event, matcher or None): each becomes `<coord> hook <client> <event>`. The events and the
-# guard's tool matchers are the hook runner's own list (coord.hooks.EVENTS), so what is wired
+# guard's tool matchers are the hook runner's own list (coord.fast.clients.EVENTS), so what is wired
 # is exactly what `coord hook` answers: Claude Code PreToolUse, SessionStart and Stop; Codex
 # PreToolUse (apply_patch|Bash), SessionStart and Stop; Gemini CLI BeforeTool, SessionStart and
 # AfterAgent (its Stop).

@@ -46,7 +46,8 @@ from pathlib import Path
 
 from coord.cli import commands
 from coord.errors import InvalidInput
-from coord.fast import board_files
+from coord.fast import board_files, files
+from coord.fast.clients import CLIENTS
 from coord.wiring import client_files as W
 
 TYPE_CHECKING = False
@@ -171,8 +172,8 @@ def _command(cmd: str | None) -> tuple[list[str], str]:
 
 def _chosen(args: argparse.Namespace) -> list[str]:
     if getattr(args, "all", False):
-        return list(W.CLIENTS)
-    return [c for c in W.CLIENTS if getattr(args, c, False)]
+        return list(CLIENTS)
+    return [c for c in CLIENTS if getattr(args, c, False)]
 
 
 def _key(root: Path, path: Path) -> str:
@@ -798,20 +799,8 @@ def _write(change: Change) -> None:
         target.unlink(missing_ok=True)
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = target.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = change.mode
-    tmp = target.with_name(f".{target.name}.coord-{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(change.after)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    mode = target.stat().st_mode & 0o7777 if target.exists() else change.mode
+    files.write_atomic(target, change.after, mode)
 
 
 def _diff(change: Change) -> str:

@@ -1,0 +1,27 @@
+"""The agent clients coord speaks to, and the hook events it answers for each.
+
+One list for the two sides that must agree on it: ``coord hook`` answers these events, and
+``coord init`` wires exactly these into each client's config.
+"""
+
+from __future__ import annotations
+
+# clients whose hooks coord answers (`coord hook CLIENT EVENT`)
+HOOK_CLIENTS = ("claude", "codex", "gemini")
+# clients `coord init` can wire; Cursor gets the MCP server and its rules, no hooks
+CLIENTS = (*HOOK_CLIENTS, "cursor")
+
+# Each event coord answers, and the tool matcher its guard needs (None: every call).
+EVENTS: dict[str, dict[str, str | None]] = {
+    "claude": {
+        "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit|Bash",
+        "SessionStart": None,
+        "Stop": None,
+    },
+    "codex": {"PreToolUse": "apply_patch|Bash", "SessionStart": None, "Stop": None},
+    "gemini": {
+        "BeforeTool": "write_file|replace|run_shell_command",
+        "SessionStart": None,
+        "AfterAgent": None,
+    },
+}
