@@ -19,7 +19,7 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "coord"
 
-NOUNS = {"coord.model", "coord.errors", "coord.times"}
+NOUNS = {"coord.model", "coord.errors", "coord.times", "coord.limits"}
 FACES = ("server", "cli", "mcp", "hooks", "wiring")
 
 # (importer, imported package or module) -> why this lazy import is an entry, not a leak.

@@ -442,3 +442,19 @@ def test_long_patterns_neither_recurse_deeply_nor_backtrack() -> None:
     many = "/".join(["**", "a*"] * 600)
     assert overlaps(many, "/".join(["**", "*b"] * 600))
     assert not covers("/".join(["*"] * 1500) + "/q", "/".join(["a"] * 1500) + "/r")
+
+
+def test_one_pattern_length_limit_for_the_model_and_the_normaliser(repo: Path) -> None:
+    """The model refused a pattern over 1,024 characters while the normaliser took up to
+    4,096: `coord reserve` and an item's files disagreed on the same text."""
+    from coord import model
+    from coord.limits import MAX_PATTERN
+
+    at_limit = "src/" + "a" * (MAX_PATTERN - 4)
+    over = at_limit + "b"
+    assert normalize(at_limit, repo) == at_limit
+    assert model.check_files([at_limit]) == (at_limit,)
+    with pytest.raises(InvalidInput, match=str(MAX_PATTERN)):
+        normalize(over, repo)
+    with pytest.raises(InvalidInput, match=str(MAX_PATTERN)):
+        model.check_files([over])

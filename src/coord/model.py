@@ -8,6 +8,21 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from coord.errors import InvalidInput, TooLarge
+from coord.limits import (  # noqa: F401 (the model's limits, as every face has read them)
+    MAX_BATCH,
+    MAX_BODY,
+    MAX_CHECKS,
+    MAX_DEPS,
+    MAX_EVIDENCE_OUTPUT,
+    MAX_FILES,
+    MAX_IMPORT,
+    MAX_LABEL,
+    MAX_LABELS,
+    MAX_LEASE_SECONDS,
+    MAX_PATTERN,
+    MAX_TITLE,
+    MIN_LEASE_SECONDS,
+)
 from coord.times import iso
 
 KINDS = ("task", "bug", "note", "handoff")
@@ -18,21 +33,8 @@ STATES = ("pending", "claimed", "done", "cancelled")
 SHOWN_STATES = ("pending", "claimed", "needs_human", "done", "cancelled")
 PRIORITY_HIGHEST, PRIORITY_LOWEST, PRIORITY_DEFAULT = 0, 4, 2
 
-MAX_TITLE = 300
-MAX_BODY = 64 * 1024
-MAX_LABELS = 20
-MAX_LABEL = 64
-MAX_DEPS = 100
-MAX_LEASE_SECONDS = 7 * 24 * 3600
-MIN_LEASE_SECONDS = 1
-MAX_IMPORT = 10_000
-MAX_FILES = 200
-MAX_PATTERN = 1024
-MAX_BATCH = 64  # claim-next --count
-MAX_CHECKS = 20
 # file reservations of a needs_human item are held until someone answers (9999-12-31)
 HELD_UNTIL_ANSWERED = 253402300799.0
-MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its last lines)
 
 _AGENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$")
 _LABEL_RE = re.compile(r"^[^\s,][^,]{0,63}$")

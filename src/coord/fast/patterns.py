@@ -32,6 +32,7 @@ import re
 from functools import lru_cache
 
 from coord.errors import InvalidInput
+from coord.limits import MAX_PATTERN
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the edit guard runs before every edit
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ relative to where you are. Negations (!x) are refused.
 """
 
 WHOLE_REPOSITORY = "**"
-MAX_PATTERN_LENGTH = 4096
 _GLOB_RE = re.compile(r"[*?\[\\]")
 # a backslash escapes a glob character; before anything else it is a mistyped path, refused
 _ESCAPES_OK = re.compile(r"(?:[^\\]|\\[*?\[\]\\!# ])*")
@@ -129,8 +129,8 @@ def _check_text(pattern: str, literal: bool) -> None:
             "empty reservation pattern: name a path or glob, like 'src/auth/**' or 'docs/api.md'",
             pattern=pattern,
         )
-    if len(pattern) > MAX_PATTERN_LENGTH:
-        raise _refuse(pattern[:60] + "...", f"is longer than {MAX_PATTERN_LENGTH} characters")
+    if len(pattern) > MAX_PATTERN:
+        raise _refuse(pattern[:60] + "...", f"is longer than {MAX_PATTERN} characters")
     if "\0" in pattern:
         raise _refuse(pattern, "contains a NUL character; remove it")
     if pattern != pattern.strip():

@@ -1,0 +1,19 @@
+"""Every size limit of the board, in one place (a noun: no imports, nothing to pay at start).
+
+The model's validation, the pattern normaliser on the guard's path and the OpenAPI document
+all read these, so a limit cannot say one number in one face and another in the next.
+"""
+
+MAX_TITLE = 300
+MAX_BODY = 64 * 1024
+MAX_LABELS = 20
+MAX_LABEL = 64
+MAX_DEPS = 100
+MAX_LEASE_SECONDS = 7 * 24 * 3600
+MIN_LEASE_SECONDS = 1
+MAX_IMPORT = 10_000
+MAX_FILES = 200
+MAX_PATTERN = 1024  # characters of one file pattern or one check command, as given
+MAX_BATCH = 64  # claim-next --count
+MAX_CHECKS = 20
+MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its last lines)
