@@ -34,17 +34,26 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
-    from types import ModuleType
+    from typing import Protocol
 
     from coord.cli.main import Context, Result
+
+    class ClientWiring(Protocol):
+        """What each client's module (wiring.claude, ...) offers."""
+
+        NOTES: tuple[str, ...]  # told to the user after its files are planned
+
+        def config(self, root: Path, argv: list[str], shell: str) -> list[Target]: ...
+
+        def instruction_files(self, root: Path, plan: Plan) -> list[Target]: ...
+
 
 FLAGS_HINT = (
     "wire agents' clients to it with `coord init --claude`, `--codex`, `--gemini`, `--cursor` "
     "or `--all` (MCP server, hooks, AGENTS.md, the pre-commit guard); add --dry-run to see "
     "the changes first"
 )
-# each client's module: its config files, the instruction files it reads, notes for the user
-CLIENT_MODULES: dict[str, ModuleType] = {
+CLIENT_MODULES: dict[str, ClientWiring] = {
     "claude": claude,
     "codex": codex,
     "gemini": gemini,
@@ -84,7 +93,7 @@ def args_uninstall(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _command(cmd: str | None) -> tuple[list[str], str]:
+def command_words(cmd: str | None) -> tuple[list[str], str]:
     """(argv for MCP registrations, the same as a shell word list for hooks and text)."""
     if not cmd:
         return ["coord"], "coord"
@@ -137,7 +146,7 @@ def cmd_init(
         document, text, *_ = create_board(args, ctx)
         return {**document, "clients": [], "changes": []}, f"{text}\n{FLAGS_HINT}"
 
-    argv, shell = _command(getattr(args, "coord_command", None))
+    argv, shell = command_words(getattr(args, "coord_command", None))
     board_dir = board_files.new_board_dir()
     root = board_files.repo_root(board_dir)
     record = load_record(board_dir)
