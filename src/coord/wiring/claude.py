@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from coord.wiring.plan import Plan
 
+FLAG_HELP = "Claude Code: .mcp.json, .claude/settings.json hooks, CLAUDE.md"
 NOTES: tuple[str, ...] = ()
 
 

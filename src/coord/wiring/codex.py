@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 CONFIG = ".codex/config.toml"
 HOOKS = ".codex/hooks.json"
+FLAG_HELP = "Codex CLI: .codex/config.toml, .codex/hooks.json"
 NOTES: tuple[str, ...] = (
     "Codex reads .codex/config.toml only in a trusted project and runs a new hook once you "
     "trust it (/hooks in codex)",

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     class ClientWiring(Protocol):
         """What each client's module (wiring.claude, ...) offers."""
 
+        FLAG_HELP: str  # what `coord init --CLIENT` wires, for --help
         NOTES: tuple[str, ...]  # told to the user after its files are planned
 
         def config(self, root: Path, argv: list[str], shell: str) -> list[Target]: ...
@@ -53,6 +54,8 @@ FLAGS_HINT = (
     "or `--all` (MCP server, hooks, AGENTS.md, the pre-commit guard); add --dry-run to see "
     "the changes first"
 )
+# one module a client of coord.fast.clients.CLIENTS (the one list, whose order is the flags'
+# and the files')
 CLIENT_MODULES: dict[str, ClientWiring] = {
     "claude": claude,
     "codex": codex,
@@ -65,13 +68,9 @@ CLIENT_MODULES: dict[str, ClientWiring] = {
 
 
 def args_init(p: argparse.ArgumentParser) -> None:
-    for client, what in (
-        ("claude", "Claude Code: .mcp.json, .claude/settings.json hooks, CLAUDE.md"),
-        ("codex", "Codex CLI: .codex/config.toml, .codex/hooks.json"),
-        ("gemini", "Gemini CLI: .gemini/settings.json (MCP and hooks), GEMINI.md"),
-        ("cursor", "Cursor: .cursor/mcp.json"),
-    ):
-        p.add_argument(f"--{client}", action="store_true", help=f"wire {what}")
+    for client in CLIENTS:
+        help_text = f"wire {CLIENT_MODULES[client].FLAG_HELP}"
+        p.add_argument(f"--{client}", action="store_true", help=help_text)
     p.add_argument(
         "--all",
         action="store_true",

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from coord.wiring.plan import Plan
 
+FLAG_HELP = "Cursor: .cursor/mcp.json"
 NOTES: tuple[str, ...] = ()
 MCP_JSON = ".cursor/mcp.json"
 

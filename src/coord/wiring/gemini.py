@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from coord.wiring.plan import Plan
 
+FLAG_HELP = "Gemini CLI: .gemini/settings.json (MCP and hooks), GEMINI.md"
 NOTES: tuple[str, ...] = ()
 SETTINGS = ".gemini/settings.json"
 
