@@ -30,7 +30,7 @@ SETTINGS = ".gemini/settings.json"
 
 
 def config(root: Path, argv: list[str], shell: str) -> list[Target]:
-    # Gemini shows a hook's name to the user: `coord-BeforeTool` says whose it is
+    # a Gemini hook may carry a name: `coord-BeforeTool` says whose hook it is
     hooks = hook_entries("gemini", EVENTS["gemini"], shell, named=True)
     return [Target(SETTINGS, root / SETTINGS, JsonSpec([mcp_server_entry(argv), *hooks]))]
 
