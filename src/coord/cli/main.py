@@ -97,15 +97,16 @@ class Context:
 
 def _args_init(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lease", type=argtypes.seconds, help="default lease length in seconds (900)")
-    from coord.wiring import setup  # the client flags (--claude, --codex, ...) live with the code
+    from coord.wiring import command  # the client flags (--claude, --codex, ...) live with the code
 
-    setup.args_init(p)
+    command.args_init(p)
 
 
 def _cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.wiring import setup
+    from coord.wiring import command
 
-    return setup.cmd_init(args, ctx)
+    # the wiring is handed what creates the board: it never imports the command line
+    return command.cmd_init(args, ctx, create_board=commands.cmd_init)
 
 
 def _args_serve(p: argparse.ArgumentParser) -> None:
@@ -408,7 +409,7 @@ COMMANDS: dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None
         "args_hook",
     ),
     "uninstall": _elsewhere(
-        "coord.wiring.setup",
+        "coord.wiring.command",
         "remove what `coord init` wired into the agents' clients; keeps the board",
         "cmd_uninstall",
         "args_uninstall",

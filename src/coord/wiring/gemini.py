@@ -1,0 +1,39 @@
+"""Gemini CLI: its MCP server and hooks (one settings file) and its ``GEMINI.md``.
+
+- MCP: ``.gemini/settings.json`` ``{"mcpServers": {NAME: {"command", "args"}}}``
+  https://geminicli.com/docs/tools/mcp-server
+- hooks: the same file, ``{"hooks": {EVENT: [{"matcher"?, "hooks": [{"type": "command",
+  "command", "name"?}]}]}}``; BeforeTool's matcher is a regex over tool names (``write_file``,
+  ``replace``, ``run_shell_command``); SessionStart (startup, resume, clear) and AfterAgent
+  (the end of a turn, its Stop) take no matcher. https://geminicli.com/docs/hooks/reference
+- instructions: ``GEMINI.md``, which imports other files with ``@./file.md``.
+  https://geminicli.com/docs/cli/gemini-md https://geminicli.com/docs/reference/memport
+"""
+
+from __future__ import annotations
+
+from coord.fast.clients import EVENTS
+from coord.wiring import instructions
+from coord.wiring.json_merge import JsonSpec
+from coord.wiring.plan import Target
+from coord.wiring.shared_shapes import hook_entries, mcp_server_entry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from coord.wiring.plan import Plan
+
+FLAG_HELP = "Gemini CLI: .gemini/settings.json (MCP and hooks), GEMINI.md"
+NOTES: tuple[str, ...] = ()
+SETTINGS = ".gemini/settings.json"
+
+
+def config(root: Path, argv: list[str], shell: str) -> list[Target]:
+    # a Gemini hook may carry a name: `coord-BeforeTool` says whose hook it is
+    hooks = hook_entries("gemini", EVENTS["gemini"], shell, named=True)
+    return [Target(SETTINGS, root / SETTINGS, JsonSpec([mcp_server_entry(argv), *hooks]))]
+
+
+def instruction_files(root: Path, plan: Plan) -> list[Target]:
+    return instructions.importing_agents_md(root, "GEMINI.md", "@./AGENTS.md", plan)
