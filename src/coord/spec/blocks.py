@@ -31,6 +31,7 @@ _FENCE = re.compile(r"(`{3,}|~{3,})")
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _SPAN_OR_COMMENT = re.compile(r"`[^`\n]*`|<!--")
 _CODE_INDENT = 4
+_MARKER_STARTS = frozenset("-*+0123456789")
 
 
 @dataclass(slots=True)
@@ -38,6 +39,7 @@ class Line:
     number: int
     text: str  # without trailing blanks; TEXT: without its HTML comments
     kind: str  # TEXT, FENCE or CODE
+    indent: int  # columns of leading blanks (``indent_width``)
     opens: bool = False  # FENCE: the opening fence line
 
 
@@ -48,14 +50,12 @@ def lines(text: str) -> Iterator[Line]:
 
 def indent_width(line: str) -> int:
     """Columns of leading blanks, a tab reaching the next multiple of four."""
+    lead = line[: len(line) - len(line.lstrip(" \t"))]
+    if "\t" not in lead:
+        return len(lead)
     width = 0
-    for char in line:
-        if char == " ":
-            width += 1
-        elif char == "\t":
-            width += 4 - width % 4
-        else:
-            break
+    for char in lead:
+        width = width + 4 - width % 4 if char == "\t" else width + 1
     return width
 
 
@@ -74,7 +74,7 @@ class _Scanner:
                 if stripped.startswith(self.fence) and not stripped.strip(self.fence[0]):
                     self.fence = None
                     self.after_break = True
-                yield Line(number, line, FENCE)
+                yield Line(number, line, FENCE, indent_width(line))
                 continue
             if self.comment or "<!--" in line:
                 visible = self._uncomment(line)
@@ -85,29 +85,31 @@ class _Scanner:
 
     def _classify(self, number: int, line: str) -> Line:
         stripped = line.lstrip()
-        indent = indent_width(line)
         if not stripped:
             self.after_break = True
-            return Line(number, line, TEXT)
+            return Line(number, line, TEXT, 0)
+        indent = indent_width(line)
         if self.after_break:
             self._close_items(indent)  # less indented than an item's text: out of it
             if indent >= self._margin() + _CODE_INDENT:
-                return Line(number, line, CODE)  # after_break stays: the code runs on
-        fence = _FENCE.match(stripped)
-        marker = BULLET.match(stripped)
-        if fence is not None and indent < self._margin() + _CODE_INDENT:
-            self._close_items(indent)  # a fence is never a lazy continuation
-            self.fence = fence.group(1)
-            return Line(number, line, FENCE, opens=True)
+                return Line(number, line, CODE, indent)  # after_break stays: the code runs on
+        first = stripped[0]
+        if first in "`~" and indent < self._margin() + _CODE_INDENT:
+            fence = _FENCE.match(stripped)
+            if fence is not None:
+                self._close_items(indent)  # a fence is never a lazy continuation
+                self.fence = fence.group(1)
+                return Line(number, line, FENCE, indent, opens=True)
+        marker = BULLET.match(stripped) if first in _MARKER_STARTS else None
         if marker is not None:
             self._close_items(indent)  # a sibling or an outer item ends the inner ones
             self.items.append(indent + marker.end())
-        elif _HEADING.match(line):
+        elif first == "#" and _HEADING.match(line):
             self.items.clear()
             self.after_break = True
-            return Line(number, line, TEXT)
+            return Line(number, line, TEXT, indent)
         self.after_break = False
-        return Line(number, line, TEXT)
+        return Line(number, line, TEXT, indent)
 
     def _margin(self) -> int:
         """Where the text of the innermost open item starts (0 outside lists)."""

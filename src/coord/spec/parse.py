@@ -67,7 +67,7 @@ from pathlib import Path
 
 from coord.errors import InvalidInput
 from coord.spec import blocks, orders
-from coord.spec.blocks import BULLET, indent_width
+from coord.spec.blocks import BULLET
 from coord.spec.document import DocReservation, Package, Problem, SpecDocument, Track
 from coord.spec.paths import Resolver, clean_path, files_and_note, looks_like_path, owned_paths
 from coord.spec.syntax import (
@@ -161,7 +161,7 @@ class _Parser:
     def run(self, text: str) -> SpecDocument:
         for line in blocks.lines(text):
             if line.kind == blocks.TEXT:
-                self._line(line.number, line.text)
+                self._line(line.number, line.text, line.indent)
             else:
                 self._code(line)
         self._close_package()
@@ -173,8 +173,7 @@ class _Parser:
 
     def _code(self, line: blocks.Line) -> None:
         """Code is never read, but inside a package's bullet it is the bullet's text."""
-        stripped = line.text.lstrip()
-        indent = indent_width(line.text)
+        stripped, indent = line.text.lstrip(), line.indent
         if line.kind == blocks.CODE or line.opens:
             in_package = self.open is not None and indent > self.open.indent
             self.code_in_package = in_package and bool(self.open and self.open.bullets)
@@ -186,9 +185,8 @@ class _Parser:
         if self.code_in_package and self.open is not None:
             self._continue_bullet(indent, stripped)
 
-    def _line(self, number: int, line: str) -> None:
+    def _line(self, number: int, line: str, indent: int) -> None:
         stripped = line.lstrip()
-        indent = indent_width(line)
         if not stripped:
             self._end_block()
             return

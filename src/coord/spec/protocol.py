@@ -159,13 +159,6 @@ def claimable(doc: SpecDocument) -> list[str]:
     return Rules(doc).claimable()
 
 
-def verdict(doc: SpecDocument, package_id: str) -> Verdict | None:
-    """Whether ``package_id`` may be claimed now, and why not; None: no such package."""
-    rules = Rules(doc)
-    package = rules.packages.get(package_id)
-    return rules.verdict(package) if package is not None else None
-
-
 def reserved_by(doc: SpecDocument) -> dict[str, str]:
     """Who each package is reserved for (``Rules.reserved_by``)."""
     return Rules(doc).reserved_by()
@@ -231,6 +224,8 @@ class FileIndex:
         for pattern, owner in dict.fromkeys((canonical(f), o) for f, o in entries):
             self.by_prefix.setdefault(literal_prefix(pattern), []).append((pattern, owner))
         self.prefixes = sorted(self.by_prefix)
+        # every directory above a held prefix: only these have held patterns beneath them
+        self.above = {p[:i] for p in self.prefixes for i, c in enumerate(p) if c == "/"}
 
     def overlaps_any(self, files: Iterable[str]) -> bool:
         return any(
@@ -250,17 +245,18 @@ class FileIndex:
     def _near(self, prefix: str) -> list[tuple[str, Any]]:
         """The held patterns whose prefix is ``prefix``, an ancestor of it, or beneath it."""
         by_prefix = self.by_prefix
-        near = list(by_prefix.get("", ()))  # held patterns that start with a glob
         if not prefix:  # a glob from the top may meet anything
             return [entry for p in self.prefixes for entry in by_prefix[p]]
+        near = list(by_prefix.get("", ()))  # held patterns that start with a glob
         slash = prefix.find("/")
         while slash >= 0:  # the ancestors
             near += by_prefix.get(prefix[:slash], ())
             slash = prefix.find("/", slash + 1)
         near += by_prefix.get(prefix, ())
-        prefixes, beneath = self.prefixes, prefix + "/"
-        index = bisect.bisect_left(prefixes, beneath)
-        while index < len(prefixes) and prefixes[index].startswith(beneath):
-            near += by_prefix[prefixes[index]]
-            index += 1
+        if prefix in self.above:  # beneath it: a range of the sorted prefixes
+            prefixes, beneath = self.prefixes, prefix + "/"
+            index = bisect.bisect_left(prefixes, beneath)
+            while index < len(prefixes) and prefixes[index].startswith(beneath):
+                near += by_prefix[prefixes[index]]
+                index += 1
         return near
