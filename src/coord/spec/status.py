@@ -10,9 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from coord.spec.document import SpecDocument
-from coord.spec.protocol import Rules, reserved_by
-
-__all__ = ["reserved_by", "status"]  # reserved_by: its home is coord.spec.protocol
+from coord.spec.protocol import Rules
 
 
 def status(
