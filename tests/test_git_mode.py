@@ -327,6 +327,41 @@ def test_reap_removes_old_reservations_in_one_commit_that_names_each(
     assert code == 0 and nothing["changed"] is False and nothing["reaped"] == []
 
 
+def test_a_rebased_reservation_is_as_old_to_spec_lint_as_to_git_reap(world: World) -> None:
+    """One clock (``coord.spec.age``): a reservation counts from when it landed. Alice wrote
+    hers on a branch a month ago and rebased it onto main today (old author time, new
+    committer time): fresh to both. Carol's landed on main a month ago: stale to both."""
+    alice, carol = world.clone("alice"), world.clone("carol")
+    month_ago = int(time.time()) - 30 * 86400
+    then = {"GIT_AUTHOR_DATE": f"@{month_ago} +0000", "GIT_COMMITTER_DATE": f"@{month_ago} +0000"}
+    plan = alice / "docs" / "plan.md"
+
+    git(alice, "switch", "-q", "-c", "reserve-a2")
+    plan.write_text(with_line_above(PLAN, "- [ ] **A2", reservation_line("A2", "alice")))
+    git(alice, "commit", "-q", "-am", "docs(agent): reserve A2", env=then)
+
+    carols = carol / "docs" / "plan.md"
+    carols.write_text(with_line_above(PLAN, "- [ ] **B1", reservation_line("B1", "carol")))
+    git(carol, "commit", "-q", "-am", "docs(agent): reserve B1", env=then)
+    git(carol, "push", "-q", "origin", "main")
+
+    git(alice, "fetch", "-q", "origin")
+    git(alice, "rebase", "-q", "origin/main")  # today: a new committer time
+    git(alice, "push", "-q", "origin", "HEAD:main")
+    author, committer = map(int, git(alice, "log", "-1", "--format=%at %ct").split())
+    assert author == month_ago and committer > month_ago + 29 * 86400
+    assert reservation_line("B1", "carol") in plan.read_text()
+
+    _, linted = coord(alice, "spec", "lint", "docs/plan.md", "--stale-days", "14")
+    stale_to_lint = [p["package"] for p in linted["problems"] if p["code"] == "stale_reservation"]
+    code, reaped = coord(alice, "git", "reap", "--older-than", "14d", "--dry-run")
+    assert code == 0, reaped
+    assert stale_to_lint == [r["package"] for r in reaped["reaped"]] == ["B1"]
+    code, status = coord(alice, "git", "status")
+    ages = {r["package"]: r["age_seconds"] for r in status["reservations"]}
+    assert ages["A2"] < 3600 and ages["B1"] > 29 * 86400
+
+
 def test_reserve_again_is_a_no_op_and_release_of_nothing_too(world: World) -> None:
     alice = world.clone("alice")
     assert coord(alice, "git", "reserve", "B1")[0] == 0
@@ -519,12 +554,12 @@ def land_between_fetch_and_push(
 ) -> list[str]:
     """Run `coord git ARGS` in ``other`` right after our first read of the tip: our push then
     meets a branch that moved, deterministically."""
-    from coord.gitmode import protocol
+    from coord.gitmode import remote
 
-    read = protocol.Session.read
+    read = remote.Session.read
     tips: list[str] = []
 
-    def read_then_interfere(session: protocol.Session, tip: str) -> protocol.State:
+    def read_then_interfere(session: remote.Session, tip: str) -> remote.State:
         if session.settings.root.name == other.name:
             return read(session, tip)  # the other clone's own command
         tips.append(tip)
@@ -533,7 +568,7 @@ def land_between_fetch_and_push(
             assert code == 0, answer
         return read(session, tip)
 
-    monkeypatch.setattr(protocol.Session, "read", read_then_interfere)
+    monkeypatch.setattr(remote.Session, "read", read_then_interfere)
     return tips
 
 

@@ -3,6 +3,7 @@ from a real git history, and the claimable set."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,9 +12,12 @@ from textwrap import dedent
 
 import pytest
 
+from coord.spec import graph
 from coord.spec.document import SpecDocument
-from coord.spec.lint import claimable, lint
+from coord.spec.lint import lint
 from coord.spec.parse import parse, parse_file
+from coord.spec.protocol import Rules, claimable
+from coord.spec.status import status
 
 FIXTURE = Path(__file__).resolve().parent / "specs" / "harness-v2.md"
 DAY = 86400
@@ -313,6 +317,125 @@ def test_claimable_needs_existing_done_dependencies_and_free_files() -> None:
     )
     # a ticked package holds no files even while a stale reservation names it
     assert claimable(document) == ["A2", "A5", "A8"]
+
+
+def test_each_reason_a_package_is_not_claimable() -> None:
+    document = doc(
+        """
+        - [x] **A1 — done.** Dependencies: none.
+          - Files: `src/a1.py`
+        - [ ] **A2 — free.** Dependencies: A1.
+          - Files: `src/a2.py`
+
+        **Reserved: A3 by @ann.**
+        - [ ] **A3 — reserved.** Dependencies: A1.
+          - Files: `src/shared/**`
+        - [ ] **A4 — in A3's files.** Dependencies: none.
+          - Files: `src/a4.py`, `src/shared/x.py`
+        - [ ] **A5 — waits.** Dependencies: A2, Z9.
+          - Files: `src/a5.py`
+        - [ ] **A6 — in A3's files, and waits.** Dependencies: A2.
+          - Files: `src/shared/`
+        """
+    )
+    reasons = {v.package.id: v.reasons() for v in Rules(document).verdicts()}
+    clash = {"held": "A3", "holder": "ann", "theirs": "src/shared/**"}
+    assert reasons == {
+        "A1": [{"reason": "done"}],
+        "A2": [],
+        "A3": [{"reason": "reserved", "holders": ["ann"]}],
+        "A4": [{"reason": "files_reserved", "conflicts": [{**clash, "mine": "src/shared/x.py"}]}],
+        "A5": [{"reason": "dependencies", "waiting_on": ["A2", "Z9"]}],
+        "A6": [
+            {"reason": "files_reserved", "conflicts": [{**clash, "mine": "src/shared/"}]},
+            {"reason": "dependencies", "waiting_on": ["A2"]},
+        ],
+    }
+    assert claimable(document) == ["A2"]
+
+
+def test_the_quick_claimable_set_is_the_one_the_reasons_give() -> None:
+    for document in (parse_file(FIXTURE), doc(CLEAN)):
+        rules = Rules(document)
+        assert rules.claimable() == [v.package.id for v in rules.verdicts() if v.claimable]
+
+
+def test_status_shows_ownership_tables_merge_orders_tracks_and_reasons() -> None:
+    shown = status(parse_file(FIXTURE), None, "harness-v2.md")
+    json.dumps(shown)  # as `coord spec status --json` prints it
+    assert len(shown["ownership"]) == 18
+    assert shown["ownership"][13] == {
+        "surface": "`compact` and compaction resume",
+        "packages": ["C1", "C2", "C3"],
+    }
+    assert shown["merge_orders"][0] == ["R0", "R1", "R2", "R3"]
+    tracks = {t["id"]: t for t in shown["tracks"]}
+    assert tracks["R"]["merge_order"] == [["R0", "R1", "R2", "R3"]]
+    assert tracks["J"]["files"] == [
+        "packages/agent/src/harness/session/jsonl/**",
+        "packages/agent/test/harness/session/jsonl*.test.ts",
+    ]
+    entries = {p["id"]: p for p in shown["packages"]}
+    assert shown["claimable"] == [pid for pid, p in entries.items() if not p["blocked_by"]]
+    assert entries["F0"]["blocked_by"] == [{"reason": "done"}]
+
+
+def test_status_with_the_board_adds_the_board_s_reason() -> None:
+    document = doc(CLEAN)
+    board = {
+        "A2": {"id": 7, "state": "claimed", "claimed_by": "bob", "ready": False},
+        "A3": {"id": 8, "state": "done", "claimed_by": None, "ready": False},
+    }
+    shown = status(document, board, "plan.md")
+    entries = {p["id"]: p for p in shown["packages"]}
+    assert entries["A2"]["blocked_by"] == [{"reason": "board", "state": "claimed"}]
+    assert entries["A2"]["board"]["claimed_by"] == "bob"
+    assert entries["A3"]["done"] is True and entries["A3"]["blocked_by"][0] == {"reason": "done"}
+    assert shown["claimable"] == [] and shown["imported"] is True
+
+
+def test_coord_spec_status_json_without_a_board(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from coord.cli.main import main
+
+    (tmp_path / "plan.md").write_text(dedent(CLEAN).lstrip("\n"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COORD_DIR", raising=False)
+    assert main(["spec", "status", "plan.md", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["imported"] is False and shown["claimable"] == ["A2"]
+    assert shown["tracks"] == [
+        {"id": "A", "title": "alpha", "line": 5, "files": [], "merge_order": []}
+    ]
+    assert shown["ownership"] == [] and shown["merge_orders"] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# the one cycle search (coord.spec.graph): lint, the board's import and its dependency edges
+
+
+def test_a_shortest_path_asks_for_one_level_at_a_time() -> None:
+    edges = {1: [2, 3], 2: [4], 3: [4, 5], 4: [6], 5: [6], 6: []}
+    asked: list[list[int]] = []
+
+    def expand(frontier: list[int]) -> dict[int, list[int]]:
+        asked.append(sorted(frontier))
+        return {node: edges[node] for node in frontier}
+
+    assert graph.shortest_path(1, 6, expand) == [1, 2, 4, 6]
+    assert asked == [[1], [2, 3], [4, 5]]
+    assert graph.shortest_path(6, 1, expand) is None
+    assert graph.shortest_path(3, 3, expand) == [3]
+
+
+def test_knots_ignore_edges_out_of_the_graph_and_name_the_shortest_cycle() -> None:
+    dependencies = {"A": ["B", "GHOST"], "B": ["C", "A"], "C": ["A"], "D": ["D"], "E": ["A"]}
+    knots = graph.knots(dependencies)
+    assert [(k.members, k.closed) for k in knots] == [
+        (["A", "B", "C"], ["A", "B", "A"]),
+        (["D"], ["D", "D"]),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,9 +9,10 @@ from textwrap import dedent
 import pytest
 
 from coord.errors import InvalidInput
+from coord.spec import edit
 from coord.spec.document import DocReservation, SpecDocument
-from coord.spec.lint import claimable
 from coord.spec.parse import parse, parse_file
+from coord.spec.protocol import claimable
 
 SPECS = Path(__file__).resolve().parent / "specs"
 FIXTURE = SPECS / "harness-v2.md"  # a byte-for-byte copy of /work/shared/fixtures/specs
@@ -538,6 +539,89 @@ def test_fenced_code_is_not_read() -> None:
     assert "E2 — inside the bullet" in package.description
 
 
+def test_a_package_in_an_html_comment_is_no_package() -> None:
+    document = doc(
+        """
+        <!--
+        - [ ] **H1 — commented out.** Dependencies: none.
+          - Files: `src/h1.py`
+        **Reserved: P1 by @nobody.**
+        -->
+        - [ ] **P1 — real.** Dependencies: none.
+          - Files: `src/p1.py` <!-- , `src/secret.py` -->
+          - Acceptance: done. <!-- **Reserved: P1 by @nobody.** -->
+
+        <!-- - [ ] **H2 — on one line.** Dependencies: none. -->After it, `<!--` is quoted:
+        - [ ] **P2 — after a quoted opener.** Dependencies: P1.
+          - Files: `src/p2.py`
+        """
+    )
+    assert [p.id for p in document.packages] == ["P1", "P2"]
+    assert document.reservations == [] and document.problems == []
+    p1 = document.packages[0]
+    assert (p1.files, p1.acceptance) == (["src/p1.py"], "done.")
+
+
+def test_a_package_in_an_indented_code_block_is_no_package() -> None:
+    document = doc(
+        """
+        The template, to copy:
+
+            - [ ] **ID — title.** Dependencies: A, B.
+              - Files: `src/example.py`
+            **Reserved: ID by @user.**
+
+        - [ ] **P1 — real.** Dependencies: none.
+          - Files: `src/p1.py`
+          - Example:
+
+                - [ ] **E1 — code inside the bullet.** Dependencies: none.
+
+          - Acceptance: done.
+
+              indented under the acceptance: its own text, not code
+        """
+    )
+    assert [p.id for p in document.packages] == ["P1"]
+    assert document.reservations == [] and document.problems == []
+    p1 = document.packages[0]
+    assert p1.files == ["src/p1.py"]
+    assert "E1 — code inside the bullet" in p1.description
+    assert p1.acceptance == "done.\n    indented under the acceptance: its own text, not code"
+
+
+def test_a_tick_or_reservation_in_code_or_a_comment_of_the_progress_file_counts_not(
+    tmp_path: Path,
+) -> None:
+    plan = tmp_path / "plan.md"
+    plan.write_text(
+        "- [ ] **A1 — one.** Dependencies: none.\n  - Files: `a1.py`\n"
+        "- [ ] **A2 — two.** Dependencies: none.\n  - Files: `a2.py`\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "plan.progress.md").write_text(
+        "# Progress\n"
+        "\n"
+        "How to write a tick (a fence of four holds one of three):\n"
+        "\n"
+        "````markdown\n"
+        "```\n"
+        "- [x] A1\n"
+        "```\n"
+        "- [x] A2\n"
+        "````\n"
+        "\n"
+        "<!-- - [x] A2 -->\n"
+        "<!--\n"
+        "**Reserved: A1 by @nobody.**\n"
+        "-->\n",
+        encoding="utf-8",
+    )
+    document = parse_file(plan)
+    assert [(p.id, p.done) for p in document.packages] == [("A1", False), ("A2", False)]
+    assert document.reservations == [] and document.problems == []
+
+
 def test_track_ownership_sentences() -> None:
     document = doc(
         """
@@ -678,3 +762,46 @@ def test_two_thousand_packages_parse_quickly() -> None:
     assert len(document.packages) == 2000
     assert document.packages[-1].files[-1] == "src/t39/p49/common.py"
     assert min(elapsed) < 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# the one box-ticker (`coord spec sync` and `coord git done`)
+
+
+def test_tick_changes_only_the_box_and_keeps_crlf_and_the_byte_order_mark() -> None:
+    text = (
+        "\ufeff- [ ] **A1 — one [ ] box.** Dependencies: none.\r\n"
+        "- [ ] **A2 — two.** Dependencies: A1.\r\n"
+    )
+    ticked = edit.tick(text, [(1, "A1"), (2, "A2")])
+    assert ticked == text.replace("- [ ] **", "- [x] **")
+    assert [p.done for p in parse(ticked).packages] == [True, True]
+
+
+def test_tick_refuses_a_line_that_is_not_that_package_s_unticked_entry() -> None:
+    text = "- [ ] **A10 — ten.** Dependencies: none.\n- [x] **A2 — two.** Dependencies: none.\n"
+    for entry in [(1, "A1"), (2, "A2"), (3, "A3")]:  # A1 is only a prefix of A10's id
+        with pytest.raises(InvalidInput) as refused:
+            edit.tick(text, [entry])
+        assert refused.value.details == {"line": entry[0], "package": entry[1]}
+
+
+def test_spec_sync_ticks_the_line_the_parser_counted(tmp_path: Path) -> None:
+    """A stray carriage return inside a line is no line end to the parser, so it is none to
+    the ticker: `coord spec sync` ticks the entry the parser read, not a line further on."""
+    from coord.cli.spec_cmd import _tick
+
+    path = tmp_path / "plan.md"
+    path.write_bytes(
+        b"Intro with a stray \r carriage return.\n"
+        b"- [ ] **A1 - one.** Dependencies: none.\n"
+        b"- [ ] **A2 - two.** Dependencies: none.\n"
+    )
+    a1 = parse_file(path).package("A1")
+    assert a1 is not None and a1.line == 2
+    _tick(path, [(a1.line, "A1")])
+    assert path.read_bytes() == (
+        b"Intro with a stray \r carriage return.\n"
+        b"- [x] **A1 - one.** Dependencies: none.\n"
+        b"- [ ] **A2 - two.** Dependencies: none.\n"
+    )

@@ -140,6 +140,13 @@ class DaemonUnavailable(CoordError):
     http_status = 503
 
 
+class GitError(CoordError):
+    """git failed in a way that is not a lost race: not installed, no repository, no remote,
+    no network, a command that did not finish in time."""
+
+    code = "git_error"
+
+
 ERRORS_BY_CODE: dict[str, type[CoordError]] = {
     cls.code: cls
     for cls in (
@@ -163,6 +170,7 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         BoardNotFound,
         DaemonAlreadyRunning,
         DaemonUnavailable,
+        GitError,
     )
 }
 

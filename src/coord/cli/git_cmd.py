@@ -1,8 +1,8 @@
 """`coord git reserve|release|done|status|reap`: the design-document protocol with no daemon.
 
-The remote's branch is the lock (``coord.gitmode.protocol``); settings live in git config
-(``coord.gitmode.settings``). Nothing here touches the working tree, the index, ``HEAD`` or
-a local branch.
+The commands are ``coord.gitmode.protocol``, on the remote's branch as the lock
+(``coord.gitmode.remote``); settings live in git config (``coord.gitmode.settings``). Nothing
+here touches the working tree, the index, ``HEAD`` or a local branch.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def args_git(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_git(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.gitmode import protocol, settings
+    from coord.gitmode import protocol, remote, settings
 
     if args.action in NEEDS_ID and not args.id:
         raise InvalidInput(
@@ -82,7 +82,7 @@ def cmd_git(args: argparse.Namespace, ctx: Context) -> Result:
         branch=args.branch,
         user=getattr(args, "agent", None),
     )
-    session = protocol.Session(git, config)
+    session = remote.Session(git, config)
     if args.action == "status":
         document = protocol.status(session, fetch=not args.no_fetch)
         return document, _status_text(document)

@@ -8,7 +8,6 @@ from the document alone); ``import`` and ``sync`` need one.
 from __future__ import annotations
 
 import argparse
-import subprocess
 from pathlib import Path
 
 from coord.errors import BoardNotFound, InvalidInput
@@ -278,19 +277,21 @@ def _sync(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
 
 
 def _tick(path: Path, entries: list[tuple[int, str]]) -> None:
-    """Turn ``[ ]`` into ``[x]`` on exactly these lines, keeping every other byte."""
-    raw = path.read_bytes()
-    lines = raw.splitlines(keepends=True)
-    for number, package_id in entries:
-        line = lines[number - 1]
-        at = line.find(b"[ ]")
-        if at < 0 or package_id.encode() not in line:
-            raise InvalidInput(
-                f"{path}:{number} no longer holds the unticked entry of {package_id}; "
-                "nothing was written (re-run after saving the document)"
-            )
-        lines[number - 1] = line[:at] + b"[x]" + line[at + 3 :]
-    write_atomic(path, b"".join(lines))
+    """Turn ``[ ]`` into ``[x]`` on exactly these entries, keeping every other byte (the one
+    ticker, ``coord.spec.edit.tick``, that ``coord git done`` uses too)."""
+    from coord.spec import edit
+
+    again = " nothing was written (re-run after saving the document)"
+    try:  # parse_file read it as UTF-8 a moment ago: the round trip keeps every byte
+        ticked = edit.tick(path.read_bytes().decode("utf-8"), entries)
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path} is no longer UTF-8 text;{again}") from None
+    except InvalidInput as err:
+        line, package_id = err.details["line"], err.details["package"]
+        raise InvalidInput(
+            f"{path}:{line} no longer holds the unticked entry of {package_id};{again}"
+        ) from None
+    write_atomic(path, ticked.encode("utf-8"))
 
 
 # --- paths -----------------------------------------------------------------------------------
@@ -306,16 +307,6 @@ def _spec_path(ctx: Context, given: str) -> str:
 
 
 def _git_root(doc: Path) -> Path | None:
-    try:
-        found = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=doc.resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if found.returncode != 0:
-        return None
-    return Path(found.stdout.strip())
+    from coord.fast.git import toplevel
+
+    return toplevel(doc.resolve().parent)

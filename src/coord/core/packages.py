@@ -20,6 +20,7 @@ from coord import model
 from coord.core import reservations, rules
 from coord.errors import Conflict, DependencyCycle, InvalidInput, TooLarge
 from coord.model import Claim, Item, Reservation
+from coord.spec import graph
 from coord.storage.base import ItemQuery, Storage, WriteTx
 from coord.times import iso
 
@@ -440,33 +441,17 @@ class WorkPackages:
 
 
 def _refuse_cycles(spec: str, wanted: list[dict[str, Any]]) -> None:
-    """One depth-first walk over the document's own dependency graph: a cycle is refused
-    with its path, before anything is written."""
-    graph = {p["key"]: [d for d in p["deps"]] for p in wanted}
+    """The document's own dependency graph, before anything is written: a cycle is refused
+    with its path (the shortest through the first package of the first knot)."""
     lines = {p["key"]: p["line"] for p in wanted}
-    state: dict[str, int] = {}  # 1: on the current path, 2: finished
-    for start in graph:
-        if start in state:
-            continue
-        path: list[str] = [start]
-        stack = [iter(graph[start])]
-        state[start] = 1
-        while stack:
-            dep = next(stack[-1], None)
-            if dep is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(dep) == 1:
-                cycle = [*path[path.index(dep) :], dep]
-                raise DependencyCycle(
-                    f"{spec}:{lines[cycle[0]]}: {' → '.join(cycle)} is a dependency cycle; "
-                    "nothing was imported",
-                    cycle=cycle,
-                )
-            elif dep in graph and dep not in state:
-                state[dep] = 1
-                path.append(dep)
-                stack.append(iter(graph[dep]))
+    found = graph.knots({p["key"]: list(p["deps"]) for p in wanted})
+    if found:
+        cycle = found[0].closed
+        raise DependencyCycle(
+            f"{spec}:{lines[cycle[0]]}: {' → '.join(cycle)} is a dependency cycle; "
+            "nothing was imported",
+            cycle=cycle,
+        )
 
 
 def _check_spec(spec: Any) -> str:

@@ -20,6 +20,7 @@ from coord.errors import (
     NotReady,
 )
 from coord.model import Item
+from coord.spec import graph
 from coord.storage.base import ReadTx
 from coord.times import iso
 
@@ -130,27 +131,9 @@ def ensure_editable(item: Item, agent: str, token: Any, now: float) -> None:
 
 
 def dependency_path(tx: ReadTx, start: int, goal: int) -> list[int] | None:
-    """A dependency path start → … → goal, if one exists (breadth-first, so the shortest)."""
-    parent: dict[int, int | None] = {start: None}
-    frontier = [start]
-    while frontier:
-        if goal in parent:
-            break
-        edges = tx.deps_of(frontier)
-        frontier = []
-        for node, deps in edges.items():
-            for dep in deps:
-                if dep not in parent:
-                    parent[dep] = node
-                    frontier.append(dep)
-    if goal not in parent:
-        return None
-    path: list[int] = []
-    step: int | None = goal
-    while step is not None:
-        path.append(step)
-        step = parent[step]
-    return path[::-1]
+    """A dependency path start → … → goal, if one exists (the shortest: ``coord.spec.graph``,
+    one level of the search per query)."""
+    return graph.shortest_path(start, goal, tx.deps_of)
 
 
 def claim_args(agent: Any, item_id: Any, token: Any) -> tuple[str, int | str, int]:

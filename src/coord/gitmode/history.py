@@ -34,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from coord.client import checks
-from coord.errors import InvalidInput
-from coord.gitmode.git import Git, git_error
+from coord.errors import GitError, InvalidInput
+from coord.fast.git import Git
 from coord.gitmode.settings import repository
+from coord.spec import progress
 from coord.spec.document import Problem, SpecDocument
-from coord.spec.lint import claimable
 from coord.spec.parse import parse
-from coord.spec.progress import merge, parse_progress, progress_name
+from coord.spec.progress import parse_progress, progress_name
+from coord.spec.protocol import claimable
 
 _ZERO = "0" * 40
 
@@ -259,9 +260,7 @@ class _Reader:
         if commit not in self.cache:
             doc_text = self._blob(commit, self.rel)
             progress_text = self._blob(commit, self.progress_rel)
-            merged = parse(doc_text or "", self.rel)
-            if progress_text is not None:
-                merge(merged, parse_progress(progress_text, self.progress_rel))
+            merged = progress.read(doc_text or "", self.rel, progress_text, self.progress_rel)
             self.cache[commit] = _Version(doc_text, progress_text, merged)
         return self.cache[commit]
 
@@ -310,5 +309,5 @@ def _relative(git: Git, doc: Path) -> str:
     absolute = os.path.realpath(doc if doc.is_absolute() else Path.cwd() / doc)
     relative = os.path.relpath(absolute, os.path.realpath(git.cwd))
     if relative.startswith(".."):
-        raise git_error(f"{doc} is not inside the repository {git.cwd}")
+        raise GitError(f"{doc} is not inside the repository {git.cwd}")
     return Path(relative).as_posix()

@@ -4,27 +4,15 @@
 ``coord.gitmode.settings``). A reservation counts once its commit is on that branch; of two
 conflicting ones, the one that landed first wins.
 
-**How a change lands (compare-and-swap).** Every command that writes does, at most
-``coord.retries`` times (default 30):
-
-1. fetch the branch (``+refs/heads/main:refs/remotes/origin/main``) and read the document, and
-   its progress file if any, *at that tip* (never the working tree's copy);
-2. decide on that text: for ``reserve`` the package must be claimable
-   (``coord.spec.lint.claimable``: box empty, dependencies ticked, no reservation of it or of
-   overlapping files). If it is not, stop: exit 3, naming the holder or the reason;
-3. make the edit and a commit whose only parent is that tip, with plumbing (``hash-object``,
-   ``read-tree``/``update-index`` on a private index, ``write-tree``, ``commit-tree``) in a
-   private object directory (``GIT_OBJECT_DIRECTORY`` in a temporary directory, the
-   repository's objects as an alternate);
-4. push that commit to ``refs/heads/main``, without force. The remote takes it only if the
-   branch still is where we read it (a fast-forward under the remote's ref lock): a true
-   compare-and-swap. Refused because the branch moved → back to 1, after a short random
-   pause; the decision is made again on the new tip, so a reservation that landed first
-   makes us lose there (exit 3) and anything else (an unrelated commit) is simply rebased.
-
-On success the new objects are copied into the repository (the push already moved
-``refs/remotes/origin/main`` to our commit). On failure the temporary directory is deleted:
-**no commit, object, ref or reflog entry is left behind**.
+**How a change lands (compare-and-swap, ``coord.gitmode.remote``).** Every command that
+writes fetches the branch, reads the document (and its progress file) *at that tip*, decides
+on that text (for ``reserve``: the package must be claimable by ``coord.spec.protocol``; if it
+is not, exit 3 naming the holder or the reason), commits the edit on that tip in quarantine
+(``coord.gitmode.quarantine``: private objects and index) and pushes it without force. The
+remote takes it only if the branch is still where we read it; refused because it moved, all
+of it again on the new tip (at most ``coord.retries`` times, default 30), so a reservation
+that landed first makes us lose (exit 3) and an unrelated commit is simply built upon. A
+command that does not land leaves **no commit, object, ref or reflog entry behind**.
 
 **Local state is never touched.** Not the working tree, not the index (a private one is
 used), not ``HEAD``, not any local branch: a dirty tree or a detached ``HEAD`` is fine, and the
@@ -46,8 +34,9 @@ reached at all the command says that it cannot tell (exit 1); ``coord git status
   if one fails, nothing pushed), then ``docs(agent): done ID`` removes your reservation and
   ticks the box (in the progress layout: adds ``- [x] ID`` to the progress file);
 * ``reap --older-than 7d``: ``docs(agent): reap A, B`` removes every package reservation whose
-  line was last committed (committer time, by ``git blame`` at the tip) longer ago than that;
-  the message names each with its holder and age. Track markers are reported, not removed;
+  line landed longer ago than that (``git blame`` at the tip, committer time: the one clock of
+  ``coord.spec.age``, which ``coord spec lint`` uses too); the message names each with its
+  holder and age. Track markers are reported, not removed;
 * ``status``: the claimable set (the same as ``coord spec status`` on that text) and every
   reservation with the commit that wrote its line and its age.
 
@@ -59,14 +48,8 @@ remote for another reason).
 
 from __future__ import annotations
 
-import os
-import random
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from coord.client import checks as checks_module
@@ -74,257 +57,19 @@ from coord.errors import (
     AlreadyClaimed,
     ChecksFailed,
     Conflict,
-    CoordError,
     FilesReserved,
     InvalidInput,
     NotClaimable,
     NotReady,
 )
-from coord.fast.patterns import overlaps
-from coord.gitmode import edit
-from coord.gitmode.git import NETWORK_TIMEOUT, Git, git_error, stderr
-from coord.gitmode.settings import Settings
-from coord.spec.document import DocReservation, Package, SpecDocument
-from coord.spec.lint import claimable
-from coord.spec.parse import parse
-from coord.spec.progress import Progress, merge, parse_progress, progress_name
+from coord.fast.git import Git
+from coord.gitmode.quarantine import Change
+from coord.gitmode.remote import Landed, Placed, Session, State
+from coord.spec import edit
+from coord.spec.document import Package
+from coord.spec.protocol import Rules, Verdict
 
-# why a push may be refused when the branch moved under us (or another push held its lock)
-_RACE = (
-    "fetch first",
-    "non-fast-forward",
-    "stale info",
-    "failed to update ref",
-    "failed to lock",
-    "cannot lock",
-    "incorrect old value",
-    "but expected",
-)
 _DAY = 86400.0
-
-
-@dataclass(slots=True)
-class Placed:
-    """A reservation and where its line is: the document or the progress file."""
-
-    user: str
-    path: str
-    line: int  # in that file
-    package: str | None
-    track: str | None = None
-
-
-@dataclass(slots=True)
-class State:
-    """The document (and progress file) at one tip of the remote branch."""
-
-    tip: str
-    doc_path: str
-    doc_text: str
-    progress_path: str
-    progress_text: str | None
-    merged: SpecDocument  # the document with its progress merged in (what readers see)
-    placed: list[Placed]
-
-    def package(self, package_id: str) -> Package | None:
-        return self.merged.package(package_id)
-
-    def reservations_of(self, package_id: str) -> list[Placed]:
-        return [p for p in self.placed if p.package == package_id]
-
-
-@dataclass(slots=True)
-class Change:
-    files: dict[str, str]  # repository path -> new text
-    subject: str
-    body: str = ""
-    facts: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class Landed:
-    state: State  # the tip the decision was made on
-    change: Change | None  # None: nothing to do
-    commit: str | None
-    attempts: int
-
-
-class Session:
-    """One command's conversation with the remote."""
-
-    def __init__(self, git: Git, settings: Settings) -> None:
-        self.git = git
-        self.settings = settings
-
-    @property
-    def where(self) -> str:
-        return self.settings.where
-
-    # -- reading
-
-    def fetch(self) -> str:
-        s = self.settings
-        refspec = f"+refs/heads/{s.branch}:{s.tracking_ref}"
-        for attempt in range(8):
-            done = self.git.run(
-                *("-c", "gc.auto=0", "-c", "maintenance.auto=false"),
-                *("fetch", "--quiet", "--no-tags", "--no-recurse-submodules"),
-                *(s.remote, refspec),
-                check=False,
-                timeout=NETWORK_TIMEOUT,
-            )
-            if done.returncode == 0:
-                break
-            message = stderr(done)
-            if "couldn't find remote ref" in message.lower():
-                raise git_error(
-                    f"the remote {s.remote} has no branch {s.branch}: push the branch that "
-                    "holds the design document, or name it with `git config coord.branch NAME`",
-                    remote=s.remote,
-                    branch=s.branch,
-                )
-            if "lock" in message and attempt < 7:  # another fetch in this repository
-                time.sleep(random.uniform(0.05, 0.3))
-                continue
-            raise git_error(
-                f"cannot fetch {s.branch} from {s.remote}: {message}. Check the network and "
-                f"the remote (`git remote -v`), then run the command again; nothing changed",
-                remote=s.remote,
-            )
-        return self.git.out("rev-parse", "--verify", "--quiet", f"{s.tracking_ref}^{{commit}}")
-
-    def tracked_tip(self) -> str:
-        """The remote branch as last fetched (``--no-fetch``)."""
-        found = self.git.out(
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            f"{self.settings.tracking_ref}^{{commit}}",
-            check=False,
-        )
-        if not found:
-            raise git_error(
-                f"{self.where} was never fetched here: run without --no-fetch",
-                remote=self.settings.remote,
-            )
-        return found
-
-    def read(self, tip: str) -> State:
-        doc = self.settings.doc
-        progress_path = progress_name(doc)
-        blobs = self._blobs(tip, [doc, progress_path])
-        if doc not in blobs:
-            raise InvalidInput(
-                f"{doc} is not on {self.where} (commit {tip[:12]}): commit the design document "
-                "and push it there, or pass --doc PATH (or `git config coord.doc PATH`) with "
-                "its path from the repository root",
-                doc=doc,
-                tip=tip,
-            )
-        doc_text = blobs[doc]
-        progress_text = blobs.get(progress_path)
-        merged = parse(doc_text, doc)
-        placed = [Placed(r.user, doc, r.line, r.package, r.track) for r in merged.reservations]
-        if progress_text is not None:
-            progress: Progress = parse_progress(progress_text, progress_path)
-            placed += [
-                Placed(r.user, progress_path, r.line, r.package) for r in progress.reservations
-            ]
-            merge(merged, progress)
-        return State(tip, doc, doc_text, progress_path, progress_text, merged, placed)
-
-    def _blobs(self, tip: str, paths: list[str]) -> dict[str, str]:
-        listing = self.git.run("ls-tree", "-z", tip, "--", *paths).stdout.decode("utf-8")
-        found: dict[str, str] = {}
-        for entry in filter(None, listing.split("\0")):
-            meta, _, path = entry.partition("\t")
-            _, kind, sha = meta.split()
-            if kind != "blob" or path not in paths:
-                continue
-            data = self.git.run("cat-file", "blob", sha).stdout
-            try:
-                found[path] = data.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise InvalidInput(
-                    f"{path} on {self.where} is not UTF-8 text (invalid byte at offset "
-                    f"{error.start}): save it as UTF-8",
-                    doc=path,
-                ) from None
-        return found
-
-    def ages(self, state: State, now: float) -> dict[tuple[str, int], tuple[str, float]]:
-        """(path, line) of each reservation → (commit that last wrote it, its age in s)."""
-        found: dict[tuple[str, int], tuple[str, float]] = {}
-        for path in sorted({p.path for p in state.placed}):
-            lines = sorted({p.line for p in state.placed if p.path == path})
-            ranges = [arg for line in lines for arg in ("-L", f"{line},{line}")]
-            done = self.git.run("blame", "--porcelain", *ranges, state.tip, "--", path, check=False)
-            if done.returncode != 0:
-                continue
-            for line, (commit, when) in _blame(done.stdout.decode("utf-8", "replace")).items():
-                found[(path, line)] = (commit, max(0.0, now - when))
-        return found
-
-    # -- writing
-
-    def land(self, decide: Callable[[State], Change | None]) -> Landed:
-        """Fetch, decide on the tip, commit on it, push; again while the push loses a race."""
-        _require_identity(self.git)
-        with _Quarantine(self.git) as quarantine:
-            attempts = 0
-            while True:
-                attempts += 1
-                tip = self.fetch()
-                state = self.read(tip)
-                try:
-                    change = decide(state)
-                except CoordError as error:
-                    error.details.setdefault("tip", tip)
-                    error.details.setdefault("attempts", attempts)
-                    raise
-                if change is None:
-                    return Landed(state, None, None, attempts)
-                commit = quarantine.commit(tip, change)
-                outcome, reason = quarantine.push(self.settings, commit)
-                if outcome == "landed":
-                    quarantine.keep()
-                    return Landed(state, change, commit, attempts)
-                if outcome == "unknown":
-                    try:
-                        now_tip = self.fetch()
-                    except CoordError:  # git_error: the remote is out of reach
-                        raise git_error(
-                            f"the push to {self.settings.remote} failed ({reason}) and the "
-                            f"remote cannot be reached to tell whether {change.subject!r} "
-                            f"landed. Nothing changed here; when the network is back, "
-                            f"`coord git status` shows whether it did",
-                            commit=commit,
-                            tip=tip,
-                        ) from None
-                    if quarantine.is_ancestor(commit, now_tip):
-                        quarantine.keep()
-                        return Landed(state, change, commit, attempts)
-                    raise git_error(
-                        f"the push to {self.settings.remote} failed: {reason}. {self.where} "
-                        "does not have it (checked just now); nothing changed here. Check "
-                        "the remote and your access, then run the command again",
-                        tip=tip,
-                    )
-                if not any(word in reason for word in _RACE):
-                    raise git_error(
-                        f"{self.settings.remote} refused the push to {self.settings.branch}: "
-                        f"{reason}. Nothing changed. (Is the branch protected, or does a "
-                        "hook refuse it?)",
-                        tip=tip,
-                    )
-                if attempts >= self.settings.retries:
-                    raise git_error(
-                        f"{self.where} kept moving: {attempts} pushes were refused, the last "
-                        f"because {reason}. Nothing changed; run the command again (or raise "
-                        "`git config coord.retries`)",
-                        attempts=attempts,
-                    )
-                time.sleep(random.uniform(0, min(0.5, 0.02 * 2 ** min(attempts, 5))))
 
 
 # --- the commands ------------------------------------------------------------------------------
@@ -335,8 +80,9 @@ def reserve(session: Session, package_id: str, user: str) -> dict[str, Any]:
         package = _package(session, state, package_id)
         if any(p.user == user for p in state.reservations_of(package_id)):
             return None  # ours already landed (perhaps by a push that lost its answer)
-        if package_id not in claimable(state.merged):
-            raise not_claimable(state, package, session.where)
+        found = Rules(state.merged).verdict(package)
+        if not found.claimable:
+            raise not_claimable(found, session.where)
         line = edit.reservation_line(package_id, user)
         if _progress_layout(session, state):
             text = edit.progress_append(state.progress_text, _base(state.doc_path), line)
@@ -390,15 +136,8 @@ def done(
                 reason="done",
             )
         placed = state.reservations_of(package_id)
-        others = sorted({p.user for p in placed if p.user != user})
-        others += sorted(
-            {
-                r.user
-                for r in state.merged.reservations
-                if r.package is None and r.track and r.track == package.track and r.user != user
-            }
-            - set(others)
-        )
+        holders = Rules(state.merged).verdict(package).reserved_by
+        others = [holder for holder in holders if holder != user]
         if others:
             raise AlreadyClaimed(
                 f"{package_id} is reserved by {_names(others)}, not by you (@{user}): only the "
@@ -435,7 +174,7 @@ def done(
                 current, _base(state.doc_path), edit.progress_tick_line(package_id)
             )
         else:
-            ticked = edit.tick(state.doc_text, package.line, package_id)
+            ticked = edit.tick(state.doc_text, [(package.line, package_id)])
             files = _removed(state, mine, user, doc_text=ticked)
             files[state.doc_path] = files.get(state.doc_path, ticked)
         facts = {
@@ -464,10 +203,11 @@ def status(session: Session, *, fetch: bool = True) -> dict[str, Any]:
     state = session.read(tip)
     document = spec_status(state.merged, None, state.doc_path)
     now = time.time()
-    ages = session.ages(state, now)
+    landed = session.landings(state)
     reservations = []
     for placed in state.placed:
-        commit, age = ages.get((placed.path, placed.line), (None, None))
+        landing = landed.get((placed.path, placed.line))
+        age = None if landing is None else landing.age(now)
         reservations.append(
             {
                 "package": placed.package,
@@ -475,7 +215,7 @@ def status(session: Session, *, fetch: bool = True) -> dict[str, Any]:
                 "user": placed.user,
                 "file": placed.path,
                 "line": placed.line,
-                "commit": commit,
+                "commit": None if landing is None else landing.commit,
                 "age_seconds": None if age is None else round(age),
                 "age": None if age is None else human_age(age),
             }
@@ -497,13 +237,14 @@ def reap(session: Session, older_than: float, *, dry_run: bool = False) -> dict[
 
     def decide(state: State) -> Change | None:
         now = time.time()
-        ages = session.ages(state, now)
+        landed = session.landings(state)
         stale: list[tuple[Placed, str, float]] = []
         markers = []
         for placed in state.placed:
-            commit, age = ages.get((placed.path, placed.line), ("", -1.0))
-            if age <= older_than:
+            landing = landed.get((placed.path, placed.line))
+            if landing is None or landing.age(now) <= older_than:
                 continue
+            age = landing.age(now)
             if placed.package is None:
                 markers.append(
                     {
@@ -514,7 +255,7 @@ def reap(session: Session, older_than: float, *, dry_run: bool = False) -> dict[
                     }
                 )
             else:
-                stale.append((placed, commit, age))
+                stale.append((placed, landing.commit, age))
         found["reaped"] = [
             {
                 "package": p.package,
@@ -558,105 +299,52 @@ def _dry(session: Session, decide: Callable[[State], Change | None]) -> Landed:
 # --- deciding ------------------------------------------------------------------------------
 
 
-def not_claimable(state: State, package: Package, where: str) -> Conflict:
-    """Why ``package`` cannot be reserved at this tip, as the error to report."""
-    doc = state.merged
-    package_id = package.id
-    first: dict[str, Package] = {}
-    for p in doc.packages:
-        first.setdefault(p.id, p)
-    if package.done:
+def not_claimable(found: Verdict, where: str) -> Conflict:
+    """Why a package cannot be reserved at this tip, as the error to report: the first of
+    the protocol's reasons (``coord.spec.protocol.Verdict``) a person acts on."""
+    package_id = found.package.id
+    if found.package.done:
         return NotClaimable(
             f"{package_id} is already done (ticked) on {where}: choose another package "
             "(`coord git status` lists the claimable ones)",
             package=package_id,
             reason="done",
         )
-    holders = [r.user for r in doc.reservations if r.package == package_id]
-    holders += [
-        r.user
-        for r in doc.reservations
-        if r.package is None and r.track is not None and r.track == package.track
-    ]
+    holders = found.reserved_by
     if holders:
         return AlreadyClaimed(
             f"{package_id} is reserved by {_names(holders)} on {where}: their reservation "
             "landed first. Choose another package (`coord git status` lists the claimable ones)",
             package=package_id,
             holder=holders[0],
-            holders=list(dict.fromkeys(holders)),
+            holders=holders,
             reason="reserved",
         )
-    conflicts = _file_conflicts(doc, package, first)
-    if conflicts:
+    if found.clashes:
         described = "; ".join(
-            f"{c['held']} reserved by @{c['holder']} (`{c['theirs']}`"
-            + (f" and `{c['mine']}`)" if c["mine"] != c["theirs"] else ")")
-            for c in conflicts
+            f"{c.held} reserved by @{c.holder} (`{c.theirs}`"
+            + (f" and `{c.mine}`)" if c.mine != c.theirs else ")")
+            for c in found.clashes
         )
-        holders = list(dict.fromkeys(c["holder"] for c in conflicts))
+        holders = list(dict.fromkeys(c.holder for c in found.clashes))
         return FilesReserved(
             f"the files of {package_id} overlap those of {described} on {where}: that "
             "reservation landed first. Choose another package",
             package=package_id,
             holder=holders[0],
             holders=holders,
-            conflicts=conflicts,
+            conflicts=[c.to_dict() for c in found.clashes],
             reason="files_reserved",
         )
-    waiting = [d for d in package.dependencies if d not in first or not first[d].done]
-    if waiting:
+    if found.waiting_on:
         return NotReady(
-            f"{package_id} waits on {', '.join(waiting)} (not ticked on {where}): choose "
-            "another package",
+            f"{package_id} waits on {', '.join(found.waiting_on)} (not ticked on {where}): "
+            "choose another package",
             package=package_id,
-            waiting_on=waiting,
+            waiting_on=found.waiting_on,
             reason="dependencies",
         )
     return Conflict(f"{package_id} is not claimable on {where}", package=package_id)
-
-
-def _file_conflicts(
-    doc: SpecDocument, package: Package, first: dict[str, Package]
-) -> list[dict[str, str]]:
-    tracks = {t.id: t for t in doc.tracks}
-    found = []
-    for reservation in doc.reservations:
-        held, files = _held(reservation, first, tracks)
-        if held is None:
-            continue
-        for mine in package.files:
-            theirs = next((f for f in files if overlaps(_canon(mine), _canon(f))), None)
-            if theirs is not None:
-                found.append(
-                    {"held": held, "holder": reservation.user, "theirs": theirs, "mine": mine}
-                )
-                break
-    return found
-
-
-def _held(
-    reservation: DocReservation, first: dict[str, Package], tracks: dict[str, Any]
-) -> tuple[str | None, list[str]]:
-    if reservation.package is not None:
-        held = first.get(reservation.package)
-        if held is None or held.done:
-            return None, []
-        return held.id, held.files
-    if reservation.track is None:
-        return None, []
-    own = [
-        f for p in first.values() if p.track == reservation.track and not p.done for f in p.files
-    ]
-    track = tracks.get(reservation.track)
-    return f"track {reservation.track}", [*(track.files if track else []), *own]
-
-
-def _canon(pattern: str) -> str:
-    pattern = pattern.rstrip("/")
-    while pattern.endswith("/**"):
-        pattern = pattern[:-3]
-    return pattern or "**"
 
 
 def _package(session: Session, state: State, package_id: str) -> Package:
@@ -745,126 +433,3 @@ def human_age(seconds: float) -> str:
     if seconds >= 60:
         return f"{seconds / 60:.0f}m"
     return f"{seconds:.0f}s"
-
-
-def _blame(output: str) -> dict[int, tuple[str, float]]:
-    """``git blame --porcelain``: final line → (commit, committer time)."""
-    line_commit: dict[int, str] = {}
-    times: dict[str, float] = {}
-    commit = ""
-    for row in output.splitlines():
-        if row.startswith("\t"):
-            continue
-        fields = row.split(" ")
-        if len(fields) >= 3 and len(fields[0]) in (40, 64) and fields[2].isdigit():
-            commit = fields[0]
-            line_commit[int(fields[2])] = commit
-        elif fields[0] == "committer-time" and len(fields) == 2:
-            times[commit] = float(fields[1])
-    return {line: (c, times[c]) for line, c in line_commit.items() if c in times}
-
-
-def _require_identity(git: Git) -> None:
-    found = git.run("var", "GIT_COMMITTER_IDENT", check=False)
-    if found.returncode != 0:
-        raise git_error(
-            "git does not know who you are, so it cannot make the commit: set "
-            '`git config user.name "Your Name"` and `git config user.email you@example.com`'
-            f" ({stderr(found)})"
-        )
-
-
-class _Quarantine:
-    """Private object directories and index: a commit made here leaves no trace in the
-    repository unless ``keep()`` copies its objects in (after it landed). Each attempt gets a
-    fresh object directory, so only the objects of the commit that landed are kept."""
-
-    def __init__(self, git: Git) -> None:
-        objects = git.out("rev-parse", "--git-path", "objects")
-        self.real = (git.cwd / objects).resolve()
-        self.base = git
-        self.git = git
-        self.tmp = Path()
-        self.objects = Path()
-        self.attempts = 0
-
-    def __enter__(self) -> _Quarantine:
-        self.tmp = Path(tempfile.mkdtemp(prefix="coord-git-"))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def _fresh(self) -> None:
-        self.attempts += 1
-        self.objects = self.tmp / f"objects-{self.attempts}"
-        self.objects.mkdir()
-        alternates = [str(self.real)]
-        if os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES"):
-            alternates.append(os.environ["GIT_ALTERNATE_OBJECT_DIRECTORIES"])
-        self.git = self.base.with_env(
-            GIT_OBJECT_DIRECTORY=str(self.objects),
-            GIT_ALTERNATE_OBJECT_DIRECTORIES=os.pathsep.join(alternates),
-            GIT_INDEX_FILE=str(self.tmp / f"index-{self.attempts}"),
-        )
-
-    def commit(self, tip: str, change: Change) -> str:
-        self._fresh()
-        self.git.run("read-tree", tip)
-        for path, text in change.files.items():
-            blob = (
-                self.git.run(
-                    "hash-object", "-w", "--no-filters", "--stdin", input=text.encode("utf-8")
-                )
-                .stdout.decode()
-                .strip()
-            )
-            listed = self.git.out("ls-files", "-s", "--", path)
-            mode = listed.split(" ", 1)[0] if listed else "100644"
-            self.git.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}")
-        tree = self.git.out("write-tree")
-        message = ["-m", change.subject] + (["-m", change.body] if change.body else [])
-        return self.git.out("commit-tree", tree, "-p", tip, *message)
-
-    def push(self, settings: Settings, commit: str) -> tuple[str, str]:
-        """("landed" | "refused" | "unknown", the reason as git gives it)."""
-        target = f"refs/heads/{settings.branch}"
-        try:
-            done = self.git.run(
-                "push",
-                "--porcelain",
-                "--no-verify",
-                settings.remote,
-                f"{commit}:{target}",
-                check=False,
-                timeout=NETWORK_TIMEOUT,
-            )
-        except CoordError as error:  # a timeout
-            return "unknown", error.message
-        for row in done.stdout.decode("utf-8", "replace").splitlines():
-            parts = row.split("\t")
-            if len(parts) >= 3 and parts[1].endswith(":" + target):
-                if parts[0] == "!":
-                    return "refused", parts[2]
-                if done.returncode == 0:
-                    return "landed", parts[2]
-        return "unknown", stderr(done) or f"git push exited {done.returncode}"
-
-    def is_ancestor(self, commit: str, tip: str) -> bool:
-        return self.git.ok("merge-base", "--is-ancestor", commit, tip)
-
-    def keep(self) -> None:
-        """Copy the last attempt's objects into the repository (they are on the remote now)."""
-        source = self.objects
-        for directory in source.iterdir():
-            if len(directory.name) != 2 or not directory.is_dir():
-                continue
-            for item in directory.iterdir():
-                target = self.real / directory.name / item.name
-                if target.exists():
-                    continue
-                target.parent.mkdir(exist_ok=True)
-                partial = target.with_name(f".{item.name}.coord-{os.getpid()}")
-                shutil.copyfile(item, partial)
-                os.chmod(partial, 0o444)
-                os.replace(partial, target)

@@ -30,8 +30,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from coord.errors import InvalidInput
-from coord.gitmode.git import Git, git_error
+from coord.errors import GitError, InvalidInput
+from coord.fast import identity
+from coord.fast.git import Git
 
 HANDLE = re.compile(r"[A-Za-z0-9](?:[\w.-]*[A-Za-z0-9_])?")
 DEFAULT_RETRIES = 30
@@ -61,7 +62,7 @@ def repository(cwd: Path) -> Git:
     git = Git(cwd)
     found = git.run("rev-parse", "--show-toplevel", check=False)
     if found.returncode != 0:
-        raise git_error(
+        raise GitError(
             f"{cwd} is not inside a git working tree: run coord git in a clone of the "
             "repository whose remote branch holds the design document"
         )
@@ -82,7 +83,7 @@ def load(
     if not git.ok("config", "--get", f"remote.{remote}.url"):
         known = git.out("remote", check=False).split()
         hint = f" (this clone has: {', '.join(known)})" if known else ""
-        raise git_error(
+        raise GitError(
             f"no git remote named {remote!r}{hint}: add it with `git remote add {remote} URL`, "
             "or name yours with `git config coord.remote NAME` (or --remote NAME)",
             remote=remote,
@@ -140,7 +141,7 @@ def _doc_path(root: Path, given: str | None, configured: str | None, need: bool)
 def _user(given: str | None, config: dict[str, str]) -> str | None:
     for source, name in (
         ("--as", given),
-        ("COORD_AGENT", os.environ.get("COORD_AGENT")),
+        ("COORD_AGENT", identity.from_env()),
         ("coord.user", config.get("coord.user")),
     ):
         if name:

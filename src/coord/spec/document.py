@@ -28,19 +28,6 @@ class Package:
     acceptance: str = ""
     track: str | None = None  # e.g. "R" from "### Track R — recovery ..."
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "done": self.done,
-            "line": self.line,
-            "dependencies": list(self.dependencies),
-            "files": list(self.files),
-            "files_from_track": self.files_from_track,
-            "checks": list(self.checks),
-            "track": self.track,
-        }
-
 
 @dataclass(slots=True)
 class DocReservation:

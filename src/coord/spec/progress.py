@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coord.spec import blocks
 from coord.spec.document import DocReservation, Problem, SpecDocument
 
 SUFFIX = ".progress"
@@ -84,21 +85,28 @@ def parse_progress(text: str, path: str = "<progress>") -> Progress:
         for p in found.problems
         if p.code == "malformed_reservation"
     ]
-    fence: str | None = None
-    for number, raw in enumerate(text.removeprefix("\ufeff").split("\n"), start=1):
-        line = raw.rstrip()
-        stripped = line.lstrip()
-        if fence is not None:
-            if stripped.startswith(fence):
-                fence = None
+    for line in blocks.lines(text):  # a tick in code or in a comment is no tick
+        if line.kind != blocks.TEXT:
             continue
-        if stripped.startswith(("```", "~~~")):
-            fence = stripped[:3]
-            continue
-        tick = _TICK.fullmatch(line)
+        tick = _TICK.fullmatch(line.text)
         if tick is not None:
-            progress.done.append((tick["id"], number))
+            progress.done.append((tick["id"], line.number))
     return progress
+
+
+def read(
+    doc_text: str, doc_path: str, progress_text: str | None, shown_path: str | None = None
+) -> SpecDocument:
+    """The document as every reader sees it: parsed, with its progress file merged in.
+
+    ``progress_text``: the progress file's text, None when there is none; ``shown_path``: its
+    path for messages and blame (default ``progress_name(doc_path)``)."""
+    from coord.spec.parse import parse
+
+    doc = parse(doc_text, doc_path)
+    if progress_text is not None:
+        merge(doc, parse_progress(progress_text, shown_path or progress_name(doc_path)))
+    return doc
 
 
 def merge(doc: SpecDocument, progress: Progress) -> SpecDocument:

@@ -1,15 +1,19 @@
-"""Running git: one place for the environment, timeouts and the errors a person can act on."""
+"""Running git: one runner for every git call, with one environment, timeouts and errors.
+
+Every command coord runs goes through ``Git.run``: ``coord git`` (``coord.gitmode``), the age
+of a reservation line by ``git blame`` (``coord.spec.age``), finding a working tree's top
+level. Failures a person can act on (git missing, a command that hangs, a command that fails
+when ``check``) are ``coord.errors.GitError`` (exit 1, code ``git_error``).
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
-from coord.errors import CoordError
+from coord.errors import GitError
 
-NETWORK_TIMEOUT = 120.0
 LOCAL_TIMEOUT = 60.0
 # stable messages to read (porcelain reasons, "lock"), never a prompt an agent cannot answer
 # (GIT_OPTIONAL_LOCKS=0: `git status` must not even refresh the user's index)
@@ -18,18 +22,8 @@ _BASE_ENV = {"LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OP
 _OURS = ("GIT_INDEX_FILE",)
 
 
-def git_error(message: str, **details: Any) -> CoordError:
-    """git failed in a way that is not a lost race: no repository, no remote, no network.
-
-    A plain ``CoordError`` (exit 1) with the code ``git_error``: the error classes are the
-    wire's (``coord.errors.ERRORS_BY_CODE``), and this one never crosses the wire."""
-    error = CoordError(message, **details)
-    error.code = "git_error"
-    return error
-
-
 class Git:
-    """git commands in one working tree; ``env`` is added to every command's environment."""
+    """git commands in one directory; ``env`` is added to every command's environment."""
 
     def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
         self.cwd = cwd
@@ -58,16 +52,18 @@ class Git:
                 env=env,
                 timeout=timeout,
             )
-        except FileNotFoundError:
-            raise git_error("git is not installed (or not on PATH): install git") from None
+        except (FileNotFoundError, NotADirectoryError):
+            if not Path(self.cwd).is_dir():  # the same error as a missing git
+                raise GitError(f"{self.cwd} is not a directory: cannot run git there") from None
+            raise GitError("git is not installed (or not on PATH): install git") from None
         except subprocess.TimeoutExpired:
-            raise git_error(
+            raise GitError(
                 f"`git {' '.join(args[:2])}` did not finish in {timeout:g} s: check the network "
                 "and the remote, then run the command again",
                 command=["git", *args],
             ) from None
         if check and done.returncode != 0:
-            raise git_error(
+            raise GitError(
                 f"`git {' '.join(args)}` failed: {stderr(done) or 'no message'}",
                 command=["git", *args],
                 exit_status=done.returncode,
@@ -79,6 +75,17 @@ class Git:
 
     def ok(self, *args: str) -> bool:
         return self.run(*args, check=False).returncode == 0
+
+
+def toplevel(cwd: Path) -> Path | None:
+    """The top level of the working tree around ``cwd``; None outside one (or without git)."""
+    try:
+        found = Git(cwd).run("rev-parse", "--show-toplevel", check=False, timeout=10)
+    except GitError:
+        return None
+    if found.returncode != 0:
+        return None
+    return Path(found.stdout.decode("utf-8", "surrogateescape").strip())
 
 
 def stderr(done: subprocess.CompletedProcess[bytes]) -> str:

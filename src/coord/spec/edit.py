@@ -11,25 +11,37 @@ Every function takes the text and 1-based line numbers as ``coord.spec.parse`` c
   L1.``), and then one of two blank lines it leaves side by side; only the id when the line
   reserves several (``**Reserved: A, B by @x.**`` → ``**Reserved: B by @x.**``); only the bold
   span when the line says more before it.
-* ``tick`` turns the entry's ``[ ]`` into ``[x]``.
+* ``tick`` turns the boxes of entries into ``[x]``: the ``[ ]`` of the line that the parser
+  reads as that package's unticked entry (``coord.spec.syntax.ENTRY``), nothing else. Both
+  ``coord spec sync`` (in the working tree) and ``coord git done`` (on the remote's tip) tick
+  with it.
 * ``progress_*`` append to a progress file (``coord.spec.progress``), creating it.
+
+The edits read a line with the parser's own patterns, so they change what the parser read.
 """
 
 from __future__ import annotations
 
-import re
-
-from coord.errors import CoordError
+from coord.errors import CoordError, InvalidInput
 from coord.spec import progress
-from coord.spec.parse import _PACKAGE_RESERVATION, parse_id_list  # the parser's own rule
+from coord.spec.syntax import (
+    ENTRY,
+    PACKAGE_RESERVATION,
+    mask_code,
+    parse_id_list,
+    reservation_line,
+)
 
-_CODE_SPAN = re.compile(r"`[^`\n]*`")
-_BOX = re.compile(r"([ \t]*(?:[-*+]|\d+[.)])[ \t]+)\[ \]")
 _BOM = "\ufeff"
 
-
-def reservation_line(package_id: str, user: str) -> str:
-    return f"**Reserved: {package_id} by @{user}.**"
+__all__ = [
+    "progress_append",
+    "progress_tick_line",
+    "reservation_line",
+    "reserve",
+    "tick",
+    "unreserve",
+]
 
 
 def reserve(text: str, entry_line: int, package_id: str, user: str) -> str:
@@ -61,16 +73,25 @@ def unreserve(text: str, targets: list[tuple[int, str, str | None]]) -> str:
     return "\n".join(lines)
 
 
-def tick(text: str, entry_line: int, package_id: str) -> str:
+def tick(text: str, entries: list[tuple[int, str]]) -> str:
+    """``text`` with the boxes of these ``(line, package id)`` entries ticked, every other
+    character kept (CRLF, a byte order mark, trailing blanks).
+
+    ``InvalidInput`` (naming the line) when a line is not that package's unticked entry: the
+    text changed since it was read; nothing is ticked then."""
     lines = text.split("\n")
-    index = entry_line - 1
-    line = lines[index]
-    box = _BOX.match(line.removeprefix(_BOM))
-    if box is None or package_id not in line:
-        raise CoordError(f"line {entry_line} is not the unticked entry of {package_id}")
-    offset = len(line) - len(line.removeprefix(_BOM))
-    at = offset + box.end(1)
-    lines[index] = line[:at] + "[x]" + line[at + 3 :]
+    for number, package_id in entries:
+        line = lines[number - 1] if 0 < number <= len(lines) else ""
+        offset = len(line) - len(line.removeprefix(_BOM).lstrip(" \t"))
+        entry = ENTRY.fullmatch(line[offset:].rstrip())
+        if entry is None or entry["id"] != package_id or entry["mark"] != " ":
+            raise InvalidInput(
+                f"line {number} no longer holds the unticked entry of {package_id}",
+                line=number,
+                package=package_id,
+            )
+        at = offset + entry.start("mark")
+        lines[number - 1] = line[:at] + "x" + line[at + 1 :]
     return "\n".join(lines)
 
 
@@ -89,8 +110,8 @@ def progress_tick_line(package_id: str) -> str:
 
 def _without(line: str, package_id: str, user: str | None) -> str | None:
     """The line without that reservation, or None when the whole line should go."""
-    masked = _CODE_SPAN.sub(lambda m: "x" * len(m.group(0)), line)
-    matches = list(_PACKAGE_RESERVATION.finditer(masked))
+    masked = mask_code(line)
+    matches = list(PACKAGE_RESERVATION.finditer(masked))
     for match in matches:
         ids = parse_id_list(match["ids"]) or []
         if package_id not in ids or (user is not None and match["user"] != user):
