@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
+from coord.errors import GitError
+from coord.fast.git import Git
 from coord.wiring.plan import Target, key_of
 from coord.wiring.text_blocks import BlockSpec, block
 
@@ -160,16 +161,12 @@ def _in_repos(key: str, old: str, lines: list[str], spec: BlockSpec, plan: Plan)
 
 
 def _git_lines(root: Path, *args: str) -> list[str] | None:
-    """The lines `git -C root ARGS` prints, or None when git fails or is not there."""
-    # one git runner: see issue 11. gitmode.git.Git is not below wiring in the layout yet;
-    # once the runner moves where every face may import it, this becomes one call to it.
+    """The lines `git ARGS` prints in ``root``, or None when git fails or is not there."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
+        done = Git(root).run(*args, check=False)
+    except GitError:
         return None
-    return out.split("\n")
+    return done.stdout.decode("utf-8", "replace").split("\n") if done.returncode == 0 else None
 
 
 def _git_hooks_dir(root: Path) -> tuple[Path | None, bool]:
