@@ -25,7 +25,8 @@ from common import (
 )
 from coord import model
 from coord.fast import board_files
-from coord.storage.sqlite_tx import SQLiteTx, _claim_filters, _take_first_pending_sql
+from coord.storage.sqlite_items import _claim_filters, _take_first_pending_sql
+from coord.storage.sqlite_tx import SQLiteTx
 from refserver import CLAIM_SQL
 
 # --- 3. CLI round trip ------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 from conftest import Clock
 from coord import errors
 from coord.core.board import Board
+from coord.limits import MAX_TITLE
 from coord.storage.sqlite import SQLiteStorage
 
 
@@ -298,6 +301,18 @@ def test_import_is_all_or_nothing_on_bad_entries(board: Board) -> None:
     assert board.list_items() == [] and board.last_seq() == 0
 
 
+def test_a_bad_entry_of_a_batch_keeps_its_own_error_and_says_which(board: Board) -> None:
+    too_long = "x" * (MAX_TITLE + 1)
+    with pytest.raises(errors.TooLarge) as refused:
+        board.import_items([{"title": "ok"}, {"title": too_long}], created_by="h")
+    assert refused.value.code == "too_large"
+    assert refused.value.message.startswith("item 1: title is")
+    assert str(refused.value) == refused.value.message
+    assert refused.value.details == {"index": 1, "field": "title"}
+    with pytest.raises(errors.TooLarge, match=r"^title is"):  # one entry: nothing to say which
+        board.import_items([{"title": too_long}], created_by="h")
+
+
 # --- talking, agents, events ---------------------------------------------------------------
 
 
@@ -421,3 +436,53 @@ def test_bad_input_is_named_and_changes_nothing(board: Board, call, error: str) 
     with pytest.raises(errors.InvalidInput, match=error):
         call(board)
     assert (board.list_items(), board.last_seq()) == before
+
+
+# --- messages --------------------------------------------------------------------------------
+
+CORE = Path(__file__).resolve().parent.parent / "src" / "coord"
+FLAG = re.compile(r"(?<![\w-])--[a-z]")
+
+
+def _messages(path: Path) -> list[tuple[int, str]]:
+    """Every string a module can put in an error or a result: its constants but docstrings."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def test_the_core_names_no_command_line_flag() -> None:
+    """HTTP and MCP callers read the core's messages too: they name API fields (``skip_checks``),
+    and the command line adds its own flags by error code."""
+    modules = [
+        *sorted((CORE / "core").glob("*.py")),
+        *sorted((CORE / "storage").glob("*.py")),
+        CORE / "model.py",
+        CORE / "errors.py",
+    ]
+    flags = [
+        f"{path.relative_to(CORE)}:{line}: {text!r}"
+        for path in modules
+        for line, text in _messages(path)
+        if FLAG.search(text)
+    ]
+    assert flags == []
+
+
+def test_a_missing_agent_is_said_without_a_flag(board: Board) -> None:
+    with pytest.raises(errors.InvalidInput) as refused:
+        board.claim_next(agent="")
+    assert refused.value.details == {"field": "agent"} and "--" not in refused.value.message

@@ -20,7 +20,7 @@ from conftest import Clock
 from coord.core.board import Board
 from coord.errors import CoordError
 from coord.model import Item
-from coord.storage import sqlite_tx
+from coord.storage import sqlite_items
 from coord.storage.base import WriteTx
 from coord.storage.sqlite import SQLiteStorage
 from coord.storage.sqlite_tx import SQLiteTx
@@ -178,7 +178,7 @@ def test_both_paths_give_the_same_answers_items_and_log(history: list[dict[str, 
             core.board.close()
 
 
-@pytest.mark.skipif(not sqlite_tx._HAS_RETURNING, reason="SQLite before 3.35: no RETURNING")
+@pytest.mark.skipif(not sqlite_items._HAS_RETURNING, reason="SQLite before 3.35: no RETURNING")
 def test_a_plain_claim_takes_the_one_statement_path(tmp_path: Path) -> None:
     clock = Clock()
     storage = CountingStorage(tmp_path / "board.db")

@@ -1,8 +1,11 @@
-"""The board's nouns: the time format every face prints."""
+"""The board's nouns: the time format every face prints, and what importing them costs."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -30,3 +33,17 @@ def test_iso_matches_datetime_at_second_and_rounding_edges(second: int, micros: 
 def test_iso_of_nothing_is_nothing() -> None:
     assert iso(None) is None
     assert iso(0.0) == "1970-01-01T00:00:00.000Z"
+
+
+FAST = Path(__file__).resolve().parent.parent / "src" / "coord" / "fast"
+
+
+def test_the_fast_path_does_not_load_the_model() -> None:
+    """``coord.model`` (its dataclasses and validation) costs about twice all of the guard at
+    import; what runs before every edit takes its limits from ``coord.limits`` instead."""
+    modules = sorted(f"coord.fast.{p.stem}" for p in FAST.glob("*.py") if p.stem != "__init__")
+    code = f"import sys, {', '.join(modules)}; print('coord.model' in sys.modules)"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert modules and loaded.stdout.strip() == "False"

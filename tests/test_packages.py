@@ -7,6 +7,7 @@ test_spec_parse.py, the CLI round trip in test_spec_cli.py.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ import pytest
 from conftest import Clock
 from coord import errors
 from coord.core.board import Board
+from coord.storage.base import WriteTx
 from coord.storage.sqlite import SQLiteStorage
+from coord.storage.sqlite_tx import SQLiteTx
 
 SPEC = "docs/plan.md"
 
@@ -156,8 +159,10 @@ def test_a_refused_import_changes_nothing(board: Board, packages: Any, error: ty
 
 def test_keys_of_another_document_are_refused_unless_prefixed(board: Board) -> None:
     board.import_packages(SPEC, plan(), created_by="h")
-    with pytest.raises(errors.Conflict, match="--prefix"):
+    with pytest.raises(errors.Conflict, match="`prefix`") as refused:
         board.import_packages("docs/other.md", [pkg("A2", 1)], created_by="h")
+    # the API field, not a command-line flag: each face says how it spells it
+    assert "--" not in refused.value.message and refused.value.details["field"] == "prefix"
     result = board.import_packages("docs/other.md", [pkg("A2", 1)], created_by="h", prefix="o.")
     assert result["created"] == ["A2"]
     assert board.get("o.A2").spec == "docs/other.md"
@@ -186,6 +191,92 @@ def test_adopt_turns_reservation_lines_into_claims_and_holds(board: Board) -> No
         board.claim("T2", agent="dave")  # carol holds track T's files
 
 
+# --- the compare-and-set ----------------------------------------------------------------------
+
+
+class _SlipInTx(SQLiteTx):
+    def update_item(self, item_id: int, expected_token: int, changes: dict[str, Any]) -> bool:
+        # another writer moves the item's token between the core's read and its write
+        self.conn.execute(
+            "UPDATE items SET fencing_token = fencing_token + 1 WHERE id = ?", (item_id,)
+        )
+        return super().update_item(item_id, expected_token, changes)
+
+
+class SlipInStorage(SQLiteStorage):
+    """Real SQLite whose write transactions, once ``armed``, let another writer in just before
+    every compare-and-set: what a backend that failed to serialise writers would do."""
+
+    armed = False
+
+    @contextmanager
+    def write(self) -> Iterator[WriteTx]:
+        with super().write() as tx:
+            assert isinstance(tx, SQLiteTx)
+            yield _SlipInTx(tx.conn) if self.armed else tx
+
+
+@pytest.fixture
+def slipping(tmp_path: Path, clock: Clock) -> Iterator[tuple[Board, SlipInStorage]]:
+    (tmp_path / "src").mkdir()
+    storage = SlipInStorage(tmp_path / ".coord" / "board.db")
+    b = Board(storage, clock=clock, default_lease_seconds=60, repo_root=tmp_path)
+    yield b, storage
+    b.close()
+
+
+def _renamed() -> list[dict[str, Any]]:
+    edited = plan()
+    edited[1]["title"] = "package A2, renamed"
+    return edited
+
+
+def _moved() -> list[dict[str, Any]]:
+    moved = plan()
+    for package in moved:
+        package["line"] += 1
+    return moved
+
+
+def _ticked() -> list[dict[str, Any]]:
+    ticked = plan()
+    ticked[1]["done"] = True
+    return ticked
+
+
+@pytest.mark.parametrize("document", [_renamed, _moved, _ticked], ids=lambda f: f.__name__)
+def test_a_missed_compare_and_set_in_a_reimport_writes_nothing(
+    slipping: tuple[Board, SlipInStorage], document: Any
+) -> None:
+    """A re-import writes a changed package (title), its bookkeeping (line) or its close (a
+    ticked box) by compare-and-set; a miss must not be reported as done, nor half-written."""
+    board, storage = slipping
+    board.import_packages(SPEC, plan(), created_by="h")
+    board.reserve(["src/a2.py"], agent="h", item="A2")
+    before = snapshot(board), board.reservations()
+    storage.armed = True
+    with pytest.raises(errors.CoordError) as missed:
+        board.import_packages(SPEC, document(), created_by="h")
+    assert isinstance(missed.value, errors.StaleSnapshot)
+    assert (missed.value.code, missed.value.http_status) == ("stale_snapshot", 500)
+    storage.armed = False
+    assert (snapshot(board), board.reservations()) == before
+
+
+def test_a_missed_compare_and_set_on_a_claim_is_named_and_writes_nothing(
+    slipping: tuple[Board, SlipInStorage],
+) -> None:
+    board, storage = slipping
+    item = board.add("x", created_by="h", files=["src/x.py"])
+    claim = board.claim(item.id, agent="a")
+    before = snapshot(board), board.reservations()
+    storage.armed = True
+    with pytest.raises(errors.StaleSnapshot):
+        board.heartbeat(item.id, agent="a", token=claim.token, lease_seconds=600)
+    storage.armed = False
+    assert (snapshot(board), board.reservations()) == before
+
+
 # --- checks before done ------------------------------------------------------------------------
 
 
@@ -200,6 +291,7 @@ def test_done_needs_evidence_when_the_item_has_checks(board: Board) -> None:
     with pytest.raises(errors.ChecksRequired) as refused:
         board.done(item.id, agent="a", token=claim.token)
     assert refused.value.details["checks"] == ["make test", "make lint"]
+    assert "`evidence`" in refused.value.message and "`skip_checks`" in refused.value.message
     assert board.get(item.id).state == "claimed"
 
 
@@ -215,6 +307,7 @@ def test_a_failing_check_blocks_done_and_its_evidence_is_kept(board: Board) -> N
             evidence=[run("make test", 0), run("make lint", 2)],
         )
     assert refused.value.details["failed"] == ["make lint"]
+    assert "`skip_checks`" in refused.value.message and "--" not in refused.value.message
     kept = board.get(item.id)
     assert kept.state == "claimed" and kept.claimed_by == "a"
     assert kept.evidence is not None and kept.evidence["passed"] is False

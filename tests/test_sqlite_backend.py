@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from coord.errors import CoordError
-from coord.storage import sqlite_tx
+from coord.storage import sqlite_items
 from coord.storage.sqlite import (
     SCHEMA_VERSION_TABLE,
     Checkpointer,
@@ -120,7 +120,7 @@ def _one_statement_claim_work(storage: SQLiteStorage, now: float) -> tuple[Any, 
         pytest.param(
             _one_statement_claim_work,
             marks=pytest.mark.skipif(
-                not sqlite_tx._HAS_RETURNING, reason="SQLite before 3.35: no RETURNING"
+                not sqlite_items._HAS_RETURNING, reason="SQLite before 3.35: no RETURNING"
             ),
         ),
     ],

@@ -181,6 +181,52 @@ def test_next_claimable_finds_expired_leases_but_not_live_ones(storage: Storage)
         assert next_claimable(tx, 50.0, ("task",), None) == item_id
 
 
+# Every shape an item can be in for claim-next: (state, lease end, question, dependency state).
+_CLAIM_SHAPES = [
+    (state, lease, question, dep)
+    for state, lease, question in [
+        ("pending", None, None),
+        ("claimed", 40.0, None),  # lease ran out
+        ("claimed", 60.0, None),  # live
+        ("claimed", 40.0, "which db?"),  # needs_human: never runs out
+        ("done", None, None),
+        ("cancelled", None, None),
+    ]
+    for dep in (None, "pending", "done")
+]
+
+
+def test_claimable_in_storage_is_the_models_claimable(storage: Storage) -> None:
+    """The claimable predicate lives in SQL (it must: claim-next is one indexed statement)
+    and in the model (``Item.claimable``); on every shape of item they agree."""
+    now = 50.0
+    shaped: list[int] = []
+    with storage.write() as tx:
+        for state, lease, question, dep in _CLAIM_SHAPES:
+            item_id = _add(tx)
+            shaped.append(item_id)
+            if dep is not None:
+                dep_id = _add(tx)
+                if dep == "done":
+                    tx.update_item(dep_id, 0, {"state": "done", "closed_at": 1.0})
+                tx.add_deps(item_id, [dep_id])
+            changes: dict[str, Any] = {"state": state, "question": question}
+            if state == "claimed":
+                changes |= {"claimed_by": "a", "fencing_token": 1, "lease_expires_at": lease}
+            elif state != "pending":
+                changes["closed_at"] = 1.0
+            assert tx.update_item(item_id, 0, changes)
+    with storage.read() as tx:
+        every = tx.list_items(ItemQuery(limit=1000))
+        listed = [i.id for i in tx.list_items(ItemQuery(claimable_at=now, limit=1000))]
+        paged = [i.id for i in tx.claimable_items(now, ("task",), None, limit=1000)]
+    claimable = [i.id for i in every if i.claimable(now)]
+    # pending or lapsed, with no dependency or a done one (and the pending dependencies)
+    assert len([i for i in claimable if i in shaped]) == 4
+    assert listed == claimable
+    assert sorted(paged) == claimable
+
+
 def test_list_items_filters(storage: Storage) -> None:
     with storage.write() as tx:
         a = _add(tx, labels=("x",))

@@ -35,6 +35,17 @@ class CoordError(Exception):
         return {"error": self.code, "message": self.message, **self.details}
 
 
+class StaleSnapshot(CoordError):
+    """An item's compare-and-set missed inside a write transaction: its fencing token was no
+    longer the one this transaction read.
+
+    Writers are serialised (the storage contract), so this is a broken invariant, not a race
+    to retry: a backend that let another writer in, or a core that wrote from an old copy.
+    The transaction rolls back, so nothing was written."""
+
+    code = "stale_snapshot"
+
+
 class InvalidInput(CoordError):
     """The request itself is wrong: a bad value, a missing field, a wrong type."""
 
@@ -151,6 +162,7 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
     cls.code: cls
     for cls in (
         CoordError,
+        StaleSnapshot,
         InvalidInput,
         DependencyCycle,
         TooLarge,

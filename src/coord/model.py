@@ -28,7 +28,6 @@ from coord.times import iso
 KINDS = ("task", "bug", "note", "handoff")
 # claim-next offers work, not announcements: notes are claimable only by id or explicit filter.
 WORK_KINDS = ("task", "bug", "handoff")
-STATES = ("pending", "claimed", "done", "cancelled")
 # how states are shown and filtered: a claimed item waiting on a human answer is needs_human
 SHOWN_STATES = ("pending", "claimed", "needs_human", "done", "cancelled")
 PRIORITY_HIGHEST, PRIORITY_LOWEST, PRIORITY_DEFAULT = 0, 4, 2
@@ -237,7 +236,8 @@ class Agent:
 def check_agent(name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise InvalidInput(
-            "an agent name is required: pass --as NAME or set COORD_AGENT", field="agent"
+            "an agent name is required: every call names the agent that makes it",
+            field="agent",
         )
     if not _AGENT_RE.match(name):
         raise InvalidInput(

@@ -12,17 +12,18 @@ otherwise lives on the board (``coord spec sync`` ticks the boxes back).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from coord import model
-from coord.core import reservations, rules
+from coord.core import adoption, reservations, rules
+from coord.core.changes import compare_and_set
+from coord.core.claims import Claims
+from coord.core.context import BoardContext
+from coord.core.items import link
 from coord.errors import Conflict, DependencyCycle, InvalidInput, TooLarge
-from coord.model import Claim, Item, Reservation
+from coord.model import Item
 from coord.spec import graph
-from coord.storage.base import ItemQuery, Storage, WriteTx
-from coord.times import iso
+from coord.storage.base import ItemQuery, WriteTx
 
 MAX_PACKAGES = 10_000
 PACKAGE_FIELDS = {
@@ -37,7 +38,6 @@ PACKAGE_FIELDS = {
     "acceptance",
     "track",
 }
-ADOPT_FIELDS = {"package", "track", "user", "line", "files"}
 
 
 def check_package(entry: Any, index: int) -> dict[str, Any]:
@@ -68,67 +68,23 @@ def check_package(entry: Any, index: int) -> dict[str, Any]:
     }
 
 
-def check_adoptions(value: Any) -> list[dict[str, Any]]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
-        raise InvalidInput("adopt must be a list of reservation lines", field="adopt")
-    for entry in value:
-        unknown = sorted(set(entry) - ADOPT_FIELDS)
-        if unknown or not isinstance(entry.get("user"), str):
-            raise InvalidInput(
-                "each adopted reservation needs user and package (or track and files)",
-                field="adopt",
-            )
-        model.check_agent(entry["user"])
-    return value
-
-
 class WorkPackages:
-    """The Board's verbs for design documents. Mixed into ``coord.core.board.Board``."""
+    """The board's verbs for design documents. Claims of adopted packages are won through
+    ``claims``, the board's own claim path."""
 
-    storage: Storage
-    repo_root: Path | None
-    is_file: reservations.IsFile | None
-    default_lease_seconds: float
-
-    def now(self) -> float:
-        raise NotImplementedError
-
-    def _touch(self, tx: WriteTx, agent: str, now: float) -> None:
-        raise NotImplementedError
-
-    def _link(self, tx: WriteTx, item_id: int, deps: Sequence[int]) -> None:
-        raise NotImplementedError
-
-    def _take(
-        self,
-        tx: WriteTx,
-        item: Item,
-        agent: str,
-        lease: float,
-        now: float,
-        live: list[Reservation],
-    ) -> Claim:
-        raise NotImplementedError
+    def __init__(self, ctx: BoardContext, claims: Claims) -> None:
+        self.ctx = ctx
+        self.claims = claims
 
     def import_packages(
         self,
         spec: Any,
         packages: Any,
-        *,
         created_by: str,
-        escalate_to: str | None = None,
-        prefix: str = "",
-        adopt: Any = None,
+        escalate_to: str | None,
+        prefix: str,
+        adopt: Any,
     ) -> dict[str, Any]:
-        """Bring the board in step with the document ``spec`` (a repository-relative path).
-
-        Returns the package ids ``created``, ``updated``, ``unchanged`` and ``removed`` (gone
-        from the document, still on the board), ``closed`` (ticked in the document, closed
-        now), ``conflicts`` (ticked but held by someone) and what ``adopt`` did.
-        """
-        created_by = model.check_agent(created_by)
         spec = _check_spec(spec)
         if prefix:
             model.check_key(prefix + "X")
@@ -137,7 +93,7 @@ class WorkPackages:
         if len(packages) > MAX_PACKAGES:
             raise TooLarge(f"{len(packages)} packages; the limit is {MAX_PACKAGES}")
         wanted = [check_package(p, i) for i, p in enumerate(packages)]
-        adoptions = check_adoptions(adopt)
+        adoptions = adoption.check_adoptions(adopt)
         counted = Counter(p["id"] for p in wanted)
         twice = sorted(i for i, n in counted.items() if n > 1)
         if twice:
@@ -145,7 +101,7 @@ class WorkPackages:
         for package in wanted:
             package["key"] = prefix + package["id"]
             package["deps"] = [prefix + d for d in package["dependencies"]]
-            package["files"] = reservations.canonical(package["files"], self.repo_root)
+            package["files"] = reservations.canonical(package["files"], self.ctx.repo_root)
             package["escalate_to"] = escalate_to
         _refuse_cycles(spec, wanted)
         result: dict[str, Any] = {
@@ -159,8 +115,8 @@ class WorkPackages:
             "adopted": [],
             "not_adopted": [],
         }
-        with self.storage.write() as tx:
-            now = self.now()
+        with self.ctx.storage.write() as tx:
+            now = self.ctx.clock()
             mine = {
                 i.key: i
                 for i in tx.list_items(ItemQuery(spec=spec, limit=MAX_PACKAGES * 2))
@@ -186,8 +142,10 @@ class WorkPackages:
                     self._close_ticked(tx, spec, package, created_by, now, result)
             gone = sorted(set(mine) - keys, key=lambda k: mine[k].id)
             result["removed"] = [k.removeprefix(prefix) for k in gone]
-            self._adopt(tx, spec, adoptions, prefix, result, now)
-            self._touch(tx, created_by, now)
+            result["adopted"], result["not_adopted"] = adoption.adopt(
+                tx, self.ctx, self.claims, spec, adoptions, prefix, now
+            )
+            self.ctx.changes.touch(tx, created_by, now)
         return result
 
     def _resolve_keys(
@@ -201,11 +159,12 @@ class WorkPackages:
             if item is None:
                 continue
             if item.spec != spec:
-                where = f"{item.spec}:{item.spec_line}" if item.spec else "a `coord add`"
+                origin = f"from {item.spec}:{item.spec_line}" if item.spec else "added by hand"
                 raise Conflict(
-                    f"package id {package['key']} already belongs to item {item.id} from "
-                    f"{where}; import {spec} with --prefix to keep its ids apart",
+                    f"package id {package['key']} already belongs to item {item.id} {origin}; "
+                    f"import {spec} with a `prefix` to keep its ids apart",
                     key=package["key"],
+                    field="prefix",
                 )
             known[package["key"]] = item
         keys = {p["key"] for p in wanted}
@@ -237,7 +196,7 @@ class WorkPackages:
         tx.add_deps(item_id, inside)
         outside = [known[d].id for d in package["deps"] if d not in keys]
         if outside:
-            self._link(tx, item_id, outside)
+            link(tx, item_id, outside)
 
     def _create(
         self, tx: WriteTx, spec: str, package: dict[str, Any], created_by: str, now: float
@@ -258,20 +217,15 @@ class WorkPackages:
             escalate_to=package["escalate_to"],
         )
         tx.set_item_files(item_id, package["files"])
-        tx.append_event(
-            at=now,
-            agent=created_by,
-            item_id=item_id,
-            kind="created",
-            details={
-                "title": package["title"],
-                "key": package["key"],
-                "spec": f"{spec}:{package['line']}",
-                "deps": package["deps"],
-                "files": list(package["files"]),
-                "checks": list(package["checks"]),
-            },
-        )
+        details = {
+            "title": package["title"],
+            "key": package["key"],
+            "spec": f"{spec}:{package['line']}",
+            "deps": package["deps"],
+            "files": list(package["files"]),
+            "checks": list(package["checks"]),
+        }
+        self.ctx.changes.record(tx, created_by, item_id, "created", now, details)
         return rules.require_item(tx, item_id)
 
     def _update(
@@ -303,7 +257,7 @@ class WorkPackages:
         if package["escalate_to"] is not None and item.escalate_to != package["escalate_to"]:
             bookkeeping["escalate_to"] = package["escalate_to"]
         if bookkeeping:
-            tx.update_item(item.id, item.fencing_token, bookkeeping)
+            compare_and_set(tx, item, bookkeeping)
         if not changes and not adding and not removing and not files_changed:
             return False
         if adding:
@@ -313,7 +267,7 @@ class WorkPackages:
             tx.set_item_files(item.id, package["files"])
         if changes:
             changes["updated_at"] = now
-            tx.update_item(item.id, item.fencing_token, changes)
+            compare_and_set(tx, item, changes)
         details: dict[str, Any] = {
             k: list(v) if isinstance(v, tuple) else v
             for k, v in changes.items()
@@ -326,7 +280,7 @@ class WorkPackages:
         if files_changed:
             details["files"] = list(package["files"])
         details["spec"] = f"{item.spec}:{package['line']}"
-        tx.append_event(at=now, agent=agent, item_id=item.id, kind="edited", details=details)
+        self.ctx.changes.record(tx, agent, item.id, "edited", now, details)
         return True
 
     def _close_ticked(
@@ -354,90 +308,16 @@ class WorkPackages:
             )
             return
         tx.delete_item_reservations(item.id, None)
-        tx.update_item(
-            item.id,
-            item.fencing_token,
-            {
-                "state": "done",
-                "claimed_by": None,
-                "lease_expires_at": None,
-                "question": None,
-                "closed_at": now,
-                "updated_at": now,
-            },
-        )
-        tx.append_event(
-            at=now,
-            agent=agent,
-            item_id=item.id,
-            kind="done",
-            details={"ticked_in": f"{spec}:{package['line']}"},
-        )
+        changes = {
+            "state": "done",
+            "claimed_by": None,
+            "lease_expires_at": None,
+            "question": None,
+            "closed_at": now,
+        }
+        details = {"ticked_in": f"{spec}:{package['line']}"}
+        self.ctx.changes.apply(tx, item, changes, agent, "done", now, details)
         result["closed"].append(package["id"])
-
-    def _adopt(
-        self,
-        tx: WriteTx,
-        spec: str,
-        adoptions: list[dict[str, Any]],
-        prefix: str,
-        result: dict[str, Any],
-        now: float,
-    ) -> None:
-        """Reservation lines become board state: a package's becomes a claim for its user, a
-        track marker an exclusive hold on the track's files, both for the longest lease."""
-        lease = model.MAX_LEASE_SECONDS
-        for entry in adoptions:
-            user, line = entry["user"], entry.get("line")
-            where = f"{spec}:{line}" if line else spec
-            try:
-                if entry.get("package"):
-                    key = prefix + model.check_key(entry["package"])
-                    item = rules.require_item(tx, key)
-                    rules.ensure_claimable(item, now)
-                    live = tx.live_reservations(now, near=item.files) if item.files else []
-                    claim = self._take(tx, item, user, lease, now, live)
-                    result["adopted"].append(
-                        {"package": entry["package"], "user": user, "token": claim.token}
-                    )
-                else:
-                    files = reservations.canonical(
-                        model.check_files(entry.get("files")), self.repo_root
-                    )
-                    if not files:
-                        raise InvalidInput(f"track {entry.get('track')} names no files to hold")
-                    live = tx.live_reservations(now, near=files)
-                    conflicts = reservations.find_conflicts(user, files, True, live, self.is_file)
-                    if conflicts:
-                        raise reservations.refusal(conflicts, f"track {entry.get('track')}")
-                    for pattern in files:
-                        tx.insert_reservation(
-                            agent=user,
-                            pattern=pattern,
-                            exclusive=True,
-                            item_id=None,
-                            reason=f"track {entry.get('track')} reserved in {where}",
-                            now=now,
-                            expires_at=now + lease,
-                        )
-                    result["adopted"].append(
-                        {
-                            "track": entry.get("track"),
-                            "user": user,
-                            "files": list(files),
-                            "until": iso(now + lease),
-                        }
-                    )
-            except (Conflict, InvalidInput) as err:  # not adopted: say why, adopt the rest
-                result["not_adopted"].append(
-                    {
-                        "package": entry.get("package"),
-                        "track": entry.get("track"),
-                        "user": user,
-                        "line": line,
-                        "reason": err.message,
-                    }
-                )
 
 
 def _refuse_cycles(spec: str, wanted: list[dict[str, Any]]) -> None:

@@ -1,4 +1,5 @@
-"""Who may hold which files: the reservation rules, as pure functions.
+"""Who may hold which files: the reservation rules as pure functions, and the board's verbs
+for files (``Reservations``: reserve, free, list, who holds a path).
 
 Exclusive conflicts with any overlapping reservation of another agent; shared conflicts only
 with another agent's exclusive one. An agent never conflicts with itself. Whether two
@@ -9,19 +10,16 @@ conservative for globs).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coord import model
 from coord.core import rules
+from coord.core.context import BoardContext, IsFile
 from coord.errors import FilesReserved, InvalidInput
 from coord.fast import patterns
 from coord.model import Reservation
-from coord.storage.base import Storage, WriteTx
 from coord.times import iso
-
-IsFile = Callable[[str], bool]
 
 
 def canonical(raw: Iterable[str], repo_root: Path | None) -> tuple[str, ...]:
@@ -124,46 +122,31 @@ def working_tree_files(repo_root: Path | None) -> IsFile | None:
     return lambda path: os.path.isfile(os.path.join(root, path))
 
 
-class FileReservations:
-    """The Board's verbs for files. Mixed into ``coord.core.board.Board``, which supplies the
-    storage, the clock, the repository root and the default lease."""
+class Reservations:
+    """The board's verbs for files: reserve, free, list, and ask who holds a path."""
 
-    storage: Storage
-    repo_root: Path | None
-    is_file: IsFile | None
-    default_lease_seconds: float
-
-    def now(self) -> float:
-        raise NotImplementedError
-
-    def _touch(self, tx: WriteTx, agent: str, now: float) -> None:
-        raise NotImplementedError
+    def __init__(self, ctx: BoardContext) -> None:
+        self.ctx = ctx
 
     def reserve(
         self,
-        patterns_given: Sequence[str],
-        *,
+        given: Sequence[str],
         agent: str,
-        shared: bool = False,
-        lease_seconds: float | None = None,
-        item: int | str | None = None,
-        reason: str = "",
+        exclusive: bool,
+        lease: float,
+        item_ref: int | str | None,
+        reason: str,
     ) -> list[Reservation]:
         """Reserve every pattern, or none: refused whole if any overlaps another agent's."""
-        agent = model.check_agent(agent)
-        wanted = canonical(model.check_files(patterns_given), self.repo_root)
+        wanted = canonical(given, self.ctx.repo_root)
         if not wanted:
             raise InvalidInput("name at least one path or pattern to reserve", field="patterns")
-        lease = model.check_lease(lease_seconds, self.default_lease_seconds)
-        item_ref = model.check_item_ref(item) if item is not None else None
-        reason = model.check_body(reason)
-        exclusive = not shared
-        with self.storage.write() as tx:
-            now = self.now()
+        with self.ctx.storage.write() as tx:
+            now = self.ctx.clock()
             item_id = rules.require_item(tx, item_ref).id if item_ref is not None else None
             tx.purge_expired_reservations(now)
             live = tx.live_reservations(now, near=wanted)
-            conflicts = find_conflicts(agent, wanted, exclusive, live, self.is_file)
+            conflicts = find_conflicts(agent, wanted, exclusive, live, self.ctx.is_file)
             if conflicts:
                 raise refusal(conflicts, "reservation")
             # Reserving what you already hold renews it (new lease, new mode) in place.
@@ -194,32 +177,25 @@ class FileReservations:
                 )
                 for p in wanted
             ]
-            tx.append_event(
-                at=now,
-                agent=agent,
-                item_id=item_id,
-                kind="reserved",
-                details={
-                    "patterns": list(wanted),
-                    "exclusive": exclusive,
-                    "expires_at": iso(expires),
-                    "reason": reason,
-                },
-            )
-            self._touch(tx, agent, now)
+            details = {
+                "patterns": list(wanted),
+                "exclusive": exclusive,
+                "expires_at": iso(expires),
+                "reason": reason,
+            }
+            self.ctx.changes.record(tx, agent, item_id, "reserved", now, details)
         return made
 
-    def unreserve(
-        self, patterns_given: Sequence[str] = (), *, agent: str, everything: bool = False
-    ) -> list[str]:
+    def unreserve(self, given: Sequence[str], agent: str, everything: bool) -> list[str]:
         """Free the agent's reservations of these patterns (or all of them). Returns what
         was freed; freeing what you do not hold is not an error."""
-        agent = model.check_agent(agent)
-        wanted = set(canonical(model.check_files(list(patterns_given)), self.repo_root))
+        wanted = set(canonical(given, self.ctx.repo_root))
         if not wanted and not everything:
-            raise InvalidInput("name the patterns to free, or --all", field="patterns")
-        with self.storage.write() as tx:
-            now = self.now()
+            raise InvalidInput(
+                "name the patterns to free, or ask to free everything you hold", field="patterns"
+            )
+        with self.ctx.storage.write() as tx:
+            now = self.ctx.clock()
             mine = [
                 r
                 for r in tx.live_reservations(now, agent=agent)
@@ -229,28 +205,23 @@ class FileReservations:
                 return []
             tx.delete_reservations(r.id for r in mine)
             freed = sorted({r.pattern for r in mine})
-            tx.append_event(
-                at=now, agent=agent, item_id=None, kind="unreserved", details={"patterns": freed}
-            )
-            self._touch(tx, agent, now)
+            self.ctx.changes.record(tx, agent, None, "unreserved", now, {"patterns": freed})
         return freed
 
-    def reservations(self, agent: str | None = None) -> list[Reservation]:
+    def live(self, agent: str | None) -> list[Reservation]:
         """Live reservations, oldest first (of one agent, or everyone's)."""
-        with self.storage.read() as tx:
-            return tx.live_reservations(self.now(), agent=agent)
+        with self.ctx.storage.read() as tx:
+            return tx.live_reservations(self.ctx.clock(), agent=agent)
 
-    def who(self, path: str, agent: str | None = None) -> dict[str, Any]:
+    def who(self, path: str, agent: str | None) -> dict[str, Any]:
         """Who holds ``path``, and may ``agent`` edit it?"""
         from coord.fast.guard import blockers
 
-        if self.repo_root is None:
+        if self.ctx.repo_root is None:
             raise InvalidInput("this board has no repository root, so it holds no files")
-        canonical_path = patterns.normalize(path, self.repo_root, literal=True)
-        if agent is not None:
-            agent = model.check_agent(agent)
-        with self.storage.read() as tx:
-            live = tx.live_reservations(self.now(), near=[canonical_path])
+        canonical_path = patterns.normalize(path, self.ctx.repo_root, literal=True)
+        with self.ctx.storage.read() as tx:
+            live = tx.live_reservations(self.ctx.clock(), near=[canonical_path])
         holders = [r for r in live if patterns.covers(r.pattern, canonical_path)]
         blocking = blockers(canonical_path, live, agent)
         return {

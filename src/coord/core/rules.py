@@ -51,7 +51,7 @@ def require_item(tx: ReadTx, ref: int | str) -> Item:
 def ensure_claimable(item: Item, now: float) -> None:
     if item.state in ("done", "cancelled"):
         raise NotClaimable(
-            f"item {item.ref} is {item.state}; pick another (`coord ls --ready`)",
+            f"item {item.ref} is {item.state}; pick another (`coord next`)",
             id=item.id,
             state=item.state,
         )
@@ -180,11 +180,10 @@ def check_entry(entry: Any, index: int, count: int) -> dict[str, Any]:
             ],
         }
     except InvalidInput as err:
-        if count > 1:
-            err.message = f"item {index}: {err.message}"
-            err.args = (err.message,)
-            err.details.setdefault("index", index)
-        raise
+        if count == 1:
+            raise
+        # the same failure (its own class and code), said of this entry of the batch
+        raise type(err)(f"item {index}: {err.message}", **{"index": index, **err.details}) from err
 
 
 def ids_text(ids: Iterable[int]) -> str:

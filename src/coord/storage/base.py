@@ -1,9 +1,11 @@
 """The storage seam: what the core needs from a backend, and nothing more.
 
-The core (``coord.core.board``) holds every rule: who may claim, what a stale token means, how a
-cycle is found. A backend supplies transactions and small data verbs. Atomicity comes from
-the backend's write transaction (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: row locks) and, as
-a second line of defence, from ``update_item``'s compare-and-set on the fencing token.
+The core (``coord.core``) holds every rule: who may claim, what a stale token means, how a
+cycle is found. A backend supplies transactions and small data verbs, and returns the nouns
+(``coord.model``). Atomicity comes from the backend's write transaction (SQLite: ``BEGIN
+IMMEDIATE``; PostgreSQL: row locks) and, as a second line of defence, from ``update_item``'s
+compare-and-set on the fencing token: the core refuses a miss as ``StaleSnapshot`` and the
+transaction rolls back.
 
 Every backend runs the same contract suite (``tests/test_storage_contract.py``).
 """

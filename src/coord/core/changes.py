@@ -1,0 +1,78 @@
+"""Writing a change of the board: the item's compare-and-set, its one event, who was seen.
+
+Every write of the core goes through here, so two promises each have one home: every change
+appends exactly one event, and no item is written from a snapshot its transaction did not
+hold (the compare-and-set on the fencing token, checked every time).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coord.errors import StaleSnapshot
+from coord.model import Item
+from coord.storage.base import WriteTx
+
+
+def compare_and_set(tx: WriteTx, item: Item, changes: dict[str, Any]) -> None:
+    """Write ``changes`` to the item only if its token is still the one this transaction read.
+
+    Under the write lock the token cannot move, so a miss is a broken invariant
+    (``StaleSnapshot``): raising rolls the whole transaction back, and nothing is written.
+    """
+    if not tx.update_item(item.id, item.fencing_token, changes):
+        raise StaleSnapshot(
+            f"item {item.ref} changed inside a write transaction that should have excluded "
+            f"every other writer (its token is no longer {item.fencing_token}); nothing was "
+            "written. This is a bug in coord or its storage: please report it",
+            id=item.id,
+            expected_token=item.fencing_token,
+        )
+
+
+class Changes:
+    """The board's one writer of changes. Holds when each agent was last noted as seen."""
+
+    def __init__(self) -> None:
+        self._touched: dict[str, float] = {}
+
+    def apply(
+        self,
+        tx: WriteTx,
+        item: Item,
+        changes: dict[str, Any],
+        agent: str,
+        kind: str,
+        now: float,
+        details: dict[str, Any],
+        **also: Any,
+    ) -> Item:
+        """Write the changes, log them, and return the item as it now is (no second read).
+
+        ``item`` is this transaction's own snapshot and is updated in place (cheaper than a
+        copy on every claim); ``also`` sets derived fields that are not stored."""
+        changes = {**changes, "updated_at": now}
+        compare_and_set(tx, item, changes)
+        self.record(tx, agent, item.id, kind, now, details)
+        for name, value in (changes | also).items():
+            setattr(item, name, value)
+        return item
+
+    def record(
+        self,
+        tx: WriteTx,
+        agent: str,
+        item_id: int | None,
+        kind: str,
+        now: float,
+        details: dict[str, Any],
+    ) -> None:
+        """Log a change and note that the agent was seen."""
+        tx.append_event(at=now, agent=agent, item_id=item_id, kind=kind, details=details)
+        self.touch(tx, agent, now)
+
+    def touch(self, tx: WriteTx, agent: str, now: float) -> None:
+        # last_seen to the second is plenty; skipping the upsert keeps hot writes lean.
+        if now - self._touched.get(agent, float("-inf")) >= 1.0:
+            tx.touch_agent(agent, now)
+            self._touched[agent] = now

@@ -1,0 +1,236 @@
+"""Items and their dependencies: creating, reading, editing and cancelling them.
+
+An item's dependency graph stays acyclic (an edge that would close a cycle is refused), and an
+item read from the board says which other agents' live reservations hold its files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from coord import model
+from coord.core import reservations, rules
+from coord.core.context import BoardContext
+from coord.errors import AlreadyExists, DependencyCycle, InvalidInput, NotFound, TooLarge
+from coord.model import Item
+from coord.storage.base import ItemQuery, ReadTx, WriteTx
+from coord.times import iso
+
+
+class Items:
+    def __init__(self, ctx: BoardContext) -> None:
+        self.ctx = ctx
+
+    # --- creating --------------------------------------------------------------------------
+
+    def import_items(self, entries: Any, created_by: str) -> list[int]:
+        checked, refs = self._checked_entries(entries)
+        keys = [e["key"] for e in checked if e["key"] is not None]
+        with self.ctx.storage.write() as tx:
+            now = self.ctx.clock()
+            taken = [k for k in keys if tx.get_item_by_key(k) is not None]
+            if taken:
+                raise AlreadyExists(
+                    f"package id {', '.join(taken)} is already on this board (`coord show "
+                    f"{taken[0]}`); use another id",
+                    keys=taken,
+                )
+            wanted = {d for e in checked for d in e["deps"] if isinstance(d, int)}
+            missing = sorted(wanted - tx.existing_ids(wanted))
+            if missing:
+                raise NotFound(
+                    f"unknown dependency {rules.ids_text(missing)}: no such item", missing=missing
+                )
+            ids = [
+                tx.insert_item(
+                    kind=e["kind"],
+                    title=e["title"],
+                    body=e["body"],
+                    priority=e["priority"],
+                    labels=e["labels"],
+                    created_by=created_by,
+                    recipient=e["to"],
+                    now=now,
+                    key=e["key"],
+                    checks=e["checks"],
+                )
+                for e in checked
+            ]
+            for item_id, entry in zip(ids, checked, strict=True):
+                deps = [d if isinstance(d, int) else ids[refs[d]] for d in entry["deps"]]
+                link(tx, item_id, deps)
+                tx.set_item_files(item_id, entry["files"])
+                details = {
+                    "title": entry["title"],
+                    "kind": entry["kind"],
+                    "priority": entry["priority"],
+                    "deps": deps,
+                    "to": entry["to"],
+                    "files": list(entry["files"]),
+                }
+                if entry["key"]:
+                    details["key"] = entry["key"]
+                if entry["checks"]:
+                    details["checks"] = list(entry["checks"])
+                self.ctx.changes.record(tx, created_by, item_id, "created", now, details)
+        return ids
+
+    def _checked_entries(self, entries: Any) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The entries checked, their files made canonical, and each ``ref``'s index."""
+        if not isinstance(entries, list):
+            raise InvalidInput("expected a JSON array of items")
+        if not entries:
+            raise InvalidInput("nothing to import: the list is empty")
+        if len(entries) > model.MAX_IMPORT:
+            raise TooLarge(f"{len(entries)} items in one import; the limit is {model.MAX_IMPORT}")
+        checked = [
+            rules.check_entry(entry, index, len(entries)) for index, entry in enumerate(entries)
+        ]
+        refs: dict[str, int] = {}
+        for index, entry in enumerate(checked):
+            ref = entry["ref"]
+            if ref is not None:
+                if ref in refs:
+                    raise InvalidInput(f"item {index}: ref {ref!r} is used twice", index=index)
+                refs[ref] = index
+        for index, entry in enumerate(checked):
+            for dep in entry["deps"]:
+                if isinstance(dep, str) and dep not in refs:
+                    raise InvalidInput(
+                        f"item {index}: dependency {dep!r} is neither an item id nor the ref "
+                        "of an item in this import",
+                        index=index,
+                    )
+        for entry in checked:
+            entry["files"] = reservations.canonical(entry["files"], self.ctx.repo_root)
+        keys = [e["key"] for e in checked if e["key"] is not None]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise InvalidInput(f"package id {', '.join(twice)} is used twice in this import")
+        return checked, refs
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def get(self, ref: int | str) -> Item:
+        with self.ctx.storage.read() as tx:
+            return self.with_holds(tx, [rules.require_item(tx, ref)], self.ctx.clock())[0]
+
+    def show(self, ref: int | str) -> dict[str, Any]:
+        with self.ctx.storage.read() as tx:
+            item = self.with_holds(tx, [rules.require_item(tx, ref)], self.ctx.clock())[0]
+            replies = tx.replies(item.id)
+            acks = tx.acks(item.id)
+            history = tx.events_after(0, 200, item_id=item.id)
+        now = self.ctx.clock()
+        return {
+            **item.to_dict(now),
+            "replies": [r.to_dict() for r in replies],
+            "acks": [{"agent": a, "at": iso(at)} for a, at in acks],
+            "history": [e.to_dict() for e in history],
+        }
+
+    def find(self, query: ItemQuery, *, ready: bool) -> list[Item]:
+        """The items the query finds; ``ready`` keeps those claimable now, files included."""
+        now = self.ctx.clock()
+        if ready:
+            query = replace(query, claimable_at=now)
+        with self.ctx.storage.read() as tx:
+            items = self.with_holds(tx, tx.list_items(query), now)
+        # ready also means no file of the item is held by someone else
+        return [i for i in items if i.claimable(now)] if ready else items
+
+    def with_holds(self, tx: ReadTx, items: list[Item], now: float) -> list[Item]:
+        """Fill in which other agents' live reservations block each open item's files."""
+        files = {f for i in items if i.state in ("pending", "claimed") for f in i.files}
+        if not files:
+            return items
+        live = tx.live_reservations(now, near=sorted(files))
+        return [
+            replace(
+                i,
+                files_held_by=reservations.holds_on(
+                    i.files,
+                    live,
+                    except_agent=i.claimed_by if i.lease_live(now) else None,
+                    is_file=self.ctx.is_file,
+                ),
+            )
+            if i.files and i.state in ("pending", "claimed")
+            else i
+            for i in items
+        ]
+
+    # --- editing ---------------------------------------------------------------------------
+
+    def edit(
+        self,
+        ref: int | str,
+        agent: str,
+        token: Any,
+        changes: dict[str, Any],
+        *,
+        adding: Sequence[int],
+        removing: Sequence[int],
+        add_checks: Sequence[str],
+        remove_checks: Sequence[str],
+    ) -> Item:
+        """Apply the checked field ``changes`` and the dependencies and checks added and
+        removed. While the item is claimed, only its holder (with the token) can."""
+        with self.ctx.storage.write() as tx:
+            now = self.ctx.clock()
+            item = rules.require_item(tx, ref)
+            rules.ensure_editable(item, agent, token, now)
+            missing = sorted(set(adding) - tx.existing_ids(adding))
+            if missing:
+                raise NotFound(
+                    f"unknown dependency {rules.ids_text(missing)}: no such item", missing=missing
+                )
+            link(tx, item.id, adding)
+            tx.remove_deps(item.id, removing)
+            if add_checks or remove_checks:
+                kept = [c for c in item.checks if c not in remove_checks]
+                changes["checks"] = model.check_commands(
+                    kept + [c for c in add_checks if c not in kept]
+                )
+            details: dict[str, Any] = {
+                k: list(v) if k in ("labels", "checks") else v for k, v in changes.items()
+            }
+            if adding:
+                details["added_deps"] = list(adding)
+            if removing:
+                details["removed_deps"] = list(removing)
+            item_id = item.id
+            self.ctx.changes.apply(tx, item, changes, agent, "edited", now, details)
+            return rules.require_item(tx, item_id)
+
+    def cancel(self, ref: int | str, agent: str, token: Any, reason: str) -> Item:
+        with self.ctx.storage.write() as tx:
+            now = self.ctx.clock()
+            item = rules.require_item(tx, ref)
+            item_id = item.id
+            rules.ensure_editable(item, agent, token, now)
+            tx.delete_item_reservations(item_id, None)
+            changes = {
+                "state": "cancelled",
+                "claimed_by": None,
+                "lease_expires_at": None,
+                "question": None,
+                "closed_at": now,
+            }
+            self.ctx.changes.apply(tx, item, changes, agent, "cancelled", now, {"reason": reason})
+            return rules.require_item(tx, item_id)
+
+
+def link(tx: WriteTx, item_id: int, deps: Iterable[int]) -> None:
+    """Add dependency edges one by one, refusing the first that would close a cycle."""
+    for dep in deps:
+        cycle = rules.dependency_path(tx, dep, item_id)
+        if cycle is not None:
+            named = " → ".join(str(n) for n in [item_id, *cycle])
+            raise DependencyCycle(
+                f"item {item_id} cannot depend on {dep}: that closes the cycle {named}",
+                cycle=[item_id, *cycle],
+            )
+        tx.add_deps(item_id, [dep])
