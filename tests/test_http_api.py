@@ -13,8 +13,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from coord.core.board import Board
-from coord.server.app import MAX_BODY, create_app
+from coord.server.app import create_app
 from coord.server.openapi import OPENAPI
+from coord.server.table import MAX_REQUEST_BYTES as MAX_BODY
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
