@@ -103,15 +103,16 @@ def query_flag(value: str | None) -> bool:
     raise InvalidInput(f"expected true or false, not {value!r}")
 
 
-def count(value: Any, name: str, default: int) -> int:
-    """A non-negative integer, given as a JSON integer or as digits (a query string)."""
+def count(value: Any, name: str, default: int, minimum: int = 0) -> int:
+    """An integer from ``minimum`` up, given as a JSON integer or as digits (a query string)."""
     if value is None or value == "":
         return default
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
     if isinstance(value, str) and value.isdigit():
-        return int(value)
-    raise InvalidInput(f"{name} must be a non-negative integer, not {value!r}", field=name)
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= minimum:
+        return value
+    what = "a non-negative integer" if minimum == 0 else f"an integer of at least {minimum}"
+    raise InvalidInput(f"{name} must be {what}, not {value!r}", field=name)
 
 
 def number(value: str | None, name: str, default: float) -> float:

@@ -41,7 +41,7 @@ def inbox(call: Call) -> dict[str, Any]:
     found = call.board.inbox(
         call.agent(),
         peek=bool(call.body.get("peek")),
-        limit=count(call.body.get("limit"), "limit", 200),
+        limit=count(call.body.get("limit"), "limit", 200, minimum=1),
     )
     return {"events": [e.to_dict() for e in found]}
 

@@ -13,7 +13,7 @@ from coord.server.schemas import (
     AGENT,
     CHECK_RUNS,
     COMMANDS,
-    IMPORT_ENTRY,
+    IMPORT_ITEMS,
     ITEM_IDS,
     ITEM_REF,
     KIND,
@@ -82,7 +82,7 @@ ROUTES: tuple[Route, ...] = (
         status=201,
         write=True,
         body=Body(
-            {"agent": AGENT, "items": {"type": "array", "items": IMPORT_ENTRY}},
+            {"agent": AGENT, "items": IMPORT_ITEMS},
             ("items",),
             list_field="items",
         ),
@@ -285,7 +285,7 @@ ROUTES: tuple[Route, ...] = (
             {
                 "agent": AGENT,
                 "peek": {"type": "boolean"},
-                "limit": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "minimum": 1, "default": 200},
             },
             ("agent",),
         ),

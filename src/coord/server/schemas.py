@@ -90,8 +90,8 @@ _ITEM_FIELD_TYPES: dict[str, Schema] = {
     "priority": {**PRIORITY, "default": model.PRIORITY_DEFAULT},
     "labels": LABELS,
     "deps": {
+        # no maxItems: the core's import check does not apply MAX_DEPS to new items (edit does)
         "type": "array",
-        "maxItems": limits.MAX_DEPS,
         "items": {"type": ["integer", "string"]},
         "description": "item ids, or (in an import) refs of other entries of the same import",
     },
@@ -107,6 +107,12 @@ _ITEM_FIELD_TYPES: dict[str, Schema] = {
     "checks": COMMANDS,
 }
 IMPORT_ENTRY = closed(_ITEM_FIELD_TYPES, rules.IMPORT_FIELDS, required=["title"])
+IMPORT_ITEMS: Schema = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": limits.MAX_IMPORT,
+    "items": IMPORT_ENTRY,
+}
 NEW_ITEM_FIELDS: dict[str, Schema] = {
     name: schema for name, schema in IMPORT_ENTRY["properties"].items() if name != "ref"
 }
