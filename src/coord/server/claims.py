@@ -5,6 +5,7 @@ Every write about a claim carries its fencing token; the board refuses a stale o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coord.server.context import Call
@@ -34,50 +35,38 @@ def claim_next(call: Call) -> dict[str, Any]:
     return board.claim_next(**options).to_dict(board.now())
 
 
+def _as_holder(call: Call, verb: Callable[..., Any], **fields: Any) -> dict[str, Any]:
+    """A write about a claim: the item in the path, the agent, its token, the verb's fields."""
+    done = verb(call.item_id, agent=call.agent(), token=call.body.get("token"), **fields)
+    return done.to_dict(call.board.now())
+
+
 def heartbeat(call: Call) -> dict[str, Any]:
-    board = call.board
-    extended = board.heartbeat(
-        call.item_id,
-        agent=call.agent(),
-        token=call.body.get("token"),
-        lease_seconds=call.body.get("lease_seconds"),
-    )
-    return extended.to_dict(board.now())
+    return _as_holder(call, call.board.heartbeat, lease_seconds=call.body.get("lease_seconds"))
 
 
 def release(call: Call) -> dict[str, Any]:
-    board = call.board
-    item = board.release(
-        call.item_id,
-        agent=call.agent(),
-        token=call.body.get("token"),
-        reason=call.body.get("reason") or "",
-    )
-    return item.to_dict(board.now())
+    return _as_holder(call, call.board.release, reason=call.body.get("reason") or "")
+
+
+def cancel(call: Call) -> dict[str, Any]:
+    """By the holder (with its token) while the item is claimed, by anyone otherwise."""
+    return _as_holder(call, call.board.cancel, reason=call.body.get("reason") or "")
 
 
 def done(call: Call) -> dict[str, Any]:
-    body, board = call.body, call.board
-    item = board.done(
-        call.item_id,
-        agent=call.agent(),
-        token=body.get("token"),
+    body = call.body
+    return _as_holder(
+        call,
+        call.board.done,
         summary=body.get("summary") or "",
         evidence=body.get("evidence"),
         skip_checks=body.get("skip_checks"),
     )
-    return item.to_dict(board.now())
 
 
 def escalate(call: Call) -> dict[str, Any]:
-    board = call.board
-    item = board.escalate(
-        call.item_id,
-        agent=call.agent(),
-        token=call.body.get("token"),
-        question=call.body.get("question"),
-    )
-    return item.to_dict(board.now())
+    return _as_holder(call, call.board.escalate, question=call.body.get("question"))
 
 
 def answer(call: Call) -> dict[str, Any]:

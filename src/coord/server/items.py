@@ -77,17 +77,6 @@ def edit_item(call: Call) -> dict[str, Any]:
     return item.to_dict(board.now())
 
 
-def cancel(call: Call) -> dict[str, Any]:
-    board = call.board
-    item = board.cancel(
-        call.item_id,
-        agent=call.agent(),
-        token=call.body.get("token"),
-        reason=call.body.get("reason") or "",
-    )
-    return item.to_dict(board.now())
-
-
 def reply(call: Call) -> dict[str, Any]:
     return call.board.reply(call.item_id, agent=call.agent(), body=call.body.get("body")).to_dict()
 

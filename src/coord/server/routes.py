@@ -125,7 +125,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/items/{id}/cancel",
-        items.cancel,
+        claims.cancel,
         "cancel an item",
         ITEM,
         write=True,
