@@ -5,6 +5,7 @@ Race and crash behaviour over real sockets lives in tests/acceptance/.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from coord.core.board import Board
-from coord.server.app import MAX_BODY, create_app
+from coord.server.app import create_app
 from coord.server.openapi import OPENAPI
+from coord.server.table import MAX_REQUEST_BYTES as MAX_BODY
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -95,207 +97,207 @@ def test_events_after_sequence(api: TestClient) -> None:
     assert empty == {"events": [], "last_seq": 3}
 
 
-@pytest.mark.parametrize(
-    ("method", "path", "kwargs", "status", "error"),
-    [
-        ("post", "/v1/items", {"content": b"{not json"}, 400, "invalid_json"),
-        ("post", "/v1/items", {"json": ["a"]}, 422, "invalid_input"),
-        ("post", "/v1/items", {"json": {"agent": "h"}}, 422, "invalid_input"),
-        ("post", "/v1/items", {"json": {"agent": "h", "title": 5}}, 422, "invalid_input"),
-        (
-            "post",
-            "/v1/items",
-            {"json": {"agent": "h", "title": "x", "priority": "high"}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/items",
-            {"json": {"agent": "h", "title": "x", "colour": 1}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/items",
-            {"json": {"agent": "h", "title": "x", "deps": [99]}},
-            404,
-            "not_found",
-        ),
-        ("post", "/v1/items", {"json": {"agent": "h", "title": "x" * 400}}, 413, "too_large"),
-        (
-            "post",
-            "/v1/items",
-            {"content": b'{"agent":"h","title":"' + b"x" * MAX_BODY + b'"}'},
-            413,
-            "too_large",
-        ),
-        ("post", "/v1/items/1/claim", {"json": {}}, 422, "invalid_input"),
-        (
-            "post",
-            "/v1/items/1/claim",
-            {"json": {"agent": "a", "lease_seconds": "soon"}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/items/1/claim",
-            {"json": {"agent": "a", "lease_seconds": -5}},
-            422,
-            "invalid_input",
-        ),
-        ("post", "/v1/items/-1/claim", {"json": {"agent": "a"}}, 422, "invalid_input"),
-        ("post", "/v1/items/NOPE7/claim", {"json": {"agent": "a"}}, 404, "not_found"),
-        ("post", "/v1/items/77/claim", {"json": {"agent": "a"}}, 404, "not_found"),
-        ("post", "/v1/items/1/done", {"json": {"agent": "a"}}, 422, "invalid_input"),
-        ("post", "/v1/items/1/done", {"json": {"agent": "a", "token": 1}}, 409, "lease_lost"),
-        ("post", "/v1/items/1/replies", {"json": {"agent": "a", "body": ""}}, 422, "invalid_input"),
-        (
-            "patch",
-            "/v1/items/1",
-            {"json": {"agent": "a", "add_deps": [1]}},
-            422,
-            "dependency_cycle",
-        ),
-        ("post", "/v1/items:import", {"json": {"agent": "h", "items": []}}, 422, "invalid_input"),
-        ("get", "/v1/items", {"params": {"state": "lost"}}, 422, "invalid_input"),
-        ("get", "/v1/items", {"params": {"limit": "many"}}, 422, "invalid_input"),
-        ("get", "/v1/events", {"params": {"wait": "600"}}, 422, "invalid_input"),
-        (
-            "post",
-            "/v1/reservations",
-            {"json": {"agent": "a", "patterns": "src/a.py"}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/reservations",
-            {"json": {"agent": "a", "patterns": []}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/reservations",
-            {"json": {"agent": "a", "patterns": ["../x"]}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/reservations",
-            {"json": {"agent": "a", "patterns": ["!x"]}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/reservations",
-            {"json": {"agent": "a", "patterns": ["x"], "shared": "y"}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/reservations",
-            {"json": {"agent": "a", "patterns": ["x"], "item": 99}},
-            404,
-            "not_found",
-        ),
-        ("post", "/v1/reservations:release", {"json": {"agent": "a"}}, 422, "invalid_input"),
-        ("get", "/v1/who", {}, 422, "invalid_input"),
-        ("get", "/v1/who", {"params": {"path": "/etc/passwd"}}, 422, "invalid_input"),
-        ("post", "/v1/claim-next", {"json": {"agent": "a", "count": 0}}, 422, "invalid_input"),
-        ("post", "/v1/claim-next", {"content": b"{nope"}, 400, "invalid_json"),
-        ("post", "/v1/claim-next", {"content": b'{"agent": "\xff"}'}, 400, "invalid_json"),
-        ("post", "/v1/items", {"content": b'{"agent": "h", "title": "\xe9"}'}, 400, "invalid_json"),
-        (
-            "post",
-            "/v1/items/1/escalate",
-            {"json": {"agent": "a", "token": 1}},
-            422,
-            "invalid_input",
-        ),
-        ("post", "/v1/items/1/answer", {"json": {"agent": "a", "text": "x"}}, 409, "not_waiting"),
-        ("post", "/v1/items/1/answer", {"json": {"agent": "a"}}, 422, "invalid_input"),
-        (
-            "post",
-            "/v1/items/1/done",
-            {"json": {"agent": "a", "token": 1, "evidence": [{"command": "x"}]}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/items/1/done",
-            {"json": {"agent": "a", "token": 1, "evidence": "all good"}},
-            422,
-            "invalid_input",
-        ),
-        ("post", "/v1/spec:import", {"json": {"agent": "a", "spec": "d.md"}}, 422, "invalid_input"),
-        (
-            "post",
-            "/v1/spec:import",
-            {"json": {"agent": "a", "spec": "../d.md", "packages": []}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/spec:import",
-            {"json": {"agent": "a", "spec": "d.md", "packages": [{"id": "A1", "line": 1}]}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/spec:import",
-            {
-                "json": {
-                    "agent": "a",
-                    "spec": "d.md",
-                    "packages": [
-                        {"id": "A1", "title": "a", "line": 1, "dependencies": ["A2"]},
-                        {"id": "A2", "title": "b", "line": 2, "dependencies": ["A1"]},
-                    ],
-                }
-            },
-            422,
-            "dependency_cycle",
-        ),
-        (
-            "post",
-            "/v1/items",
-            {"json": {"agent": "h", "title": "x", "checks": ["a\nb"]}},
-            422,
-            "invalid_input",
-        ),
-        (
-            "post",
-            "/v1/items",
-            {"json": {"agent": "h", "title": "x", "key": "9x"}},
-            422,
-            "invalid_input",
-        ),
-        ("post", "/v1/claim-next", {"json": {"agent": "a", "colour": 1}}, 422, "invalid_input"),
-        ("post", "/v1/claim-next", {"json": {"agent": "a b"}}, 422, "invalid_input"),
-        ("post", "/v1/claim-next", {"content": b"x" * (MAX_BODY + 1)}, 413, "too_large"),
-        ("get", "/v1/claim-next", {}, 405, "method_not_allowed"),
-        ("post", "/v1/claim-next", {"json": {"agent": "a", "count": "3"}}, 422, "invalid_input"),
-        (
-            "post",
-            "/v1/items",
-            {"json": {"agent": "h", "title": "x", "files": ["/etc/x"]}},
-            422,
-            "invalid_input",
-        ),
-        ("get", "/v1/nowhere", {}, 404, "not_found"),
-        ("delete", "/v1/items/1", {}, 405, "method_not_allowed"),
-    ],
-)
+BAD_INPUTS = [
+    ("post", "/v1/items", {"content": b"{not json"}, 400, "invalid_json"),
+    ("post", "/v1/items", {"json": ["a"]}, 422, "invalid_input"),
+    ("post", "/v1/items", {"json": {"agent": "h"}}, 422, "invalid_input"),
+    ("post", "/v1/items", {"json": {"agent": "h", "title": 5}}, 422, "invalid_input"),
+    (
+        "post",
+        "/v1/items",
+        {"json": {"agent": "h", "title": "x", "priority": "high"}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/items",
+        {"json": {"agent": "h", "title": "x", "colour": 1}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/items",
+        {"json": {"agent": "h", "title": "x", "deps": [99]}},
+        404,
+        "not_found",
+    ),
+    ("post", "/v1/items", {"json": {"agent": "h", "title": "x" * 400}}, 413, "too_large"),
+    (
+        "post",
+        "/v1/items",
+        {"content": b'{"agent":"h","title":"' + b"x" * MAX_BODY + b'"}'},
+        413,
+        "too_large",
+    ),
+    ("post", "/v1/items/1/claim", {"json": {}}, 422, "invalid_input"),
+    (
+        "post",
+        "/v1/items/1/claim",
+        {"json": {"agent": "a", "lease_seconds": "soon"}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/items/1/claim",
+        {"json": {"agent": "a", "lease_seconds": -5}},
+        422,
+        "invalid_input",
+    ),
+    ("post", "/v1/items/-1/claim", {"json": {"agent": "a"}}, 422, "invalid_input"),
+    ("post", "/v1/items/NOPE7/claim", {"json": {"agent": "a"}}, 404, "not_found"),
+    ("post", "/v1/items/77/claim", {"json": {"agent": "a"}}, 404, "not_found"),
+    ("post", "/v1/items/1/done", {"json": {"agent": "a"}}, 422, "invalid_input"),
+    ("post", "/v1/items/1/done", {"json": {"agent": "a", "token": 1}}, 409, "lease_lost"),
+    ("post", "/v1/items/1/replies", {"json": {"agent": "a", "body": ""}}, 422, "invalid_input"),
+    (
+        "patch",
+        "/v1/items/1",
+        {"json": {"agent": "a", "add_deps": [1]}},
+        422,
+        "dependency_cycle",
+    ),
+    ("post", "/v1/items:import", {"json": {"agent": "h", "items": []}}, 422, "invalid_input"),
+    ("get", "/v1/items", {"params": {"state": "lost"}}, 422, "invalid_input"),
+    ("get", "/v1/items", {"params": {"limit": "many"}}, 422, "invalid_input"),
+    ("get", "/v1/events", {"params": {"wait": "600"}}, 422, "invalid_input"),
+    (
+        "post",
+        "/v1/reservations",
+        {"json": {"agent": "a", "patterns": "src/a.py"}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/reservations",
+        {"json": {"agent": "a", "patterns": []}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/reservations",
+        {"json": {"agent": "a", "patterns": ["../x"]}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/reservations",
+        {"json": {"agent": "a", "patterns": ["!x"]}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/reservations",
+        {"json": {"agent": "a", "patterns": ["x"], "shared": "y"}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/reservations",
+        {"json": {"agent": "a", "patterns": ["x"], "item": 99}},
+        404,
+        "not_found",
+    ),
+    ("post", "/v1/reservations:release", {"json": {"agent": "a"}}, 422, "invalid_input"),
+    ("get", "/v1/who", {}, 422, "invalid_input"),
+    ("get", "/v1/who", {"params": {"path": "/etc/passwd"}}, 422, "invalid_input"),
+    ("post", "/v1/claim-next", {"json": {"agent": "a", "count": 0}}, 422, "invalid_input"),
+    ("post", "/v1/claim-next", {"content": b"{nope"}, 400, "invalid_json"),
+    ("post", "/v1/claim-next", {"content": b'{"agent": "\xff"}'}, 400, "invalid_json"),
+    ("post", "/v1/items", {"content": b'{"agent": "h", "title": "\xe9"}'}, 400, "invalid_json"),
+    (
+        "post",
+        "/v1/items/1/escalate",
+        {"json": {"agent": "a", "token": 1}},
+        422,
+        "invalid_input",
+    ),
+    ("post", "/v1/items/1/answer", {"json": {"agent": "a", "text": "x"}}, 409, "not_waiting"),
+    ("post", "/v1/items/1/answer", {"json": {"agent": "a"}}, 422, "invalid_input"),
+    (
+        "post",
+        "/v1/items/1/done",
+        {"json": {"agent": "a", "token": 1, "evidence": [{"command": "x"}]}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/items/1/done",
+        {"json": {"agent": "a", "token": 1, "evidence": "all good"}},
+        422,
+        "invalid_input",
+    ),
+    ("post", "/v1/spec:import", {"json": {"agent": "a", "spec": "d.md"}}, 422, "invalid_input"),
+    (
+        "post",
+        "/v1/spec:import",
+        {"json": {"agent": "a", "spec": "../d.md", "packages": []}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/spec:import",
+        {"json": {"agent": "a", "spec": "d.md", "packages": [{"id": "A1", "line": 1}]}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/spec:import",
+        {
+            "json": {
+                "agent": "a",
+                "spec": "d.md",
+                "packages": [
+                    {"id": "A1", "title": "a", "line": 1, "dependencies": ["A2"]},
+                    {"id": "A2", "title": "b", "line": 2, "dependencies": ["A1"]},
+                ],
+            }
+        },
+        422,
+        "dependency_cycle",
+    ),
+    (
+        "post",
+        "/v1/items",
+        {"json": {"agent": "h", "title": "x", "checks": ["a\nb"]}},
+        422,
+        "invalid_input",
+    ),
+    (
+        "post",
+        "/v1/items",
+        {"json": {"agent": "h", "title": "x", "key": "9x"}},
+        422,
+        "invalid_input",
+    ),
+    ("post", "/v1/claim-next", {"json": {"agent": "a", "colour": 1}}, 422, "invalid_input"),
+    ("post", "/v1/claim-next", {"json": {"agent": "a b"}}, 422, "invalid_input"),
+    ("post", "/v1/claim-next", {"content": b"x" * (MAX_BODY + 1)}, 413, "too_large"),
+    ("get", "/v1/claim-next", {}, 405, "method_not_allowed"),
+    ("post", "/v1/claim-next", {"json": {"agent": "a", "count": "3"}}, 422, "invalid_input"),
+    (
+        "post",
+        "/v1/items",
+        {"json": {"agent": "h", "title": "x", "files": ["/etc/x"]}},
+        422,
+        "invalid_input",
+    ),
+    ("get", "/v1/nowhere", {}, 404, "not_found"),
+    ("delete", "/v1/items/1", {}, 405, "method_not_allowed"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "status", "error"), BAD_INPUTS)
 def test_bad_input_gets_status_and_message_and_changes_nothing(
     api: TestClient, method: str, path: str, kwargs: dict[str, Any], status: int, error: str
 ) -> None:
@@ -307,6 +309,25 @@ def test_bad_input_gets_status_and_message_and_changes_nothing(
     assert body["error"] == error
     assert isinstance(body["message"], str) and len(body["message"]) > 10
     assert snapshot(api) == before
+
+
+def _documented_route(path: str) -> str | None:
+    for template in OPENAPI["paths"]:
+        if re.fullmatch(re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(template)), path):
+            return template
+    return None
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "status", "error"), BAD_INPUTS)
+def test_each_refusal_is_documented_for_its_route(
+    method: str, path: str, kwargs: dict[str, Any], status: int, error: str
+) -> None:
+    template = _documented_route(path)
+    operation = OPENAPI["paths"].get(template or "", {}).get(method)
+    if operation is None:  # no such endpoint or method: 404/405 for every path alike
+        assert status in (404, 405)
+        return
+    assert str(status) in operation["responses"], f"{method} {template} answers {status}"
 
 
 def test_a_byte_order_mark_is_ignored(api: TestClient) -> None:

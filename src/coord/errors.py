@@ -54,6 +54,14 @@ class InvalidInput(CoordError):
     exit_code = EXIT_USAGE
 
 
+class InvalidJson(InvalidInput):
+    """The request body is not JSON at all (or JSON that has no NaN/Infinity, as Python's
+    reader would allow): nothing in it could be read."""
+
+    code = "invalid_json"
+    http_status = 400
+
+
 class DependencyCycle(InvalidInput):
     code = "dependency_cycle"
 
@@ -71,6 +79,14 @@ class NotFound(CoordError):
 class Unauthorized(CoordError):
     code = "unauthorized"
     http_status = 401
+
+
+class ForeignHost(Unauthorized):
+    """The request named the daemon by a host name that is not loopback: the DNS-rebinding
+    defence refuses it whatever the token."""
+
+    code = "foreign_host"
+    http_status = 403
 
 
 class Conflict(CoordError):
@@ -164,10 +180,12 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         CoordError,
         StaleSnapshot,
         InvalidInput,
+        InvalidJson,
         DependencyCycle,
         TooLarge,
         NotFound,
         Unauthorized,
+        ForeignHost,
         Conflict,
         AlreadyClaimed,
         LeaseLost,

@@ -54,7 +54,8 @@ def serve(
     import uvicorn
 
     from coord.core.board import Board
-    from coord.server.app import LOOPBACK_HOSTS, create_app
+    from coord.server.app import create_app
+    from coord.server.pipeline import LOOPBACK_HOSTS
     from coord.storage.sqlite import Checkpointer, SQLiteStorage
 
     lock_fd = _take_lock(board_dir)

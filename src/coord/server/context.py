@@ -1,0 +1,124 @@
+"""What a handler works with: the daemon's state (``Server``) and one request (``Call``).
+
+A handler is a plain function of a ``Call``; a test builds one with a board and a body and
+calls the handler directly, no HTTP in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from coord import model
+from coord.core.board import Board
+from coord.errors import InvalidInput
+
+NOTHING: Mapping[str, str] = MappingProxyType({})
+
+
+class Changes:
+    """Wakes long-polling readers of /v1/events when this daemon writes."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def wait(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), timeout)
+
+
+@dataclass
+class Server:
+    """The daemon's state, one per app (``app.state.coord``): every handler shares it."""
+
+    board: Board
+    write_token: str
+    check_host: bool = True
+    on_shutdown: Callable[[], None] | None = None
+    changes: Changes = field(default_factory=Changes)
+
+
+class Call:
+    """One request as its handler sees it: the server, the checked body, path and query."""
+
+    __slots__ = ("body", "headers", "path", "query", "server")
+
+    def __init__(
+        self,
+        server: Server,
+        body: dict[str, Any] | None = None,
+        *,
+        path: Mapping[str, Any] = NOTHING,
+        query: Mapping[str, str] = NOTHING,
+        headers: Mapping[str, str] = NOTHING,
+    ) -> None:
+        self.server = server
+        self.body: dict[str, Any] = body if body is not None else {}
+        self.path = path
+        self.query = query
+        self.headers = headers
+
+    @property
+    def board(self) -> Board:
+        return self.server.board
+
+    @property
+    def item_id(self) -> Any:
+        """The ``{id}`` of the path: an item id or a package id; the board checks it."""
+        return self.path["id"]
+
+    def agent(self) -> str:
+        return model.check_agent(self.body.get("agent"))
+
+    def optional_str(self, key: str) -> str | None:
+        value = self.body.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(f"{key} must be a string", field=key)
+        return value
+
+    def flag(self, key: str) -> bool:
+        """A true/false field of the body (false when absent)."""
+        value = self.body.get(key, False)
+        if not isinstance(value, bool):
+            raise InvalidInput(f"{key} must be true or false", field=key)
+        return value
+
+
+# --- query parameters: strings, read the way HTML forms and curl send them --------------------
+
+
+def query_flag(value: str | None) -> bool:
+    if value in (None, "", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise InvalidInput(f"expected true or false, not {value!r}")
+
+
+def count(value: Any, name: str, default: int, minimum: int = 0) -> int:
+    """An integer from ``minimum`` up, given as a JSON integer or as digits (a query string)."""
+    if value is None or value == "":
+        return default
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= minimum:
+        return value
+    what = "a non-negative integer" if minimum == 0 else f"an integer of at least {minimum}"
+    raise InvalidInput(f"{name} must be {what}, not {value!r}", field=name)
+
+
+def number(value: str | None, name: str, default: float) -> float:
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a number, not {value!r}", field=name) from None

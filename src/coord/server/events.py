@@ -1,0 +1,76 @@
+"""Handlers for what happened and who is around: the event log, inboxes, agents, health."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from coord import __version__, model
+from coord.errors import InvalidInput
+from coord.server.context import Call, count, number
+
+MAX_WAIT_SECONDS = 60.0
+# How often a long-poll looks at the board when nothing in this daemon wrote: another
+# process (a hook, the library) may have.
+POLL_SECONDS = 0.25
+
+
+async def events(call: Call) -> dict[str, Any]:
+    q, board = call.query, call.board
+    after = count(q.get("after"), "after", 0)
+    limit = count(q.get("limit"), "limit", 500)
+    item = q.get("item")
+    item_id = model.check_item_id(item) if item else None
+    wait = number(q.get("wait"), "wait", 0.0)
+    if not 0 <= wait <= MAX_WAIT_SECONDS:
+        raise InvalidInput(f"wait must be 0 to {MAX_WAIT_SECONDS:g} seconds", field="wait")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    while True:
+        found = board.events(after, limit, item_id=item_id)
+        remaining = deadline - loop.time()
+        if found or remaining <= 0:
+            break
+        # Woken by our own writes at once; polls for writers in other processes.
+        await call.server.changes.wait(min(remaining, POLL_SECONDS))
+    last = found[-1].seq if found else after
+    return {"events": [e.to_dict() for e in found], "last_seq": last}
+
+
+def inbox(call: Call) -> dict[str, Any]:
+    found = call.board.inbox(
+        call.agent(),
+        peek=bool(call.body.get("peek")),
+        limit=count(call.body.get("limit"), "limit", 200, minimum=1),
+    )
+    return {"events": [e.to_dict() for e in found]}
+
+
+def agents(call: Call) -> dict[str, Any]:
+    board = call.board
+    now = board.now()
+    return {"agents": [a.to_dict(now, board.active_window_seconds) for a in board.agents()]}
+
+
+def health(call: Call) -> dict[str, Any]:
+    board = call.board
+    return {
+        "ok": True,
+        "version": __version__,
+        "schema_version": board.storage.schema_version(),
+        "last_seq": board.last_seq(),
+    }
+
+
+def openapi_document(call: Call) -> dict[str, Any]:
+    from coord.server.openapi import OPENAPI  # generated from the route table, after it
+
+    return OPENAPI
+
+
+def shutdown(call: Call) -> dict[str, Any]:
+    stop = call.server.on_shutdown
+    if stop is None:
+        raise InvalidInput("this server cannot be stopped over HTTP")
+    stop()
+    return {"ok": True, "message": "daemon stopping"}

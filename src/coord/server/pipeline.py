@@ -1,0 +1,158 @@
+"""The one request pipeline every route goes through, the hot path included.
+
+Host name → token (writes) → body size → JSON → declared fields → handler → answer, and a
+``CoordError`` anywhere becomes its own answer. ``Endpoint.answer`` is all of it; Starlette's
+routes (app.py) and the bare-ASGI hot path (hot.py) differ only in how they read the headers
+and write the response.
+"""
+
+from __future__ import annotations
+
+import hmac
+import inspect
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from starlette.responses import JSONResponse as StarletteJSONResponse
+from starlette.types import Receive
+
+from coord.errors import CoordError, ForeignHost, InvalidInput, InvalidJson, TooLarge, Unauthorized
+from coord.server.context import NOTHING, Call, Server
+from coord.server.table import MAX_REQUEST_BYTES, Route
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+_encode_stdlib = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+def render(content: Any) -> bytes:
+    """orjson: a claim's answer costs ~1 µs to encode instead of ~13 µs with the stdlib's C
+    encoder, on the path every agent calls."""
+    try:
+        return orjson.dumps(content)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits, stored from evidence
+        return _encode_stdlib(content).encode("utf-8")
+
+
+class JSONResponse(StarletteJSONResponse):
+    """Starlette's JSON response, encoded by ``render``."""
+
+    def render(self, content: Any) -> bytes:
+        return render(content)
+
+
+class Endpoint:
+    """A route of the table bound to the server's state: the pipeline for that route."""
+
+    __slots__ = ("awaits", "body", "handler", "max_body", "route", "server", "status", "write")
+
+    def __init__(self, route: Route, server: Server) -> None:
+        self.route = route
+        self.server = server
+        self.handler = route.handler
+        self.awaits = inspect.iscoroutinefunction(route.handler)
+        self.body = route.body
+        self.write = route.write
+        self.max_body = route.max_body
+        self.status = route.status
+
+    async def answer(
+        self,
+        host: str,
+        authorization: str,
+        declared_length: str | None,
+        receive: Receive,
+        path: Mapping[str, Any] = NOTHING,
+        query: Mapping[str, str] = NOTHING,
+        headers: Mapping[str, str] = NOTHING,
+    ) -> tuple[int, Any]:
+        """The status and JSON content of the answer to one request."""
+        server = self.server
+        try:
+            if server.check_host:
+                check_host(host)
+            if self.write:
+                check_token(authorization, server.write_token)
+            body = None
+            if self.body is not None:
+                raw = await read_body(receive, declared_length, self.max_body)
+                body = self.body.take(parse_json(raw))
+            content = self.handler(Call(server, body, path=path, query=query, headers=headers))
+            if self.awaits:
+                content = await content
+            if self.write:
+                server.changes.notify()
+            return self.status, content
+        except CoordError as err:
+            return err.http_status, err.to_dict()
+
+
+def check_host(host: str) -> None:
+    # DNS rebinding defence: a web page must not reach the board through a hostname it owns.
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if name not in LOOPBACK_HOSTS:
+        raise ForeignHost(
+            f"requests must address the daemon as 127.0.0.1 or localhost, not {host!r}"
+        )
+
+
+def check_token(header: str, expected: str) -> None:
+    """``header`` is the request's Authorization header."""
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not given:
+        raise Unauthorized(
+            "writes need the header 'Authorization: Bearer <token>' with the token in .coord/token"
+        )
+    if not hmac.compare_digest(given.strip().encode(), expected.encode()):
+        raise Unauthorized("wrong token: use the one in this board's .coord/token")
+
+
+async def read_body(
+    receive: Receive, declared: str | None, limit: int = MAX_REQUEST_BYTES
+) -> bytes:
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise TooLarge(f"request body is {declared} bytes; the limit is {limit}")
+    # Straight from the ASGI receive channel: Starlette's stream() generator costs more than
+    # the rest of a small request's parsing.
+    chunks, size, more = [], 0, True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise InvalidInput("the client went away before sending the whole body")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(f"request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def parse_json(raw: bytes) -> Any:
+    if not raw.strip():
+        return {}
+    try:
+        # JSON between systems is UTF-8 (RFC 8259), and a byte-order mark may be ignored
+        return _decode_json(raw.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise InvalidJson(f"request body is not valid JSON: {err}") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    # Python's json reads NaN and Infinity, which JSON does not have: stored in evidence,
+    # they would make every later answer about the item unencodable.
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise ValueError(f"{text} is out of range for a JSON number")
+    return value
+
+
+# Built once: json.loads with any option builds a new decoder on every call.
+_decode_json = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float).decode

@@ -1,0 +1,381 @@
+"""The route table: every endpoint of the daemon, once.
+
+The Starlette routes (app.py), the hot path (hot.py), the body checks (pipeline.py) and the
+OpenAPI document at /openapi.json (openapi.py) are all made from ``ROUTES``.
+"""
+
+from __future__ import annotations
+
+from coord import model
+from coord.server import claims, events, items, reservations
+from coord.server.schemas import (
+    ADOPT,
+    AGENT,
+    CHECK_RUNS,
+    COMMANDS,
+    IMPORT_ITEMS,
+    ITEM_IDS,
+    ITEM_REF,
+    KIND,
+    LABELS,
+    LEASE,
+    NEW_ITEM_FIELDS,
+    PACKAGES,
+    PATTERNS,
+    PRIORITY,
+    SPEC_IMPORTED,
+    TITLE,
+    TOKEN,
+    WHO,
+    listing,
+    ref,
+    text,
+)
+from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route
+
+ITEM = ref("Item")
+CLAIM = ref("Claim")
+ANY_OBJECT = {"type": "object"}
+# what the board answers about an item named in the path: 404 no such item, 409 its state
+# refuses, 422 a bad value
+ABOUT_AN_ITEM = (404, 409, 422)
+
+_END_CLAIM = Body({"agent": AGENT, "token": TOKEN, "reason": text("why")}, ("agent", "token"))
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/v1/health", events.health, "liveness and schema version", ANY_OBJECT),
+    Route("GET", "/openapi.json", events.openapi_document, "this document", ANY_OBJECT),
+    Route(
+        "POST",
+        "/v1/items",
+        items.add_item,
+        "post an item",
+        ITEM,
+        status=201,
+        write=True,
+        body=Body({"agent": AGENT, **NEW_ITEM_FIELDS}, ("agent", "title")),
+        errors=(404, 409, 422),
+    ),
+    Route(
+        "GET",
+        "/v1/items",
+        items.list_items,
+        "list items",
+        listing("items", ITEM),
+        params=(
+            Param("state", {"enum": [*model.SHOWN_STATES, "open"]}),
+            Param("spec", {"type": "string"}, "only packages imported from this document"),
+            Param("ready", {"type": "boolean"}, "only items claimable now"),
+            Param("kind", KIND),
+            Param("label", {"type": "string"}),
+            Param("after", {"type": "integer", "minimum": 0}, "items with a greater id"),
+            Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}),
+        ),
+        errors=(422,),
+    ),
+    Route(
+        "POST",
+        "/v1/items:import",
+        items.import_items,
+        "post many items in one transaction (all or none)",
+        listing("ids", {"type": "integer"}),
+        status=201,
+        write=True,
+        body=Body(
+            {"agent": AGENT, "items": IMPORT_ITEMS},
+            ("items",),
+            list_field="items",
+        ),
+        params=(Param("agent", AGENT, "the agent, when the body is a bare array"),),
+        errors=(404, 409, 422),
+        max_body=MAX_IMPORT_REQUEST_BYTES,
+    ),
+    Route(
+        "GET",
+        "/v1/items/{id}",
+        items.show_item,
+        "an item with replies, acknowledgements and history",
+        ITEM,
+        errors=(404, 422),
+    ),
+    Route(
+        "PATCH",
+        "/v1/items/{id}",
+        items.edit_item,
+        "edit an item; while it is claimed only the holder, with its token",
+        ITEM,
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "token": TOKEN,
+                "title": TITLE,
+                "body": text("the item's description"),
+                "priority": PRIORITY,
+                "labels": LABELS,
+                "add_deps": ITEM_IDS,
+                "remove_deps": ITEM_IDS,
+                "add_checks": COMMANDS,
+                "remove_checks": COMMANDS,
+            },
+            ("agent",),
+        ),
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/cancel",
+        claims.cancel,
+        "cancel an item",
+        ITEM,
+        write=True,
+        body=Body({"agent": AGENT, "token": TOKEN, "reason": text("why")}, ("agent",)),
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/claim",
+        claims.claim,
+        "claim an item: exactly one concurrent caller wins",
+        CLAIM,
+        write=True,
+        body=Body({"agent": AGENT, "lease_seconds": LEASE}, ("agent",)),
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/claim-next",
+        claims.claim_next,
+        "claim the best ready item (priority, then age); 404 nothing_ready. With count: up "
+        "to count items whose files overlap neither each other nor anything held, as "
+        '{"items": [claim, ...]}',
+        {"oneOf": [CLAIM, listing("items", CLAIM)]},
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "lease_seconds": LEASE,
+                "kind": KIND,
+                "label": {"type": "string"},
+                "count": {"type": "integer", "minimum": 1, "maximum": model.MAX_BATCH},
+            },
+            ("agent",),
+        ),
+        errors=(404, 422),
+        hot=True,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/heartbeat",
+        claims.heartbeat,
+        "extend the lease; 409 lease_lost for a stale token",
+        CLAIM,
+        write=True,
+        body=Body({"agent": AGENT, "token": TOKEN, "lease_seconds": LEASE}, ("agent", "token")),
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/release",
+        claims.release,
+        "give the item back to pending; 409 lease_lost for a stale token",
+        ITEM,
+        write=True,
+        body=_END_CLAIM,
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/done",
+        claims.done,
+        "close the item; 409 lease_lost for a stale token. An item with checks needs evidence "
+        "that each passed (409 checks_required / checks_failed, the failed run recorded), or "
+        "skip_checks: the reason, recorded",
+        ITEM,
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "token": TOKEN,
+                "summary": text("what was done"),
+                "evidence": CHECK_RUNS,
+                "skip_checks": text("why the checks are skipped", required=True),
+            },
+            ("agent", "token"),
+        ),
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/escalate",
+        claims.escalate,
+        "ask a human: the item becomes needs_human; the holder keeps claim and files and the "
+        "lease stops running out until an answer",
+        ITEM,
+        write=True,
+        body=Body(
+            {"agent": AGENT, "token": TOKEN, "question": text("the question", required=True)},
+            ("agent", "token", "question"),
+        ),
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/answer",
+        claims.answer,
+        "answer a needs_human item: back to its holder with a fresh lease; the answer is a "
+        "reply and reaches the holder's inbox; 409 not_waiting",
+        ITEM,
+        write=True,
+        body=Body({"agent": AGENT, "text": text("the answer", required=True)}, ("agent", "text")),
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/spec:import",
+        items.import_spec,
+        "bring the board in step with a design document's work packages (parsed by the "
+        "caller), in one transaction: all or nothing",
+        SPEC_IMPORTED,
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "spec": {"type": "string", "description": "repository-relative path"},
+                "packages": PACKAGES,
+                "escalate_to": {"type": "string", "description": "who answers its questions"},
+                "prefix": {"type": "string", "description": "prepended to every package id"},
+                "adopt": ADOPT,
+            },
+            ("agent", "spec", "packages"),
+        ),
+        errors=(404, 409, 422),
+        max_body=MAX_IMPORT_REQUEST_BYTES,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/replies",
+        items.reply,
+        "reply on the item's thread; @name mentions reach that agent's inbox",
+        ANY_OBJECT,
+        status=201,
+        write=True,
+        body=Body({"agent": AGENT, "body": text("the reply", required=True)}, ("agent", "body")),
+        errors=(404, 422),
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/ack",
+        items.ack,
+        "acknowledge the item",
+        ANY_OBJECT,
+        write=True,
+        body=Body({"agent": AGENT}, ("agent",)),
+        errors=(404, 422),
+    ),
+    Route(
+        "POST",
+        "/v1/inbox",
+        events.inbox,
+        "what others said to the agent or did to its items since it last looked (marks them "
+        "seen unless peek)",
+        listing("events", ref("Event")),
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "peek": {"type": "boolean"},
+                "limit": {"type": "integer", "minimum": 1, "default": 200},
+            },
+            ("agent",),
+        ),
+    ),
+    Route(
+        "GET",
+        "/v1/agents",
+        events.agents,
+        "agents, when last seen, and what each holds",
+        listing("agents", ANY_OBJECT),
+    ),
+    Route(
+        "GET",
+        "/v1/events",
+        events.events,
+        "the event log after a sequence number; wait long-polls",
+        {**listing("events", ref("Event")), "required": ["events", "last_seq"]},
+        params=(
+            Param("after", {"type": "integer", "minimum": 0}),
+            Param("limit", {"type": "integer", "minimum": 1, "maximum": 5000}),
+            Param("item", {"type": "integer", "minimum": 1}),
+            Param(
+                "wait",
+                {"type": "number", "minimum": 0, "maximum": events.MAX_WAIT_SECONDS},
+                "seconds to wait for new events when there are none",
+            ),
+        ),
+        errors=(422,),
+    ),
+    Route(
+        "GET",
+        "/v1/reservations",
+        reservations.reservations,
+        "live reservations (of one agent with ?agent=)",
+        listing("reservations", ref("Reservation")),
+        params=(Param("agent", AGENT),),
+        errors=(422,),
+    ),
+    Route(
+        "POST",
+        "/v1/reservations",
+        reservations.reserve,
+        "reserve paths or patterns, all or none; 409 files_reserved names every conflicting "
+        "holder, pattern, item and expiry",
+        listing("reservations", ref("Reservation")),
+        status=201,
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "patterns": {**PATTERNS, "minItems": 1},
+                "shared": {"type": "boolean", "default": False},
+                "lease_seconds": LEASE,
+                "item": {**ITEM_REF, "description": "the item the files are for: id or R3"},
+                "reason": text("why"),
+            },
+            ("agent", "patterns"),
+        ),
+        errors=(404, 409, 422),
+    ),
+    Route(
+        "POST",
+        "/v1/reservations:release",
+        reservations.unreserve,
+        "free the agent's reservations of these patterns, or all of them",
+        listing("freed", {"type": "string"}),
+        write=True,
+        body=Body(
+            {"agent": AGENT, "patterns": PATTERNS, "all": {"type": "boolean"}},
+            ("agent",),
+        ),
+        errors=(422,),
+    ),
+    Route(
+        "GET",
+        "/v1/who",
+        reservations.who,
+        "who holds a path, and may the agent edit it",
+        WHO,
+        params=(Param("path", {"type": "string"}, required=True), Param("agent", AGENT)),
+        errors=(422,),
+    ),
+    Route(
+        "POST",
+        "/v1/shutdown",
+        events.shutdown,
+        "stop the daemon",
+        ANY_OBJECT,
+        write=True,
+        body=Body({}),
+        errors=(422,),
+    ),
+)

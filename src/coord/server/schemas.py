@@ -1,0 +1,273 @@
+"""What each field of a request holds, and what each answer looks like, as JSON Schema.
+
+Limits come from ``coord.limits`` (and the core's own lists of the fields a nested object
+takes), so the document states the numbers the board enforces, counted the way it counts
+them: characters for titles, labels and patterns, bytes of UTF-8 for free text.
+"""
+
+from __future__ import annotations
+
+from coord import limits, model
+from coord.core import evidence, packages, rules
+from coord.server.table import Schema, closed
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def listing(name: str, schema: Schema) -> Schema:
+    """An answer that is one list: {"items": [...]}, {"events": [...]} ..."""
+    return {"type": "object", "properties": {name: {"type": "array", "items": schema}}}
+
+
+def text(description: str, *, required: bool = False) -> Schema:
+    """Free text. JSON Schema counts characters; the board counts bytes of UTF-8, so the
+    limit is stated as ``x-maxBytes`` (an OpenAPI extension) and in words."""
+    schema: Schema = {
+        "type": "string",
+        "x-maxBytes": limits.MAX_BODY,
+        "description": f"{description} (at most {limits.MAX_BODY} bytes of UTF-8)",
+    }
+    if required:
+        schema["pattern"] = r"\S"  # some text: not empty, not only spaces
+    return schema
+
+
+AGENT: Schema = {"type": "string", "description": "the acting agent's name"}
+TOKEN: Schema = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "the fencing token the claim returned",
+}
+LEASE: Schema = {
+    "type": "number",
+    "minimum": limits.MIN_LEASE_SECONDS,
+    "maximum": limits.MAX_LEASE_SECONDS,
+    "description": "lease length in seconds (default: the board's setting)",
+}
+TITLE: Schema = {"type": "string", "minLength": 1, "maxLength": limits.MAX_TITLE}
+KIND: Schema = {"enum": list(model.KINDS)}
+PRIORITY: Schema = {
+    "type": "integer",
+    "minimum": model.PRIORITY_HIGHEST,
+    "maximum": model.PRIORITY_LOWEST,
+    "description": f"{model.PRIORITY_HIGHEST} is the highest",
+}
+LABELS: Schema = {
+    "type": "array",
+    "maxItems": limits.MAX_LABELS,
+    "items": {"type": "string", "minLength": 1, "maxLength": limits.MAX_LABEL},
+    "description": "labels: no commas",
+}
+ITEM_IDS: Schema = {
+    "type": "array",
+    "maxItems": limits.MAX_DEPS,
+    "items": {"type": "integer", "minimum": 1},
+}
+PATTERNS: Schema = {
+    "type": "array",
+    "maxItems": limits.MAX_FILES,
+    "items": {"type": "string", "minLength": 1, "maxLength": limits.MAX_PATTERN},
+    "description": "repository-relative paths or gitignore-style patterns",
+}
+COMMANDS: Schema = {
+    "type": "array",
+    "maxItems": limits.MAX_CHECKS,
+    "items": {"type": "string", "minLength": 1, "maxLength": limits.MAX_PATTERN},
+    "description": "one-line shell commands that must pass before the item is done",
+}
+ITEM_REF: Schema = {
+    "type": ["integer", "string"],
+    "description": "an item id, or the work-package id it was imported as (R3)",
+}
+
+# The fields of a new item, by name; the core's list says which of them an import entry
+# takes (``rules.IMPORT_FIELDS``), and ``POST /v1/items`` takes those but ``ref``.
+_ITEM_FIELD_TYPES: dict[str, Schema] = {
+    "title": TITLE,
+    "kind": {**KIND, "default": "task"},
+    "priority": {**PRIORITY, "default": model.PRIORITY_DEFAULT},
+    "labels": LABELS,
+    "deps": {
+        # no maxItems: the core's import check does not apply MAX_DEPS to new items (edit does)
+        "type": "array",
+        "items": {"type": ["integer", "string"]},
+        "description": "item ids, or (in an import) refs of other entries of the same import",
+    },
+    "body": text("the item's description"),
+    "to": {"type": "string", "description": "the agent it is addressed to"},
+    "ref": {
+        "type": "string",
+        "minLength": 1,
+        "description": "a name the deps of other entries of the same import can use",
+    },
+    "files": {**PATTERNS, "description": "paths or patterns the item owns; claiming reserves them"},
+    "key": {"type": "string", "description": "a work-package id to name the item by (R3)"},
+    "checks": COMMANDS,
+}
+IMPORT_ENTRY = closed(_ITEM_FIELD_TYPES, rules.IMPORT_FIELDS, required=["title"])
+IMPORT_ITEMS: Schema = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": limits.MAX_IMPORT,
+    "items": IMPORT_ENTRY,
+}
+NEW_ITEM_FIELDS: dict[str, Schema] = {
+    name: schema for name, schema in IMPORT_ENTRY["properties"].items() if name != "ref"
+}
+
+_RUN_FIELD_TYPES: dict[str, Schema] = {
+    "command": {"type": "string"},
+    "exit_code": {"type": "integer"},
+    "duration_s": {"type": "number", "minimum": 0, "exclusiveMaximum": 1e9},
+    "head": {"type": ["string", "null"], "description": "git HEAD where the check ran"},
+    "output_tail": {"type": ["string", "null"], "description": "the last lines of its output"},
+}
+CHECK_RUNS: Schema = {
+    "type": "array",
+    "maxItems": evidence.MAX_RUNS,
+    "items": closed(_RUN_FIELD_TYPES, evidence.RUN_FIELDS, required=["command", "exit_code"]),
+}
+
+_PACKAGE_FIELD_TYPES: dict[str, Schema] = {
+    "id": {"type": "string", "description": "the package id (R3)"},
+    "title": TITLE,
+    "done": {"type": "boolean", "description": "its box is ticked"},
+    "line": {"type": "integer", "minimum": 1},
+    "dependencies": {"type": "array", "items": {"type": "string"}},
+    "files": PATTERNS,
+    "checks": COMMANDS,
+    "description": {"type": "string"},
+    "acceptance": {"type": "string"},
+    "track": {"type": "string"},
+}
+_ADOPT_FIELD_TYPES: dict[str, Schema] = {
+    "package": {"type": "string"},
+    "track": {"type": "string"},
+    "user": AGENT,
+    "line": {"type": "integer"},
+    "files": {"type": "array", "items": {"type": "string"}},
+}
+PACKAGES: Schema = {
+    "type": "array",
+    "maxItems": packages.MAX_PACKAGES,
+    "items": closed(
+        _PACKAGE_FIELD_TYPES, packages.PACKAGE_FIELDS, required=["id", "title", "line"]
+    ),
+    "description": "the document's work packages, as the caller parsed them",
+}
+ADOPT: Schema = {
+    "type": "array",
+    "items": closed(_ADOPT_FIELD_TYPES, packages.ADOPT_FIELDS, required=["user"]),
+    "description": "the document's reservation lines, to turn into claims and holds",
+}
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+SPEC_IMPORTED: Schema = {
+    "type": "object",
+    "properties": {
+        "spec": {"type": "string"},
+        **{
+            name: {"type": "array", "items": {"type": "string"}, "description": "package ids"}
+            for name in ("created", "updated", "unchanged", "removed", "closed")
+        },
+        "conflicts": {"type": "array", "description": "ticked packages someone holds"},
+        "adopted": {"type": "array"},
+        "not_adopted": {"type": "array"},
+    },
+}
+WHO: Schema = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "holders": {"type": "array", "items": ref("Reservation")},
+        "may_edit": {"type": "boolean"},
+        "blocked_by": {"type": "array", "items": ref("Reservation")},
+    },
+}
+
+_STRING_OR_NULL: Schema = {"type": ["string", "null"]}
+COMPONENTS: dict[str, Schema] = {
+    "Error": {
+        "type": "object",
+        "required": ["error", "message"],
+        "properties": {
+            "error": {"type": "string", "description": "a stable machine code"},
+            "message": {"type": "string", "description": "what happened and what to do"},
+            "holder": _STRING_OR_NULL,
+            "lease_expires_at": _STRING_OR_NULL,
+        },
+    },
+    "Item": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "kind": {"type": "string"},
+            "title": {"type": "string"},
+            "body": {"type": "string"},
+            "priority": {"type": "integer"},
+            "labels": {"type": "array", "items": {"type": "string"}},
+            "state": {"enum": list(model.SHOWN_STATES)},
+            "key": _STRING_OR_NULL,
+            "spec": {**_STRING_OR_NULL, "description": "document:line"},
+            "checks": {"type": "array", "items": {"type": "string"}},
+            "evidence": {"type": ["object", "null"]},
+            "question": _STRING_OR_NULL,
+            "escalate_to": _STRING_OR_NULL,
+            "created_by": {"type": "string"},
+            "to": _STRING_OR_NULL,
+            "claimed_by": _STRING_OR_NULL,
+            "fencing_token": {"type": "integer"},
+            "lease_expires_at": _STRING_OR_NULL,
+            "lease_expired": {"type": "boolean"},
+            "deps": {"type": "array", "items": {"type": "integer"}},
+            "blocked_by": {"type": "array", "items": {"type": "integer"}},
+            "files": {"type": "array", "items": {"type": "string"}},
+            "files_held_by": {"type": "array", "items": ref("Reservation")},
+            "ready": {"type": "boolean"},
+            "created_at": {"type": "string"},
+            "updated_at": {"type": "string"},
+            "closed_at": _STRING_OR_NULL,
+        },
+    },
+    "Claim": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "title": {"type": "string"},
+            "kind": {"type": "string"},
+            "agent": {"type": "string"},
+            "token": {"type": "integer"},
+            "lease_expires_at": {"type": "string"},
+            "takeover_from": _STRING_OR_NULL,
+            "item": ref("Item"),
+        },
+    },
+    "Reservation": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "agent": {"type": "string"},
+            "pattern": {"type": "string"},
+            "exclusive": {"type": "boolean"},
+            "item": {"type": ["integer", "null"], "description": "the item's id"},
+            "reason": {"type": "string"},
+            "created_at": {"type": "string"},
+            "expires_at": {"type": "string"},
+        },
+    },
+    "Event": {
+        "type": "object",
+        "properties": {
+            "seq": {"type": "integer"},
+            "at": {"type": "string"},
+            "agent": _STRING_OR_NULL,
+            "item_id": {"type": ["integer", "null"]},
+            "kind": {"type": "string"},
+            "details": {"type": "object"},
+        },
+    },
+}

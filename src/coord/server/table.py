@@ -1,0 +1,131 @@
+"""The words of the route table: a route, its body, its parameters.
+
+One declaration serves twice: the request pipeline (``pipeline.py``) refuses a field a body
+does not declare, and the OpenAPI document (``openapi.py``) lists exactly the declared fields
+with their types and limits. So the document cannot list a field the server refuses, nor the
+server take one the document does not list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from coord.errors import InvalidInput
+
+Schema = dict[str, Any]
+# A handler takes the request as a ``coord.server.context.Call`` and returns the JSON answer
+# (sync, or async when it waits, as the events long-poll does).
+Handler = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+
+# 1 MiB for a request, 16 MiB for the two imports: the HTTP transport's own limits. The
+# board's limits on what a request holds (titles, bodies, lists) are in ``coord.limits``.
+MAX_REQUEST_BYTES = 1024 * 1024
+MAX_IMPORT_REQUEST_BYTES = 16 * 1024 * 1024
+
+
+def closed(
+    types: Mapping[str, Schema], names: Iterable[str] | None = None, required: Iterable[str] = ()
+) -> Schema:
+    """A JSON object taking only these fields. ``names`` (the core's own list of what it
+    accepts) picks from ``types``; a name without a type is a bug caught at import."""
+    chosen = dict(types) if names is None else {n: types[n] for n in sorted(names)}
+    schema: Schema = {"type": "object", "properties": chosen, "additionalProperties": False}
+    wanted = [n for n in required if n in chosen]
+    if wanted:
+        schema["required"] = wanted
+    return schema
+
+
+@dataclass(frozen=True)
+class Body:
+    """A JSON-object request body: every field it takes, and which of them are required.
+
+    The board checks the values (one place for each rule, shared with the library and
+    every face); the pipeline checks the names, against this declaration.
+    """
+
+    fields: Mapping[str, Schema]
+    required: tuple[str, ...] = ()
+    # A body that may also be a bare JSON array, read as {list_field: array} (items:import).
+    list_field: str | None = None
+    names: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(self.fields))
+        missing = set(self.required) - self.names
+        if missing or (self.list_field is not None and self.list_field not in self.names):
+            raise ValueError(f"a required or list field is not declared: {missing}")
+
+    def take(self, payload: Any) -> dict[str, Any]:
+        """The decoded body, if it is an object of declared fields; refused otherwise."""
+        if isinstance(payload, list) and self.list_field is not None:
+            return {self.list_field: payload}
+        if not isinstance(payload, dict):
+            shape = " (or an array of items)" if self.list_field is not None else ""
+            raise InvalidInput(f"request body must be a JSON object{shape}")
+        unknown = payload.keys() - self.names
+        if unknown:
+            named = sorted(unknown)
+            raise InvalidInput(
+                f"unknown field {', '.join(named)}; this endpoint takes "
+                f"{', '.join(sorted(self.names)) or 'no fields'}",
+                fields=named,
+            )
+        return payload
+
+    def schema(self) -> Schema:
+        shape = closed(self.fields, required=self.required)
+        if self.list_field is None:
+            return shape
+        return {"oneOf": [self.fields[self.list_field], shape]}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query (or path) parameter, as the document shows it. Unknown query parameters are
+    ignored, as HTTP servers usually do; the handler reads the ones it declares."""
+
+    name: str
+    schema: Schema
+    description: str = ""
+    required: bool = False
+    where: str = "query"
+
+    def spec(self) -> Schema:
+        out: Schema = {"name": self.name, "in": self.where, "schema": self.schema}
+        if self.required or self.where == "path":
+            out["required"] = True
+        if self.description:
+            out["description"] = self.description
+        return out
+
+
+@dataclass(frozen=True)
+class Route:
+    """One endpoint: what it is called, what it takes, what it answers."""
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    answer: Schema  # the body of the success answer
+    status: int = 200
+    write: bool = False  # needs the bearer token; wakes long-polling readers
+    body: Body | None = None
+    params: tuple[Param, ...] = ()
+    # what the handler (the board) may answer besides the pipeline's own refusals
+    errors: tuple[int, ...] = ()
+    max_body: int = MAX_REQUEST_BYTES
+    # served by a bare-ASGI endpoint (hot.py) instead of through Starlette's routing
+    hot: bool = False
+
+    def error_statuses(self) -> list[int]:
+        """Every error status this route can answer: the pipeline's, then the handler's."""
+        statuses = {403}  # a foreign host name (when the daemon checks it)
+        if self.write:
+            statuses.add(401)
+        if self.body is not None:
+            statuses |= {400, 413, 422}
+        return sorted(statuses | set(self.errors))
