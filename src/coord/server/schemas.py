@@ -8,7 +8,7 @@ them: characters for titles, labels and patterns, bytes of UTF-8 for free text.
 from __future__ import annotations
 
 from coord import limits, model
-from coord.core import evidence, packages, rules
+from coord.core import adoption, evidence, packages, rules
 from coord.server.table import Schema, closed
 
 
@@ -159,7 +159,7 @@ PACKAGES: Schema = {
 }
 ADOPT: Schema = {
     "type": "array",
-    "items": closed(_ADOPT_FIELD_TYPES, packages.ADOPT_FIELDS, required=["user"]),
+    "items": closed(_ADOPT_FIELD_TYPES, adoption.ADOPT_FIELDS, required=["user"]),
     "description": "the document's reservation lines, to turn into claims and holds",
 }
 
