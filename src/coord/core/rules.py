@@ -18,6 +18,7 @@ from coord.errors import (
     NotFound,
     NothingReady,
     NotReady,
+    TooLarge,
 )
 from coord.model import Item
 from coord.spec import graph
@@ -159,6 +160,9 @@ def check_entry(entry: Any, index: int, count: int) -> dict[str, Any]:
         deps = entry.get("deps") or []
         if not isinstance(deps, list):
             raise InvalidInput("deps must be a list of item ids or refs", field="deps")
+        if len(deps) > model.MAX_DEPS:
+            # the limit an edit applies (model.check_deps), said the same way
+            raise TooLarge(f"{len(deps)} dependencies; the limit is {model.MAX_DEPS}", field="deps")
         ref = entry.get("ref")
         if ref is not None and (not isinstance(ref, str) or not ref):
             raise InvalidInput("ref must be a non-empty string", field="ref")

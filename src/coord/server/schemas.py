@@ -90,8 +90,8 @@ _ITEM_FIELD_TYPES: dict[str, Schema] = {
     "priority": {**PRIORITY, "default": model.PRIORITY_DEFAULT},
     "labels": LABELS,
     "deps": {
-        # no maxItems: the core's import check does not apply MAX_DEPS to new items (edit does)
         "type": "array",
+        "maxItems": limits.MAX_DEPS,
         "items": {"type": ["integer", "string"]},
         "description": "item ids, or (in an import) refs of other entries of the same import",
     },
