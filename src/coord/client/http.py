@@ -41,12 +41,7 @@ class Client:
 
     def call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
         """One request; raises the board's own error on a non-2xx answer."""
-        status, payload = self._send(method, path, body, timeout or self.timeout)
-        if status >= 400:
-            if isinstance(payload, dict) and "error" in payload:
-                raise error_from_dict(payload)
-            raise CoordError(f"daemon answered {status}: {payload!r}")
-        return payload
+        return answer(*self._send(method, path, body, timeout or self.timeout))
 
     def close(self) -> None:
         """Nothing to release: each request uses its own connection."""
@@ -151,6 +146,15 @@ class Client:
         raise DaemonUnavailable(
             "could not start the coord daemon; see " + str(self.board_dir / "daemon.log")
         )
+
+
+def answer(status: int, payload: Any) -> Any:
+    """The daemon's answer, or the board's own error raised (an error object on a non-2xx)."""
+    if status >= 400:
+        if isinstance(payload, dict) and "error" in payload:
+            raise error_from_dict(payload)
+        raise CoordError(f"the daemon answered {status}: {payload!r}")
+    return payload
 
 
 def _read_all(sock: socket.socket) -> bytes:
