@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from conftest import Daemon, init_board_dir
+from conftest import Daemon, init_board_dir, run_cli
 from coord.core.board import Board
 from coord.fast import board_files
 from coord.mcp.backends import AsgiBackend
@@ -277,8 +277,6 @@ def test_spec_status_after_a_prefixed_import_agrees_with_the_cli(
 ) -> None:
     """A package another agent holds is not claimable, whichever face asks: the MCP tool once
     looked the board's items up without the import's prefix and offered it as free."""
-    from conftest import run_cli
-
     from coord.mcp.backends import HttpBackend
 
     root = daemon.board_dir.parent
