@@ -204,5 +204,5 @@ def cli_hint(err: CoordError, args: argparse.Namespace) -> str | None:
             "--skip-checks --reason TEXT (the reason is recorded for everyone)"
         )
     if err.code == "invalid_input" and err.details.get("field") == "token":
-        return "pass the token your claim returned with --token T"
+        return "give it with --token T"
     return None
