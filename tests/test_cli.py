@@ -184,8 +184,8 @@ def test_failing_checks_tell_the_cli_user_its_flags(daemon: Daemon, tmp_path: Pa
     run_cli("claim", "1", board_dir=bd, agent="a")
     refused = run_cli("done", "1", board_dir=bd, agent="a", cwd=tmp_path)
     assert refused.returncode == 3, refused.stderr
-    hint = "coord: to close it without passing its checks: coord done 1 --skip-checks --reason"
-    assert hint in refused.stderr
+    hint = "coord: fix it and run `coord done 1` again (it runs the checks here), or close it"
+    assert hint in refused.stderr and "`coord done 1 --skip-checks --reason TEXT`" in refused.stderr
     code, err = cli_json("done", "1", board_dir=bd, agent="a")
     assert code == 3 and err["error"] == "checks_failed"
     assert "coord done 1 --skip-checks --reason TEXT" in err["hint"]

@@ -199,9 +199,11 @@ def cli_hint(err: CoordError, args: argparse.Namespace) -> str | None:
     if err.code in ("checks_failed", "checks_required"):
         command = "coord git done" if getattr(args, "command", None) == "git" else "coord done"
         ref = getattr(args, "id", None) or err.details.get("package") or err.details.get("id")
+        again = f"{command} {ref or 'ID'}"
+        first = "fix it and run" if err.code == "checks_failed" else "run"
         return (
-            f"to close it without passing its checks: {command} {ref or 'ID'} "
-            "--skip-checks --reason TEXT (the reason is recorded for everyone)"
+            f"{first} `{again}` again (it runs the checks here), or close it without passing "
+            f"them: `{again} --skip-checks --reason TEXT` (the reason is recorded for everyone)"
         )
     if err.code == "invalid_input" and err.details.get("field") == "token":
         return "give it with --token T"
