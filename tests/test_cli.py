@@ -56,8 +56,25 @@ def test_next_exit_codes_and_json_shape(daemon: Daemon) -> None:
 
 # What an agent's every `coord next` must not pay for: the daemon's stack, the database,
 # and stdlib modules argparse and getaddrinfo would pull in (shutil with bz2/lzma/zlib for the
-# help width, the idna codec for a str host): ~3 ms of a ~40 ms call (bench/, figure 3).
-NOT_ON_THE_CLAIM_PATH = ("starlette", "uvicorn", "orjson", "mcp", "sqlite3", "asyncio", "shutil")
+# help width, the idna codec for a str host), argparse itself with gettext (`coord next` reads
+# its options by hand) and the socket module's wrapper (its enums): ~10 ms of a ~35 ms call
+# (bench/, figure 3).
+NOT_ON_THE_CLAIM_PATH = (
+    "starlette",
+    "uvicorn",
+    "orjson",
+    "mcp",
+    "sqlite3",
+    "asyncio",
+    "shutil",
+    "argparse",
+    "gettext",
+    "socket",
+)
+# coord's own modules `coord next` may load: the command line, the client half of the protocol,
+# the fast path and the nouns. Not the core, storage, the server, spec, git mode or wiring.
+CLAIM_PATH_LAYERS = ("coord.cli", "coord.client", "coord.fast")
+NOUNS = ("coord", "coord.__main__", "coord.model", "coord.errors", "coord.times", "coord.limits")
 
 
 def test_next_imports_nothing_it_does_not_need(daemon: Daemon) -> None:
@@ -78,6 +95,66 @@ def test_next_imports_nothing_it_does_not_need(daemon: Daemon) -> None:
     assert "coord.client.http" in imported  # the listing is what it claims to be
     heavy = {m for m in imported if m.split(".")[0] in NOT_ON_THE_CLAIM_PATH}
     assert not heavy and "encodings.idna" not in imported, sorted(heavy)
+    ours = {m for m in imported if m == "coord" or m.startswith("coord.")}
+    outside = {
+        m
+        for m in ours
+        if m not in NOUNS and not any(m == k or m.startswith(k + ".") for k in CLAIM_PATH_LAYERS)
+    }
+    assert not outside, sorted(outside)
+    assert not {"coord.cli.main", "coord.cli.parser"} & ours  # no parser was built
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--json"],
+        ["--as", "a"],
+        ["--as=a", "--json"],
+        ["--kind", "bug"],
+        ["--kind=note", "--label", "ui"],
+        ["--lease", "60"],
+        ["--count", "3"],
+        ["--lease=1.5", "--count=2", "--json", "--as", "b", "--label=x"],
+    ],
+)
+def test_next_read_without_argparse_as_argparse_reads_it(argv: list[str]) -> None:
+    """`coord next` skips argparse (it costs more than the claim); what it reads must be what
+    the parser would have given."""
+    from coord.cli.entry import next_options
+    from coord.cli.main import build_parser
+
+    fast = next_options(argv)
+    full = build_parser("next").parse_args(["next", *argv])
+    assert fast is not None
+    assert vars(fast) == {k: v for k, v in vars(full).items() if k != "func"}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--kind", "bogus"],
+        ["--lease", "0"],
+        ["--lease", "-5"],
+        ["--count", "99"],
+        ["--as"],
+        ["--lab", "x"],  # argparse's abbreviation of --label
+        ["--help"],
+        ["stray"],
+    ],
+)
+def test_next_leaves_what_it_cannot_read_to_argparse(argv: list[str]) -> None:
+    from coord.cli.entry import next_options
+
+    assert next_options(argv) is None
+
+
+def test_next_with_a_bad_option_is_a_usage_error(daemon: Daemon) -> None:
+    result = run_cli("next", "--kind", "bogus", board_dir=daemon.board_dir, agent="a")
+    assert result.returncode == 2 and "invalid choice: 'bogus'" in result.stderr
+    result = run_cli("next", "--count", "0", board_dir=daemon.board_dir, agent="a")
+    assert result.returncode == 2 and "count is 1 to 64" in result.stderr
 
 
 def test_json_flag_works_before_the_command_too(daemon: Daemon) -> None:
@@ -97,6 +174,23 @@ def test_stale_token_is_refused_with_exit_3(daemon: Daemon) -> None:
     assert result.returncode == 3
     assert "held by b" in result.stderr
     assert daemon.request("GET", "/v1/items/1")[1]["claimed_by"] == "b"
+
+
+def test_failing_checks_tell_the_cli_user_its_flags(daemon: Daemon, tmp_path: Path) -> None:
+    """The board words the refusal for every face (HTTP and MCP have no flags); the CLI adds
+    its own flags, chosen by the error's code."""
+    bd = daemon.board_dir
+    run_cli("add", "x", "--check", "exit 7", board_dir=bd)
+    run_cli("claim", "1", board_dir=bd, agent="a")
+    refused = run_cli("done", "1", board_dir=bd, agent="a", cwd=tmp_path)
+    assert refused.returncode == 3, refused.stderr
+    hint = "coord: fix it and run `coord done 1` again (it runs the checks here), or close it"
+    assert hint in refused.stderr and "`coord done 1 --skip-checks --reason TEXT`" in refused.stderr
+    code, err = cli_json("done", "1", board_dir=bd, agent="a")
+    assert code == 3 and err["error"] == "checks_failed"
+    assert "coord done 1 --skip-checks --reason TEXT" in err["hint"]
+    closed = run_cli("done", "1", "--skip-checks", "--reason", "by hand", board_dir=bd, agent="a")
+    assert closed.returncode == 0, closed.stderr
 
 
 def test_missing_identity_and_missing_token_are_usage_errors(daemon: Daemon) -> None:

@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from conftest import Daemon, init_board_dir
+from conftest import Daemon, init_board_dir, run_cli
 from coord.core.board import Board
 from coord.fast import board_files
 from coord.mcp.backends import AsgiBackend
@@ -247,3 +247,67 @@ def test_two_mcp_clients_race_for_one_item_and_one_wins(daemon: Daemon) -> None:
     assert losers[0]["body"]["error"] == "nothing_ready"
     _, item = daemon.request("GET", "/v1/items/1")
     assert item["claimed_by"] == winners[0]["agent"]
+
+
+PREFIXED_PLAN = """# Plan
+
+- [ ] **A1 — one.** Dependencies: none.
+  - Files: `src/a1.py`
+- [ ] **A2 — two.** Dependencies: none.
+  - Files: `src/a2.py`
+- [ ] **A3 — three.** Dependencies: A2.
+  - Files: `src/a3.py`
+"""
+
+
+async def _over_daemon_mcp(daemon: Daemon, agent: str, tool: str, arguments: dict) -> Any:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {daemon.token}", "X-Coord-Agent": agent}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        transport = streamable_http_client(daemon.url + "/mcp", http_client=http)
+        async with Client(transport) as client:
+            return await client.call_tool(tool, arguments)
+
+
+@pytest.mark.parametrize("face", ["stdio backend", "daemon /mcp"])
+def test_spec_status_after_a_prefixed_import_agrees_with_the_cli(
+    daemon: Daemon, face: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package another agent holds is not claimable, whichever face asks: the MCP tool once
+    looked the board's items up without the import's prefix and offered it as free."""
+    from coord.mcp.backends import HttpBackend
+
+    root = daemon.board_dir.parent
+    (root / "docs").mkdir()
+    (root / "docs" / "plan.md").write_text(PREFIXED_PLAN)
+
+    def cli(*args: str, agent: str = "lead") -> Any:
+        result = run_cli(*args, "--json", board_dir=daemon.board_dir, agent=agent, cwd=root)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return json.loads(result.stdout)
+
+    cli("spec", "import", "docs/plan.md", "--prefix", "P.")
+    assert cli("claim", "P.A2", agent="other")["agent"] == "other"
+    by_cli = cli("spec", "status", "docs/plan.md", "--prefix", "P.")
+    assert by_cli["claimable"] == ["A1"]
+
+    if face == "stdio backend":
+        monkeypatch.chdir(root)
+        server = build_server(HttpBackend(daemon.board_dir), lambda ctx: "asker")
+
+        async def go() -> Any:
+            async with Client(server) as client:
+                return await client.call_tool("spec_status", {"doc": "docs/plan.md"})
+
+        result = run(go())
+    else:
+        result = run(_over_daemon_mcp(daemon, "asker", "spec_status", {"doc": "docs/plan.md"}))
+
+    assert not result.is_error, result.structured_content
+    by_mcp = result.structured_content
+    assert by_mcp["claimable"] == by_cli["claimable"] == ["A1"]
+    held = {p["id"]: p["board"] for p in by_mcp["packages"]}["A2"]
+    assert held["state"] == "claimed" and held["claimed_by"] == "other"
+    assert [p["board"] for p in by_mcp["packages"]] == [p["board"] for p in by_cli["packages"]]

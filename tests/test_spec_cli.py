@@ -191,3 +191,30 @@ def test_the_real_document_imports_and_the_board_agrees_with_its_protocol(daemon
     assert code == 3 and refused["error"] == "files_reserved"  # davidbrai holds track J
     code, refused, _ = coord(daemon, "claim", "L1", agent="intruder")
     assert code == 3 and refused["error"] == "already_claimed"
+
+
+def test_status_of_a_prefixed_import_sees_the_board_with_or_without_the_prefix(
+    daemon: Daemon,
+) -> None:
+    make_repo(daemon)
+    code, imported, _ = coord(daemon, "spec", "import", "docs/plan.md", "--prefix", "web.")
+    assert code == 0 and imported["created"] == ["A1", "A2", "A3", "B1"]
+    coord(daemon, "claim", "web.A2", agent="other")
+    code, given, _ = coord(daemon, "spec", "status", "docs/plan.md", "--prefix", "web.")
+    assert code == 0 and given["claimable"] == ["A3"]
+    # without --prefix the prefix is read off the board's keys: A2 is still seen as held
+    code, found, _ = coord(daemon, "spec", "status", "docs/plan.md")
+    assert code == 0 and found == given
+    by_id = {p["id"]: p for p in found["packages"]}
+    assert by_id["A2"]["board"]["claimed_by"] == "other"
+
+
+def test_the_import_prefix_is_read_off_the_keys() -> None:
+    from coord.client.specs import imported_prefix
+
+    ids = {"A1", "A11", "B2"}
+    assert imported_prefix(["A1", "A11", "B2"], ids) == ""
+    assert imported_prefix(["web.A1", "web.A11", "web.B2"], ids) == "web."
+    # "web.A1" + "1" would be a key too if "1" were a package; most keys decide
+    assert imported_prefix(["web.A1", "web.A11"], ids | {"1"}) == "web."
+    assert imported_prefix(["other"], ids) == ""

@@ -1,26 +1,27 @@
-"""The board commands of the CLI: each is one call to the daemon, rendered.
+"""The board commands of the CLI: each is one call of the client flow, rendered.
 
 A command takes the parsed arguments and the ``Context`` and returns (the JSON document, the
-human text); ``coord.cli.main`` prints one or the other and maps errors to exit codes.
+human text); ``coord.cli.context.execute`` prints one or the other and maps errors to exit
+codes. What a claim, done or a path means is written once in ``coord.client.flow``, for the
+MCP tools too; what is here is the command line's way of saying it.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from coord.cli import files, render
-from coord.client import tokens
-from coord.client.http import Client
-from coord.errors import CoordError, InvalidInput
+from coord.cli import render
+from coord.client import flow
+from coord.errors import InvalidInput
 from coord.fast import board_files
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
-    from coord.cli.main import Context, Result
+    from coord.cli.context import Context, Result
 
 
 def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
@@ -51,6 +52,8 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
+    from coord.client.http import Client
+
     client = Client(ctx.board_dir, autostart=False)
     url = client.daemon_url()
     if url is None:
@@ -60,22 +63,19 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_add(args: argparse.Namespace, ctx: Context) -> Result:
-    item = ctx.client.post(
-        "/v1/items",
-        {
-            "agent": ctx.agent(required=False),
-            "title": args.title,
-            "kind": args.kind,
-            "priority": args.priority,
-            "labels": args.label,
-            "deps": args.dep,
-            "body": args.body,
-            "to": args.to,
-            "files": files.repo_relative(ctx, args.file) if args.file else [],
-            "key": args.key,
-            "checks": args.check,
-        },
-    )
+    fields = {
+        "title": args.title,
+        "kind": args.kind,
+        "priority": args.priority,
+        "labels": args.label,
+        "deps": args.dep,
+        "body": args.body,
+        "to": args.to,
+        "files": args.file,
+        "key": args.key,
+        "checks": args.check,
+    }
+    item = flow.add(ctx.session, ctx.agent(required=False), fields)
     return item, f"added {item['id']}: {item['title']}"
 
 
@@ -90,7 +90,7 @@ def cmd_import(args: argparse.Namespace, ctx: Context) -> Result:
                 entries.append(json.loads(line))
             except ValueError as err:
                 raise InvalidInput(f"{args.file}:{number}: not valid JSON: {err}") from None
-    result = ctx.client.post(
+    result = ctx.session.post(
         "/v1/items:import", {"agent": ctx.agent(required=False), "items": entries}
     )
     return result, f"imported {len(result['ids'])} items: {render.id_ranges(result['ids'])}"
@@ -102,156 +102,98 @@ def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
         state = "needs_human"
     query = {
         "state": state,
-        "spec": spec_path(ctx, args.spec) if args.spec else None,
+        "spec": ctx.session.document_path(args.spec) if args.spec else None,
         "ready": "true" if args.ready else None,
         "kind": args.kind,
         "label": args.label,
         "limit": args.limit,
         "after": args.after,
     }
-    result = ctx.client.get("/v1/items?" + _query(query))
+    result = ctx.session.get("/v1/items", query)
     return result, render.items_table(result["items"])
 
 
 def cmd_show(args: argparse.Namespace, ctx: Context) -> Result:
-    item = ctx.client.get(f"/v1/items/{args.id}")
+    item = ctx.session.get(f"/v1/items/{args.id}")
     return item, render.item_detail(item)
 
 
 def cmd_edit(args: argparse.Namespace, ctx: Context) -> Result:
-    agent = ctx.agent(required=False)
-    body: dict[str, Any] = {"agent": agent}
+    changes: dict[str, Any] = {}
     for key in ("title", "body", "priority"):
         if getattr(args, key) is not None:
-            body[key] = getattr(args, key)
+            changes[key] = getattr(args, key)
     if args.label is not None:
-        body["labels"] = args.label
+        changes["labels"] = args.label
     if args.dep:
-        body["add_deps"] = args.dep
+        changes["add_deps"] = args.dep
     if args.no_dep:
-        body["remove_deps"] = args.no_dep
+        changes["remove_deps"] = args.no_dep
     if args.check:
-        body["add_checks"] = args.check
+        changes["add_checks"] = args.check
     if args.no_check:
-        body["remove_checks"] = args.no_check
-    token = (
-        args.token if args.token is not None else tokens.remembered(ctx.board_dir, agent, args.id)
-    )
-    if token is not None:
-        body["token"] = token
-    item = ctx.client.call("PATCH", f"/v1/items/{args.id}", body)
+        changes["remove_checks"] = args.no_check
+    item = flow.edit(ctx.session, ctx.agent(required=False), args.id, changes, args.token)
     return item, f"edited {item['id']}: {item['title']}"
 
 
 def cmd_cancel(args: argparse.Namespace, ctx: Context) -> Result:
-    agent = ctx.agent(required=False)
-    body: dict[str, Any] = {"agent": agent, "reason": args.reason}
-    token = (
-        args.token if args.token is not None else tokens.remembered(ctx.board_dir, agent, args.id)
-    )
-    if token is not None:
-        body["token"] = token
-    item = ctx.client.post(f"/v1/items/{args.id}/cancel", body)
+    item = flow.cancel(ctx.session, ctx.agent(required=False), args.id, args.reason, args.token)
     return item, f"cancelled {item['id']}: {item['title']}"
 
 
 def cmd_claim(args: argparse.Namespace, ctx: Context) -> Result:
-    agent = ctx.agent()
-    won = ctx.client.post(
-        f"/v1/items/{args.id}/claim", {"agent": agent, "lease_seconds": args.lease}
-    )
-    tokens.remember_claim(ctx.board_dir, agent, won)
+    won = flow.claim(ctx.session, ctx.agent(), args.id, args.lease)
     return won, render.claim_line(won)
 
 
 def cmd_next(args: argparse.Namespace, ctx: Context) -> Result:
-    agent = ctx.agent()
-    request = {"agent": agent, "lease_seconds": args.lease, "kind": args.kind, "label": args.label}
+    options = {"kind": args.kind, "label": args.label, "lease": args.lease}
     if args.count is None:
-        won = ctx.client.post("/v1/claim-next", request)
-        tokens.remember_claim(ctx.board_dir, agent, won)
+        won = flow.claim_next(ctx.session, ctx.agent(), **options)
         return won, render.claim_line(won)
-    batch = ctx.client.post("/v1/claim-next", {**request, "count": args.count})
-    for claim in batch["items"]:
-        tokens.remember_claim(ctx.board_dir, agent, claim)
+    batch = flow.claim_next(ctx.session, ctx.agent(), **options, count=args.count)
     return batch, "\n".join(render.claim_line(c) for c in batch["items"])
 
 
 def cmd_heartbeat(args: argparse.Namespace, ctx: Context) -> Result:
-    agent = ctx.agent()
-    token = ctx.token_for(args.id, agent)
-    claim = ctx.client.post(
-        f"/v1/items/{args.id}/heartbeat",
-        {"agent": agent, "token": token, "lease_seconds": args.lease},
-    )
+    claim = flow.heartbeat(ctx.session, ctx.agent(), args.id, args.token, args.lease)
     return claim, f"lease on {claim['id']} extended until {claim['lease_expires_at']}"
 
 
-def _finish(args: argparse.Namespace, ctx: Context, action: str, extra: dict[str, Any]) -> Any:
-    agent = ctx.agent()
-    token = ctx.token_for(args.id, agent)
-    try:
-        item = ctx.client.post(
-            f"/v1/items/{args.id}/{action}", {"agent": agent, "token": token, **extra}
-        )
-    except CoordError as err:
-        if err.code == "lease_lost":  # that claim is over for good: drop its token
-            tokens.forget(ctx.board_dir, agent, args.id)
-        raise
-    tokens.forget(ctx.board_dir, agent, args.id, item["id"], item.get("key"))
-    return item
-
-
 def cmd_release(args: argparse.Namespace, ctx: Context) -> Result:
-    item = _finish(args, ctx, "release", {"reason": args.reason})
+    item = flow.release(ctx.session, ctx.agent(), args.id, args.token, args.reason)
     return item, f"released {_ref(item)}: back to pending"
 
 
 def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
-    """Close the item. If it has checks the daemon says so (checks_required), and they run
-    here, in this working tree, before the item is closed with their evidence."""
-    extra: dict[str, Any] = {"summary": args.summary}
+    """Close the item; its checks run here first (``coord.client.flow.done``)."""
     if args.skip_checks:
         if not args.reason or not args.reason.strip():
             raise InvalidInput("--skip-checks needs --reason TEXT: it is recorded for everyone")
-        extra["skip_checks"] = args.reason
     elif args.reason:
         raise InvalidInput("--reason goes with --skip-checks")
-    try:
-        item = _finish(args, ctx, "done", extra)
-    except CoordError as err:
-        if err.code != "checks_required":
-            raise
-        from coord.client import checks
-
-        listed = err.details.get("checks") or []
-        print(f"coord: running {len(listed)} check(s) of {args.id} here", file=sys.stderr)
-        runs = checks.run(listed, cwd=".", timeout=args.check_timeout)
-        for run in runs:
-            verdict = "ok" if run["exit_code"] == 0 else f"FAILED (exit {run['exit_code']})"
-            print(f"  {run['command']}: {verdict} in {run['duration_s']:.1f}s", file=sys.stderr)
-        try:
-            item = _finish(args, ctx, "done", {**extra, "evidence": runs})
-        except CoordError as failed:
-            if failed.code == "checks_failed":
-                tails = [
-                    f"--- {r['command']} (exit {r['exit_code']}), last lines:\n{r['output_tail']}"
-                    for r in runs
-                    if r["exit_code"] != 0
-                ]
-                failed.message = "\n".join([failed.message, *tails])
-            raise
+    item = flow.done(
+        ctx.session,
+        ctx.agent(),
+        args.id,
+        token=args.token,
+        summary=args.summary,
+        skip_reason=args.reason if args.skip_checks else None,
+        check_timeout=args.check_timeout,
+        report=_progress,
+    )
     skipped = " (checks skipped: recorded)" if args.skip_checks else ""
     return item, f"done {_ref(item)}: {item['title']}{skipped}"
 
 
+def _progress(line: str) -> None:
+    """The checks as they run, on stderr: stdout holds the answer (one JSON document)."""
+    print(line if line.startswith(" ") else f"coord: {line}", file=sys.stderr)
+
+
 def cmd_escalate(args: argparse.Namespace, ctx: Context) -> Result:
-    agent = ctx.agent()
-    token = ctx.token_for(args.id, agent)
-    item = ctx.client.post(
-        f"/v1/items/{args.id}/escalate",
-        {"agent": agent, "token": token, "question": " ".join(args.question)},
-    )
+    item = flow.escalate(ctx.session, ctx.agent(), args.id, " ".join(args.question), args.token)
     contact = f"; ask {item['escalate_to']}" if item.get("escalate_to") else ""
     return item, (
         f"{_ref(item)} needs a human{contact}. You keep the claim and its files; the lease "
@@ -260,7 +202,7 @@ def cmd_escalate(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_answer(args: argparse.Namespace, ctx: Context) -> Result:
-    item = ctx.client.post(
+    item = ctx.session.post(
         f"/v1/items/{args.id}/answer",
         {"agent": ctx.agent(required=False), "text": " ".join(args.text)},
     )
@@ -271,44 +213,36 @@ def _ref(item: dict[str, Any]) -> str:
     return str(item.get("key") or item["id"])
 
 
-def spec_path(ctx: Context, given: str) -> str:
-    """A design document's path as the board knows it: relative to the repository root."""
-    return files.repo_relative(ctx, [given], literal=True)[0]
-
-
 def cmd_reply(args: argparse.Namespace, ctx: Context) -> Result:
-    reply = ctx.client.post(
-        f"/v1/items/{args.id}/replies",
-        {"agent": ctx.agent(required=False), "body": " ".join(args.text)},
-    )
+    reply = flow.reply(ctx.session, ctx.agent(required=False), args.id, " ".join(args.text))
     return reply, f"replied on {reply['item_id']} (reply {reply['id']})"
 
 
 def cmd_ack(args: argparse.Namespace, ctx: Context) -> Result:
-    result = ctx.client.post(f"/v1/items/{args.id}/ack", {"agent": ctx.agent(required=False)})
+    result = ctx.session.post(f"/v1/items/{args.id}/ack", {"agent": ctx.agent(required=False)})
     return result, f"acknowledged {result['id']}" + ("" if result["new"] else " (already)")
 
 
 def cmd_inbox(args: argparse.Namespace, ctx: Context) -> Result:
-    result = ctx.client.post("/v1/inbox", {"agent": ctx.agent(), "peek": args.peek})
+    result = flow.inbox(ctx.session, ctx.agent(), peek=args.peek)
     return result, render.events_table(result["events"], empty="inbox empty: nothing new")
 
 
 def cmd_agents(args: argparse.Namespace, ctx: Context) -> Result:
-    result = ctx.client.get("/v1/agents")
+    result = ctx.session.get("/v1/agents")
     return result, render.agents_table(result["agents"])
 
 
 def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
     query = {"after": args.after, "limit": args.limit, "item": args.item}
     if not args.follow:
-        result = ctx.client.get("/v1/events?" + _query(query))
+        result = ctx.session.get("/v1/events", query)
         return result, render.events_table(result["events"], empty="no events")
     after = args.after
     try:
         while True:
-            result = ctx.client.get(
-                "/v1/events?" + _query({**query, "after": after, "wait": 25}), timeout=40
+            result = ctx.session.get(
+                "/v1/events", {**query, "after": after, "wait": 25}, timeout=40
             )
             for event in result["events"]:
                 print(
@@ -320,12 +254,6 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
             after = result["last_seq"]
     except KeyboardInterrupt:
         return None, ""
-
-
-def _query(params: dict[str, Any]) -> str:
-    from urllib.parse import urlencode
-
-    return urlencode({k: v for k, v in params.items() if v not in (None, "", 0, False)})
 
 
 def _open_text(path: str) -> Any:

@@ -2,14 +2,22 @@
 
 `coord guard PATH...` runs before every file edit an agent makes, so it skips argparse and the
 HTTP client altogether: its few options are read here by hand. So does `coord hook CLIENT
-EVENT`, which agents' clients run before every tool call. Anything unusual (``--help``, an
-unknown option or client) takes the full parser in ``coord.cli.main``, which gives the same
-answer with proper usage messages.
+EVENT`, which agents' clients run before every tool call, and `coord next`, the call an agent
+makes to get work: argparse (with the regular expressions and gettext it loads) costs more than
+the rest of the claim. Anything unusual (``--help``, an unknown option or a bad value) takes the
+full parser in ``coord.cli.main``, which gives the same answer with proper usage messages.
 """
 
 from __future__ import annotations
 
 import sys
+
+from coord.fast.clients import HOOK_CLIENTS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import SimpleNamespace
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,31 +25,37 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["guard"]:
         options = _guard_options(argv[1:])
         if options is not None:
-            import os
-
             from coord.cli.guard_cmd import run_guard
+            from coord.fast import identity
 
             paths, agent, staged, fail_open, as_json = options
-            agent = agent or os.environ.get("COORD_AGENT") or None
             verdict, _ = run_guard(
-                paths, agent, staged=staged, fail_open=fail_open, as_json=as_json
+                paths,
+                agent or identity.from_env(),
+                staged=staged,
+                fail_open=fail_open,
+                as_json=as_json,
             )
             if as_json:
                 import json
 
                 print(json.dumps(verdict))
             return 0
-    hook = argv[:1] == ["hook"] and len(argv) == 3 and argv[1] in _HOOK_CLIENTS
+    hook = argv[:1] == ["hook"] and len(argv) == 3 and argv[1] in HOOK_CLIENTS
     if hook and argv[2] and not argv[2].startswith("-"):
         from coord.hooks import run_hook
 
         return run_hook(argv[1], argv[2])
+    if argv[:1] == ["next"]:
+        args = next_options(argv[1:])
+        if args is not None:
+            from coord.cli.commands import cmd_next
+            from coord.cli.context import execute
+
+            return execute(cmd_next, args)  # type: ignore[arg-type]
     from coord.cli.main import main as full
 
     return full(argv)
-
-
-_HOOK_CLIENTS = ("claude", "codex", "gemini")
 
 
 def _guard_options(args: list[str]) -> tuple[list[str], str | None, bool, bool, bool] | None:
@@ -66,3 +80,52 @@ def _guard_options(args: list[str]) -> tuple[list[str], str | None, bool, bool, 
         else:
             paths.append(arg)
     return paths, agent, flags["--staged"], flags["--fail-open"], flags["--json"]
+
+
+def next_options(args: list[str]) -> SimpleNamespace | None:
+    """``coord next``'s options as argparse would give them (``coord.cli.parser.args_next``),
+    or None to let argparse handle them: anything it would refuse or explain goes there."""
+    from types import SimpleNamespace
+
+    from coord.cli import argtypes
+
+    found: dict[str, object] = {
+        "command": "next",
+        "kind": None,
+        "label": None,
+        "lease": None,
+        "count": None,
+    }
+    valued: dict[str, tuple[str, Callable[[str], object]]] = {
+        "--as": ("agent", str),
+        "--kind": ("kind", _kind),
+        "--label": ("label", str),
+        "--lease": ("lease", argtypes.seconds),
+        "--count": ("count", argtypes.count),
+    }
+    rest = iter(args)
+    for arg in rest:
+        name, equals, value = arg.partition("=")
+        if arg == "--json":
+            found["json"] = True
+        elif name in valued:
+            if not equals:
+                value = next(rest, "")
+            if not value or value.startswith("-"):
+                return None  # argparse says what is missing
+            dest, convert = valued[name]
+            try:
+                found[dest] = convert(value)
+            except Exception:
+                return None  # argparse says what is wrong with it
+        else:
+            return None
+    return SimpleNamespace(**found)
+
+
+def _kind(text: str) -> str:
+    from coord.cli.argtypes import KINDS
+
+    if text not in KINDS:
+        raise ValueError(text)
+    return text

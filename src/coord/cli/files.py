@@ -1,42 +1,32 @@
 """CLI commands for file reservations, and the guard that hooks call before every edit.
 
-Paths are taken relative to the current directory (as a shell user means them) and sent
-to the daemon in their canonical repository-relative form.
+Paths are taken relative to the current directory (as a shell user means them) and sent to
+the daemon in their canonical repository-relative form (``coord.client.paths``).
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-
-from coord.cli import argtypes, render
+from coord.cli import render
+from coord.client import flow
 from coord.errors import InvalidInput
-from coord.fast import patterns, worktree
+from coord.fast import identity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from coord.cli.main import Context, Result
+    import argparse
 
-
-def repo_relative(ctx: Context, given: list[str], *, literal: bool = False) -> list[str]:
-    """Paths as the board names them: relative to the repository root (or, in a linked
-    worktree, to that worktree's root: the same repository path)."""
-    cwd = os.getcwd()
-    root = worktree.root_for(cwd, str(ctx.board_dir.parent))
-    return [patterns.normalize(p, root, cwd=cwd, literal=literal) for p in given]
+    from coord.cli.context import Context, Result
 
 
 def cmd_reserve(args: argparse.Namespace, ctx: Context) -> Result:
-    made = ctx.client.post(
-        "/v1/reservations",
-        {
-            "agent": ctx.agent(),
-            "patterns": repo_relative(ctx, args.patterns),
-            "shared": args.shared,
-            "lease_seconds": args.lease,
-            "item": args.item,
-            "reason": args.reason,
-        },
+    made = flow.reserve(
+        ctx.session,
+        ctx.agent(),
+        args.patterns,
+        shared=args.shared,
+        lease=args.lease,
+        item=args.item,
+        reason=args.reason,
     )
     held = made["reservations"]
     mode = "shared" if args.shared else "exclusive"
@@ -47,26 +37,19 @@ def cmd_reserve(args: argparse.Namespace, ctx: Context) -> Result:
 def cmd_unreserve(args: argparse.Namespace, ctx: Context) -> Result:
     if not args.patterns and not args.all:
         raise InvalidInput("name the patterns to free, or --all")
-    result = ctx.client.post(
-        "/v1/reservations:release",
-        {"agent": ctx.agent(), "patterns": repo_relative(ctx, args.patterns), "all": args.all},
-    )
+    result = flow.unreserve(ctx.session, ctx.agent(), args.patterns, everything=args.all)
     freed = result["freed"]
     return result, ("freed: " + ", ".join(freed)) if freed else "you held nothing to free"
 
 
 def cmd_reservations(args: argparse.Namespace, ctx: Context) -> Result:
-    query = f"?agent={ctx.agent()}" if args.mine else ""
-    result = ctx.client.get("/v1/reservations" + query)
+    result = ctx.session.get("/v1/reservations", {"agent": ctx.agent() if args.mine else None})
     return result, render.reservations_table(result["reservations"])
 
 
 def cmd_who(args: argparse.Namespace, ctx: Context) -> Result:
-    from urllib.parse import urlencode
-
     agent = ctx.agent(required=False)
-    path = repo_relative(ctx, [args.path], literal=True)[0]
-    result = ctx.client.get("/v1/who?" + urlencode({"path": path, "agent": agent}))
+    path, result = flow.who(ctx.session, agent, args.path)
     if not result["holders"]:
         text = f"{path}: nobody holds it; you may edit it"
     else:
@@ -84,60 +67,10 @@ def cmd_guard(args: argparse.Namespace, ctx: Context) -> Result:
     """
     from coord.cli.guard_cmd import run_guard
 
-    agent = getattr(args, "agent", None) or os.environ.get("COORD_AGENT") or None
     return run_guard(
         list(args.paths),
-        agent,
+        getattr(args, "agent", None) or identity.from_env(),
         staged=args.staged,
         fail_open=args.fail_open,
         as_json=bool(getattr(args, "json", False)),
-    )
-
-
-def args_reserve(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "patterns",
-        nargs="+",
-        metavar="PATTERN",
-        help="paths or gitignore-style patterns (src/auth/**, *.sql)",
-    )
-    p.add_argument(
-        "--shared",
-        action="store_true",
-        help="shared: others may share it, nobody may take it exclusively",
-    )
-    p.add_argument("--lease", type=argtypes.seconds, metavar="SECONDS", help="lease length")
-    p.add_argument(
-        "--item",
-        type=argtypes.item_id,
-        metavar="ID",
-        help="the item this is for (freed when its claim ends)",
-    )
-    p.add_argument("--reason", default="", help="why, for the others")
-
-
-def args_unreserve(p: argparse.ArgumentParser) -> None:
-    p.add_argument("patterns", nargs="*", metavar="PATTERN")
-    p.add_argument("--all", action="store_true", help="free all of your reservations")
-
-
-def args_reservations(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mine", action="store_true", help="only yours")
-
-
-def args_who(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path")
-
-
-def args_guard(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", metavar="PATH")
-    p.add_argument(
-        "--staged",
-        action="store_true",
-        help="check the paths staged in git (for a pre-commit hook)",
-    )
-    p.add_argument(
-        "--fail-open",
-        action="store_true",
-        help="allow the edit when the board cannot be read (default: refuse)",
     )

@@ -6,8 +6,11 @@ from coord.times import clock_of_iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
     from typing import Any
+
+    from coord.errors import CoordError
 
 
 def claim_line(claim: dict[str, Any]) -> str:
@@ -188,3 +191,20 @@ def _table(rows: Sequence[Sequence[str]]) -> str:
         + row[-1]
         for row in rows
     )
+
+
+def cli_hint(err: CoordError, args: argparse.Namespace) -> str | None:
+    """What to type next, for refusals the board words for every face alike (it speaks HTTP
+    and MCP too, where there are no flags): chosen by the error's code, never its text."""
+    if err.code in ("checks_failed", "checks_required"):
+        command = "coord git done" if getattr(args, "command", None) == "git" else "coord done"
+        ref = getattr(args, "id", None) or err.details.get("package") or err.details.get("id")
+        again = f"{command} {ref or 'ID'}"
+        first = "fix it and run" if err.code == "checks_failed" else "run"
+        return (
+            f"{first} `{again}` again (it runs the checks here), or close it without passing "
+            f"them: `{again} --skip-checks --reason TEXT` (the reason is recorded for everyone)"
+        )
+    if err.code == "invalid_input" and err.details.get("field") == "token":
+        return "give it with --token T"
+    return None

@@ -17,7 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from coord.cli.main import Context, Result
+    from coord.cli.context import Context, Result
+    from coord.client.flow import Session
     from coord.spec.document import Problem, SpecDocument
 
 EXIT_PROBLEMS = 1
@@ -109,7 +110,7 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
             f"(`coord spec lint {args.doc}`):\n{_problem_lines(args.doc, blocking)}",
             problems=[p.to_dict() for p in blocking],
         )
-    spec = _spec_path(ctx, args.doc)
+    spec = ctx.session.document_path(args.doc)
     tracks = {t.id: t for t in doc.tracks}
     adopt: list[dict[str, Any]] = []
     if args.adopt:
@@ -194,37 +195,20 @@ def _import_text(path: str, result: dict[str, Any]) -> str:
 
 
 def _status(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
-    from coord.spec.status import status
+    from coord.client import specs
 
-    document = status(doc, _board_items(ctx, args.doc), args.doc)
+    document = specs.status(_session(ctx), args.doc, prefix=args.prefix or None, doc=doc)
     return document, _status_text(document)
 
 
-def _board_items(ctx: Context, doc: str) -> dict[str, dict[str, Any]] | None:
-    """The board's items for this document by package id, or None if it was never imported
-    (or there is no board)."""
-    from urllib.parse import urlencode
-
+def _session(ctx: Context) -> Session | None:
+    """The board's side of the document, or None where there is no board (status then reads
+    the document alone)."""
     try:
         ctx.board_dir  # noqa: B018 - finds the board, or raises
     except BoardNotFound:
         return None
-    spec = _spec_path(ctx, doc)
-    found: dict[str, dict[str, Any]] = {}
-    after = 0
-    while True:
-        page = ctx.client.get(
-            "/v1/items?" + urlencode({"spec": spec, "limit": 1000, "after": after})
-        )["items"]
-        for item in page:
-            found[item["key"]] = item
-        if len(page) < 1000:
-            break
-        after = page[-1]["id"]
-    if not found:
-        return None
-    prefix = str(getattr(ctx.args, "prefix", "") or "")  # imported with --prefix
-    return {key.removeprefix(prefix): item for key, item in found.items()}
+    return ctx.session
 
 
 def _status_text(document: dict[str, Any]) -> str:
@@ -261,7 +245,13 @@ def _status_text(document: dict[str, Any]) -> str:
 
 def _sync(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
     """Tick the boxes of packages done on the board: one minimal edit, never an untick."""
-    board = _board_items(ctx, args.doc)
+    from coord.client import specs
+
+    session = _session(ctx)
+    board = None
+    if session is not None:
+        spec = session.document_path(args.doc)
+        board = specs.board_items(session, spec, doc, prefix=args.prefix or None)
     if board is None:
         raise InvalidInput(f"{args.doc} is not on the board: `coord spec import {args.doc}` first")
     to_tick = [p for p in doc.packages if not p.done and board.get(p.id, {}).get("state") == "done"]
@@ -295,15 +285,6 @@ def _tick(path: Path, entries: list[tuple[int, str]]) -> None:
 
 
 # --- paths -----------------------------------------------------------------------------------
-
-
-def _spec_path(ctx: Context, given: str) -> str:
-    from coord.cli.files import repo_relative
-
-    try:
-        return repo_relative(ctx, [given], literal=True)[0]
-    except InvalidInput as err:
-        raise InvalidInput(f"{given}: {err.message}") from None
 
 
 def _git_root(doc: Path) -> Path | None:

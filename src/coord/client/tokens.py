@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 
 from coord.fast import board_files
 
@@ -65,7 +64,3 @@ def forget(board_dir: Path, agent: str, *item_refs: int | str | None) -> None:
                 tokens.pop(str(ref), None)
 
     _update(board_dir, agent, drop)
-
-
-def agent_from_env() -> str | None:
-    return os.environ.get("COORD_AGENT") or None

@@ -1,58 +1,51 @@
 """How the MCP tools reach the board: the daemon's HTTP API, from outside or from inside.
 
-Both speak the same routes, so every tool is written once. ``HttpBackend`` is what ``coord
-mcp`` (stdio) uses: the CLI's client, which starts the daemon on demand. ``AsgiBackend`` is
-what the daemon's own ``/mcp`` endpoint uses: it calls the daemon's ASGI app in-process (no
-socket, no second event loop), with the board's write token.
+Both speak the same routes, so every tool is written once, on the client flow
+(``coord.client.flow``), which a tool runs in a worker thread. ``HttpBackend`` is what ``coord
+mcp`` (stdio) uses: the CLI's client, which starts the daemon on demand, from the agent's
+working tree. ``AsgiBackend`` is what the daemon's own ``/mcp`` endpoint uses: it calls the
+daemon's ASGI app in-process (no socket, no second event loop), with the board's write token;
+the flow's thread hands each request back to the event loop the app runs on.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import urlencode
+from typing import Any
 
 import anyio
+import anyio.from_thread
 
-from coord.errors import CoordError, error_from_dict
+from coord.client.flow import Session
+from coord.client.http import Client, answer
 
-
-class Backend(Protocol):
-    board_dir: Path
-    runs_checks_here: bool  # can ``done`` run the item's checks in the agent's working tree?
-
-    async def call(self, method: str, path: str, body: Any = None) -> Any: ...
+Backend = Session  # what a tool needs of the board: the flow's session
 
 
-def query(path: str, params: dict[str, Any]) -> str:
-    kept = {k: v for k, v in params.items() if v not in (None, "", False)}
-    return f"{path}?{urlencode(kept)}" if kept else path
-
-
-class HttpBackend:
-    runs_checks_here = True
-
+class HttpBackend(Session):
     def __init__(self, board_dir: Path) -> None:
-        from coord.client.http import Client
-
-        self.board_dir = board_dir
-        self.client = Client(board_dir)
-
-    async def call(self, method: str, path: str, body: Any = None) -> Any:
-        # the CLI's client blocks; a worker thread keeps the MCP session responsive
-        return await anyio.to_thread.run_sync(lambda: self.client.call(method, path, body))
+        super().__init__(board_dir, Client(board_dir), local=True)
 
 
-class AsgiBackend:
-    runs_checks_here = False  # the daemon is not where the agent works
+class AsgiBackend(Session):
+    """Not local: the daemon is not where the agent works (no checks run here; paths start
+    at the repository root)."""
 
     def __init__(self, board_dir: Path, app: Any, token: str) -> None:
-        self.board_dir = board_dir
+        super().__init__(board_dir, _AsgiTransport(app, token), local=False)
+
+
+class _AsgiTransport:
+    def __init__(self, app: Any, token: str) -> None:
         self.app = app
         self.token = token
 
-    async def call(self, method: str, path: str, body: Any = None) -> Any:
+    def call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+        # called from the flow's worker thread; the app runs on the event loop
+        return anyio.from_thread.run(self._call, method, path, body)
+
+    async def _call(self, method: str, path: str, body: Any) -> Any:
         raw_path, _, raw_query = path.partition("?")
         data = b"" if body is None else json.dumps(body).encode()
         scope = {
@@ -93,9 +86,4 @@ class AsgiBackend:
                 chunks.append(message.get("body", b""))
 
         await self.app(scope, receive, send)
-        payload = json.loads(b"".join(chunks) or b"null")
-        if status >= 400:
-            if isinstance(payload, dict) and "error" in payload:
-                raise error_from_dict(payload)
-            raise CoordError(f"the board answered {status}")
-        return payload
+        return answer(status, json.loads(b"".join(chunks) or b"null"))

@@ -1,0 +1,377 @@
+"""The command line's grammar: each command's options, and the parser built from the table.
+
+``coord.cli.main`` holds the table of commands (name, run, help, options); this module turns
+it into argparse. Building every subparser costs more than a claim, so a call builds only the
+one command it names; ``coord next`` usually skips argparse altogether (``coord.cli.entry``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from coord.cli import argtypes
+
+TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from coord.cli.context import Command
+
+    # name -> (run, one-line help, options)
+    Commands = dict[str, tuple[Command, str, Callable[[argparse.ArgumentParser], None]]]
+
+EPILOG = """\
+examples:
+  coord init                         create the board in .coord/ at the repository root
+  coord add "Fix login" --kind bug --priority 1 --label auth
+  coord next --as claude-1           claim the best ready item (exit 4 if none)
+  coord done 12 --as claude-1        close it: runs its checks first (the token is remembered)
+  coord spec import docs/plan.md     work packages of a design document become items
+  coord claim R3 --as claude-1       claim a package by its id
+  coord escalate R3 "which API?"     ask a human; `coord answer R3 "..."` hands it back
+  coord log --follow                 stream every change
+  coord reserve 'src/auth/**' --as claude-1   hold files (exit 3 if someone else does)
+  coord guard src/auth/login.py --as codex-1  may I edit it? (exit 2: no; for hooks)
+
+Every command takes --json and --as NAME (or COORD_AGENT). Exit codes: 0 ok, 1 error,
+2 usage/invalid input, 3 conflict (someone else holds it, lease lost), 4 nothing ready;
+`coord guard` exits 2 when the edit is refused.
+"""
+
+
+# --- each command's options -------------------------------------------------------------------
+
+
+def args_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    p.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
+
+
+def args_none(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def args_add(p: argparse.ArgumentParser) -> None:
+    p.add_argument("title")
+    p.add_argument("--kind", default="task", choices=argtypes.KINDS)
+    p.add_argument(
+        "--priority", type=argtypes.priority, default=2, help="0 (highest) to 4; default 2"
+    )
+    p.add_argument("--label", action="append", default=[], help="a label (repeatable)")
+    p.add_argument(
+        "--dep",
+        action="append",
+        type=argtypes.item_id,
+        default=[],
+        metavar="ID",
+        help="an item this one waits on (repeatable)",
+    )
+    p.add_argument("--body", default="", help="the details")
+    p.add_argument("--to", metavar="AGENT", help="address it to an agent (handoffs, notes)")
+    p.add_argument(
+        "--file",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="PATTERN",
+        help="files the item owns; claiming it reserves them (repeatable)",
+    )
+    p.add_argument("--key", help="a package id to name it by, as in `coord claim R3`")
+    p.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="a shell command that must pass before done (repeatable)",
+    )
+
+
+def args_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "file",
+        help="one JSON object per line: title, kind, priority, labels, deps, "
+        "body, to, ref (deps may name another line's ref)",
+    )
+
+
+def args_ls(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--state", choices=["pending", "claimed", "needs_human", "done", "cancelled", "open"]
+    )
+    p.add_argument(
+        "--needs-human", action="store_true", help="only items waiting for a human answer"
+    )
+    p.add_argument("--spec", metavar="DOC", help="only packages imported from this document")
+    p.add_argument("--all", action="store_true", help="every state, closed ones too")
+    p.add_argument("--ready", action="store_true", help="only items claimable now")
+    p.add_argument("--kind", choices=argtypes.KINDS)
+    p.add_argument("--label")
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--after", type=int, default=0, metavar="ID", help="ids after this one")
+
+
+def args_id(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", type=argtypes.item_ref, help="an item id, or a package id such as R3")
+
+
+def args_token(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--token", type=argtypes.item_id, help="the claim's token (default: remembered)")
+
+
+def args_edit(p: argparse.ArgumentParser) -> None:
+    args_id(p)
+    p.add_argument("--title")
+    p.add_argument("--body")
+    p.add_argument("--priority", type=argtypes.priority)
+    p.add_argument("--label", action="append", help="replace the labels (repeatable)")
+    p.add_argument(
+        "--dep",
+        action="append",
+        type=argtypes.item_id,
+        default=[],
+        metavar="ID",
+        help="add a dependency",
+    )
+    p.add_argument(
+        "--no-dep",
+        action="append",
+        type=argtypes.item_id,
+        default=[],
+        metavar="ID",
+        help="remove a dependency",
+    )
+    p.add_argument(
+        "--check", action="append", default=[], metavar="CMD", help="add a check (repeatable)"
+    )
+    p.add_argument("--no-check", action="append", default=[], metavar="CMD", help="remove a check")
+    args_token(p)
+
+
+def args_cancel(p: argparse.ArgumentParser) -> None:
+    args_id(p)
+    p.add_argument("--reason", default="")
+    args_token(p)
+
+
+def args_lease(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lease", type=argtypes.seconds, metavar="SECONDS", help="lease length")
+
+
+def args_claim(p: argparse.ArgumentParser) -> None:
+    args_id(p)
+    args_lease(p)
+
+
+def args_next(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kind", choices=argtypes.KINDS, help="only this kind (default: task, bug, handoff)"
+    )
+    p.add_argument("--label")
+    args_lease(p)
+    p.add_argument(
+        "--count",
+        type=argtypes.count,
+        metavar="N",
+        help="claim up to N items whose files overlap neither each other nor "
+        'anything held (prints {"items": [...]})',
+    )
+
+
+def args_heartbeat(p: argparse.ArgumentParser) -> None:
+    args_id(p)
+    args_token(p)
+    args_lease(p)
+
+
+def args_release(p: argparse.ArgumentParser) -> None:
+    args_cancel(p)
+
+
+def args_done(p: argparse.ArgumentParser) -> None:
+    args_id(p)
+    args_token(p)
+    p.add_argument("--summary", default="", help="what was done")
+    p.add_argument(
+        "--skip-checks",
+        action="store_true",
+        help="close without running the item's checks (needs --reason; recorded for all)",
+    )
+    p.add_argument("--reason", help="why the checks are skipped")
+    p.add_argument(
+        "--check-timeout",
+        type=argtypes.seconds,
+        default=1800,
+        metavar="SECONDS",
+        help="give up on a check after this long (default 1800)",
+    )
+
+
+def args_escalate(p: argparse.ArgumentParser) -> None:
+    args_id(p)
+    p.add_argument("question", nargs="+", help="what you need a human to decide")
+    args_token(p)
+
+
+def args_answer(p: argparse.ArgumentParser) -> None:
+    args_id(p)
+    p.add_argument("text", nargs="+", help="the answer; it reaches the holder's inbox")
+
+
+def args_reply(p: argparse.ArgumentParser) -> None:
+    args_id(p)
+    p.add_argument("text", nargs="+")
+
+
+def args_inbox(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--peek", action="store_true", help="show without marking as seen")
+
+
+def args_log(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--after", type=int, default=0, metavar="SEQ")
+    p.add_argument("--limit", type=int, default=500)
+    p.add_argument("--item", type=argtypes.item_id, metavar="ID", help="only this item's events")
+    p.add_argument("--follow", "-f", action="store_true", help="keep streaming new events")
+
+
+def args_reserve(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "patterns",
+        nargs="+",
+        metavar="PATTERN",
+        help="paths or gitignore-style patterns (src/auth/**, *.sql)",
+    )
+    p.add_argument(
+        "--shared",
+        action="store_true",
+        help="shared: others may share it, nobody may take it exclusively",
+    )
+    p.add_argument("--lease", type=argtypes.seconds, metavar="SECONDS", help="lease length")
+    p.add_argument(
+        "--item",
+        type=argtypes.item_id,
+        metavar="ID",
+        help="the item this is for (freed when its claim ends)",
+    )
+    p.add_argument("--reason", default="", help="why, for the others")
+
+
+def args_unreserve(p: argparse.ArgumentParser) -> None:
+    p.add_argument("patterns", nargs="*", metavar="PATTERN")
+    p.add_argument("--all", action="store_true", help="free all of your reservations")
+
+
+def args_reservations(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mine", action="store_true", help="only yours")
+
+
+def args_who(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path")
+
+
+def args_guard(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH")
+    p.add_argument(
+        "--staged",
+        action="store_true",
+        help="check the paths staged in git (for a pre-commit hook)",
+    )
+    p.add_argument(
+        "--fail-open",
+        action="store_true",
+        help="allow the edit when the board cannot be read (default: refuse)",
+    )
+
+
+# --- building the parser ---------------------------------------------------------------------
+
+
+def _columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (and bz2, lzma and zlib
+    with it): argparse's help formatter asks for it on every start, ~2 ms of a CLI call."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0 and sys.__stdout__ is not None:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width or _columns() - 2)
+
+
+class _RawDescriptionFormatter(_Formatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def build_parser(commands: Commands, only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or (``only``) one with just that command: agents call the CLI many
+    times a minute, and building all twenty subparsers costs more than the claim itself."""
+    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
+    common.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print one JSON document (errors too)",
+    )
+    common.add_argument(
+        "--as",
+        dest="agent",
+        metavar="NAME",
+        default=argparse.SUPPRESS,
+        help="act as this agent (default: $COORD_AGENT)",
+    )
+
+    parser = argparse.ArgumentParser(
+        prog="coord",
+        description="A shared board where parallel coding agents claim work atomically.",
+        epilog=EPILOG,
+        formatter_class=_RawDescriptionFormatter,
+        parents=[common],
+    )
+    from coord import __version__
+
+    parser.add_argument("--version", action="version", version=f"coord {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (func, help_text, configure) in commands.items():
+        if only is not None and name != only:
+            continue
+        p = sub.add_parser(
+            name,
+            parents=[common],
+            help=help_text,
+            description=help_text,
+            formatter_class=_Formatter,
+        )
+        configure(p)
+        p.set_defaults(func=func)
+    return parser
+
+
+def command_in(argv: list[str], commands: Commands) -> str | None:
+    """The command named in argv, skipping the global options before it."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--as":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg if arg in commands else None
+    return None

@@ -1,0 +1,118 @@
+"""What each MCP tool does: one function of the client flow, its answer shaped for a model.
+
+Synchronous, like the flow they call (``coord.client.flow``); ``coord.mcp.tools`` runs them in
+a worker thread. Each takes the session (``coord.mcp.backends``), the calling agent's name and
+the tool's arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coord import model
+from coord.client import flow
+from coord.mcp.backends import Backend
+
+
+def claim_next(session: Backend, agent: str, kind: str | None, label: str | None) -> Any:
+    return _claim_view(flow.claim_next(session, agent, kind=kind, label=label))
+
+
+def claim(session: Backend, agent: str, item: str) -> Any:
+    return _claim_view(flow.claim(session, agent, _ref(item)))
+
+
+def heartbeat(session: Backend, agent: str, item: str, token: int | None) -> Any:
+    return flow.heartbeat(session, agent, _ref(item), token)
+
+
+def release(session: Backend, agent: str, item: str, reason: str, token: int | None) -> Any:
+    return flow.release(session, agent, _ref(item), token, reason)
+
+
+def done(
+    session: Backend, agent: str, item: str, summary: str, token: int | None, skip: str | None
+) -> Any:
+    return flow.done(session, agent, _ref(item), token=token, summary=summary, skip_reason=skip)
+
+
+def escalate(session: Backend, agent: str, item: str, question: str, token: int | None) -> Any:
+    return flow.escalate(session, agent, _ref(item), question, token)
+
+
+def post(session: Backend, agent: str, fields: dict[str, Any]) -> Any:
+    return flow.add(session, agent, fields)
+
+
+def reply(session: Backend, agent: str, item: str, text: str) -> Any:
+    return flow.reply(session, agent, _ref(item), text)
+
+
+def inbox(session: Backend, agent: str, peek: bool) -> Any:
+    return flow.inbox(session, agent, peek=peek)
+
+
+def reserve(session: Backend, agent: str, patterns: list[str], shared: bool, reason: str) -> Any:
+    return flow.reserve(session, agent, patterns, shared=shared, reason=reason)
+
+
+def unreserve(session: Backend, agent: str, patterns: list[str] | None, everything: bool) -> Any:
+    return flow.unreserve(session, agent, patterns, everything=everything)
+
+
+def who(session: Backend, agent: str, path: str) -> Any:
+    return flow.who(session, agent, path)[1]
+
+
+def summary(session: Backend, agent: str) -> dict[str, Any]:
+    ready = session.get("/v1/items", {"ready": "true", "limit": 10})
+    claimed = session.get("/v1/items", {"state": "claimed", "limit": 200})
+    waiting = session.get("/v1/items", {"state": "needs_human", "limit": 50})
+    held = claimed["items"] + waiting["items"]
+    return {
+        "agent": agent,
+        "mine": [_brief(i) for i in held if i["claimed_by"] == agent],
+        "ready": [_brief(i) for i in ready["items"]],
+        "claimed": [_brief(i) for i in claimed["items"] if i["claimed_by"] != agent],
+        "needs_human": [_brief(i) for i in waiting["items"]],
+    }
+
+
+def spec_status(session: Backend, agent: str, doc: str, prefix: str | None) -> Any:
+    from coord.client import specs
+
+    return specs.status(session, doc, prefix=prefix or None, as_typed=False)
+
+
+def _ref(item: str) -> str:
+    return str(model.check_item_ref(item))
+
+
+def _claim_view(won: dict[str, Any]) -> dict[str, Any]:
+    item = won["item"]
+    return {
+        "id": won["id"],
+        "key": item.get("key"),
+        "title": won["title"],
+        "token": won["token"],
+        "lease_expires_at": won["lease_expires_at"],
+        "takeover_from": won.get("takeover_from"),
+        "body": item["body"],
+        "files": item["files"],
+        "checks": item.get("checks", []),
+        "spec": item.get("spec"),
+    }
+
+
+def _brief(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": item["id"],
+        "key": item.get("key"),
+        "title": item["title"],
+        "state": item["state"],
+        "priority": item["priority"],
+        "claimed_by": item["claimed_by"] if item["state"] != "pending" else None,
+        "lease_expires_at": item["lease_expires_at"],
+        "files": item["files"],
+        "question": item.get("question"),
+    }
