@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coord import model
+from coord.errors import GitError
+from coord.fast.git import Git
+from coord.limits import MAX_EVIDENCE_OUTPUT
 
 OUTPUT_LINES = 30
 
@@ -52,20 +54,16 @@ def run(commands: list[str], cwd: str | Path, timeout: float = 1800.0) -> list[d
 
 
 def git_head(cwd: str | Path) -> str | None:
+    """The commit the checks ran on, or None outside a repository (or without git)."""
     try:
-        found = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
+        found = Git(Path(cwd)).run("rev-parse", "HEAD", check=False, timeout=10)
+    except GitError:
         return None
-    return found.stdout.strip() or None if found.returncode == 0 else None
+    head = found.stdout.decode("ascii", "replace").strip()
+    return head or None if found.returncode == 0 else None
 
 
 def tail(output: bytes) -> str:
     text = output.decode("utf-8", errors="replace")
     kept = "\n".join(text.rstrip().splitlines()[-OUTPUT_LINES:])
-    return kept[-model.MAX_EVIDENCE_OUTPUT :]
+    return kept[-MAX_EVIDENCE_OUTPUT:]
