@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,8 @@ import pytest
 from conftest import init_board_dir
 from coord import hooks
 from coord.core.board import Board
-from coord.fast import identity
-from coord.hooks import shell
+from coord.fast import board_files, identity
+from coord.hooks import patch, shell
 
 FIXTURES = Path(__file__).parent / "hooks"
 HELD = "src/auth/session.py"  # the fixtures' file; alice holds src/auth in most tests
@@ -235,19 +236,59 @@ def test_tools_that_do_not_edit_are_allowed_even_on_held_files(board_dir: Path) 
     allowed(hook("claude", "PreToolUse", unknown, board_dir=board_dir, cwd=repo))
 
 
-@pytest.mark.parametrize("client", ["claude", "codex", "gemini"])
-def test_a_path_outside_the_repository_is_denied(
-    board_dir: Path, tmp_path_factory: pytest.TempPathFactory, client: str
+# --- one rule for every way of writing a file -------------------------------------------------
+
+WRITERS = EDITS + SHELLS  # every client's every tool that writes a file
+
+
+def writing(name: str, repo: Path, path: str) -> dict[str, Any]:
+    """The tool of fixture ``name`` writing ``path``: an edit of it, or a shell command
+    that writes into it."""
+    payload = fixture(name, repo)
+    if payload["tool_name"] in ("Bash", "run_shell_command"):
+        return with_command(payload, f"echo x > {shlex.quote(path)}")
+    return with_path(payload, path)
+
+
+@pytest.mark.parametrize(
+    ("client", "event", "name"), WRITERS, ids=[f"{c}:{Path(n).stem}" for c, _, n in WRITERS]
+)
+def test_every_way_of_writing_meets_one_rule_inside_and_outside_the_repository(
+    board_dir: Path, tmp_path_factory: pytest.TempPathFactory, client: str, event: str, name: str
 ) -> None:
+    """Outside every coord repository nothing can be held, so coord allows it (an agent's
+    /tmp notes are normal work); a path that resolves into a repository is judged there
+    however it is spelled; .git is refused. The same for edit tools and shell commands:
+    before, an Edit outside was refused while a shell write there was allowed."""
     repo = board_dir.parent
-    outside = tmp_path_factory.mktemp("elsewhere")
-    name = next(n for c, _, n in EDITS if c == client)
-    for path in (str(outside / "x.py"), "../outside.py", "/etc/passwd", ".git/config"):
-        payload = with_path(fixture(name, repo), path)
-        reason = denied(
-            hook(client, GUARDS[client], payload, board_dir=board_dir, cwd=repo), client
-        )
-        assert "refusing the edit" in reason and "\n" not in reason, reason
+    (repo / "src" / "auth").mkdir(parents=True)
+    reserve(board_dir, ["src/auth"], "alice")
+    outside = tmp_path_factory.mktemp("elsewhere")  # in no coord repository
+    (repo / "out").symlink_to(outside)  # looks inside, leads outside
+    (outside / "auth").symlink_to(repo / "src" / "auth")  # looks outside, leads inside
+    other = tmp_path_factory.mktemp("other-repo")  # another repository with its own board
+    (other / "lib").mkdir()
+    reserve(init_board_dir(other), ["lib"], "carol")
+    for path in (
+        str(outside / "notes.md"),
+        "../scratch.py",
+        "/etc/passwd",
+        "out/file.py",
+        str(repo / "src" / "free.py"),
+    ):
+        allowed(hook(client, event, writing(name, repo, path), board_dir=board_dir, cwd=repo))
+    for path, holder in (
+        (str(outside / "auth" / "session.py"), "alice"),
+        ("src/auth/../auth/session.py", "alice"),
+        (str(other / "lib" / "x.py"), "carol"),
+    ):
+        payload = writing(name, repo, path)
+        reason = denied(hook(client, event, payload, board_dir=board_dir, cwd=repo), client)
+        assert f"held by {holder}" in reason or f"{holder} holds" in reason, (path, reason)
+        allowed(hook(client, event, payload, board_dir=board_dir, cwd=repo, agent=holder))
+    payload = writing(name, repo, ".git/config")
+    reason = denied(hook(client, event, payload, board_dir=board_dir, cwd=repo), client)
+    assert "inside .git" in reason and "\n" not in reason, reason
 
 
 @pytest.mark.parametrize("client", ["claude", "codex", "gemini"])
@@ -533,7 +574,7 @@ def test_stop_says_when_a_lease_ran_out_and_never_breaks(tmp_path: Path) -> None
 
 
 def test_patch_parser() -> None:
-    patch = (
+    text = (
         "*** Begin Patch\n"
         "*** Add File: docs/new.md\n+hello\n"
         "*** Update File: src/app.py\n*** Move to: src/core/app.py\n@@ def f():\n-a\n+b\n"
@@ -542,14 +583,14 @@ def test_patch_parser() -> None:
         "  *** Update File: spaced name.py  \r\n"
         "*** End Patch\n"
     )
-    assert shell.patch_paths(patch) == [
+    assert patch.paths(text) == [
         "docs/new.md",
         "src/app.py",
         "src/core/app.py",
         "old/thing.txt",
         "spaced name.py",
     ]
-    assert shell.patch_paths("no patch here\n+*** Add File: x") == []
+    assert patch.paths("no patch here\n+*** Add File: x") == []
 
 
 @pytest.mark.parametrize(
@@ -625,13 +666,13 @@ def test_shell_parser_finds_commits_that_skip_the_guard(command: str, bypass: bo
 def test_a_crash_inside_the_guard_denies(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], board_dir: Path
 ) -> None:
-    from coord.hooks import decide
+    from coord.fast import guard
 
-    def explode(*args: object) -> None:
+    def explode(*args: object, **options: object) -> None:
         raise RuntimeError("boom\nsecond line")
 
     monkeypatch.setenv("COORD_DIR", str(board_dir))
-    monkeypatch.setattr(decide, "edit_refusal", explode)
+    monkeypatch.setattr(guard, "check", explode)
     payload = json.dumps(fixture("claude/pre_tool_use_edit.json", board_dir.parent))
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload.encode())))
     assert hooks.run_hook("claude", "PreToolUse") == 0
@@ -676,30 +717,29 @@ def test_identity_finds_the_client_past_shells_but_not_past_a_node_client(
     assert identity.client_pid() == 40
 
 
-def test_the_guard_finds_the_board_as_coord_paths_does(
+def test_the_board_is_found_one_way_as_a_string_or_a_path(
     board_dir: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from coord.fast import board_files
-    from coord.hooks import decide
-
+    """The hooks and the guard find the board as a string (no pathlib on their path), the
+    other faces as a Path: one walk, so they cannot find two different boards."""
     monkeypatch.delenv("COORD_DIR", raising=False)
     deep = board_dir.parent / "src" / "pkg"
     deep.mkdir(parents=True)
     elsewhere = tmp_path_factory.mktemp("no-board")
-    for start in (board_dir.parent, deep, deep / "not-yet", elsewhere):
-        expected = board_files.find_board_dir(start)
-        found = decide.find_board_dir(str(start))
-        assert (found is None) is (expected is None)
-        if found is not None:
-            assert found == str(expected) and found.parent == str(board_dir.parent)
-            assert found / "board.db" == str(board_files.db_path(board_dir))
+    real = os.path.realpath(board_dir)
+    for start in (board_dir.parent, deep, deep / "not-yet"):
+        assert board_files.locate(str(start)) == real
+        assert board_files.find_board_dir(start) == Path(real)
+    assert board_files.locate(str(elsewhere)) is None
+    assert board_files.find_board_dir(elsewhere) is None
+    monkeypatch.chdir(deep)
+    assert board_files.locate() == real
     monkeypatch.setenv("COORD_DIR", str(board_dir))
-    assert decide.find_board_dir(str(elsewhere)) == str(board_files.find_board_dir(elsewhere))
+    assert board_files.locate(str(elsewhere)) == real  # COORD_DIR names it outright
+    assert board_files.locate(str(elsewhere), env=False) is None  # where a path lies
 
 
 def test_session_records_of_ended_clients_are_dropped(board_dir: Path) -> None:
-    from coord.fast import board_files
-
     folder = board_files.sessions_dir(board_dir)
     folder.mkdir(parents=True, exist_ok=True)
     ended = subprocess.Popen([sys.executable, "-c", "pass"])

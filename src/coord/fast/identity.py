@@ -53,7 +53,7 @@ def client_pid() -> int:
 
 def remember(board_dir: Path, client: str, session_id: str) -> str:
     """Record this session's name for the client process; returns the name."""
-    from coord.fast import board_files  # here: the edit hooks name the agent without pathlib
+    from coord.fast import board_files
 
     name = from_env() or session_name(client, session_id)
     record = {"agent": name, "client": client, "session_id": session_id}
@@ -82,14 +82,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def recorded(board_dir: Path) -> str | None:
+def recorded(board_dir: str | os.PathLike[str]) -> str | None:
     """The name the SessionStart hook recorded for the client that started this process."""
     from coord.fast import board_files
 
+    record = os.path.join(board_dir, board_files.SESSIONS_DIRNAME, f"{client_pid()}.json")
     try:
-        data = json.loads(
-            (board_files.sessions_dir(board_dir) / f"{client_pid()}.json").read_text()
-        )
+        with open(record, encoding="utf-8") as f:
+            data = json.load(f)
     except (OSError, ValueError):
         return None
     name = data.get("agent") if isinstance(data, dict) else None
@@ -97,7 +97,9 @@ def recorded(board_dir: Path) -> str | None:
 
 
 def agent_name(
-    board_dir: Path | None, client: str | None = None, session_id: str | None = None
+    board_dir: str | os.PathLike[str] | None,
+    client: str | None = None,
+    session_id: str | None = None,
 ) -> str | None:
     """COORD_AGENT, else the session's own name, else what SessionStart recorded."""
     name = from_env()

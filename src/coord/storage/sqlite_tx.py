@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from coord.fast import patterns
+from coord.fast import holds, patterns
 from coord.model import Agent, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, WriteTx, chunks
 
@@ -42,7 +42,6 @@ _UPDATABLE = frozenset(
     }
 )
 _JSON_COLUMNS = frozenset({"labels", "checks", "evidence"})
-_MAX_NEAR_PREFIXES = 200
 # UPDATE ... RETURNING arrived in SQLite 3.35 (2021); older libraries take the general path.
 _HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 _ITEM_RELATIONS = (
@@ -175,22 +174,9 @@ class SQLiteTx(WriteTx):
     def live_reservations(
         self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
     ) -> list[Reservation]:
-        where: list[str] = ["expires_at > ?"]
-        params: list[Any] = [now]
-        if agent is not None:
-            where.append("agent = ?")
-            params.append(agent)
-        if near is not None:
-            prefixes = {patterns.literal_prefix(p) for p in near}
-            if not prefixes:
-                return []
-            # A pattern that starts with a glob may meet anything; and past a few hundred
-            # prefixes (a page of listed items) one range per prefix would make SQLite's
-            # expression tree too deep, while reading every live reservation stays cheap.
-            if "" not in prefixes and len(prefixes) <= _MAX_NEAR_PREFIXES:
-                nearby, params_near = _near_prefixes(prefixes)
-                where.append(nearby)
-                params.extend(params_near)
+        query = holds.select_live(now, near=near, agent=agent)  # the guard's query too
+        if query is None:
+            return []
         return [
             Reservation(
                 id=row[0],
@@ -202,11 +188,7 @@ class SQLiteTx(WriteTx):
                 created_at=row[6],
                 expires_at=row[7],
             )
-            for row in self.conn.execute(
-                "SELECT id, agent, pattern, exclusive, item_id, reason, created_at, expires_at "
-                f"FROM reservations WHERE {' AND '.join(where)} ORDER BY id",
-                params,
-            )
+            for row in self.conn.execute(*query)
         ]
 
     def deps_of(self, item_ids: Iterable[int]) -> dict[int, list[int]]:
@@ -459,23 +441,6 @@ def _json_value(value: Any) -> str | None:
 
 # json.dumps with any option builds a new encoder per call; the event log writes one per change.
 _compact_json = json.JSONEncoder(separators=(",", ":")).encode
-
-
-def _near_prefixes(prefixes: set[str]) -> tuple[str, list[Any]]:
-    """SQL for rows whose prefix is an ancestor of, equal to, or beneath one of these.
-
-    Ancestors (and '', a pattern starting with a glob) by equality; descendants by the
-    index range [q + '/', q + '0'), '0' being the character after '/'.
-    """
-    ancestors = {""}
-    ranges: list[Any] = []
-    for q in prefixes:
-        parts = q.split("/")
-        ancestors.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-        ranges += [q + "/", q + "0"]
-    marks = ",".join("?" * len(ancestors))
-    spans = " OR ".join(["(prefix >= ? AND prefix < ?)"] * len(prefixes))
-    return f"(prefix IN ({marks}) OR {spans})", [*sorted(ancestors), *ranges]
 
 
 def _claim_filters(kinds: Sequence[str], label: str | None) -> tuple[str, list[Any]]:
