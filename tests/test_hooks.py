@@ -10,6 +10,8 @@ import io
 import json
 import os
 import shlex
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import init_board_dir
+from conftest import Daemon, init_board_dir
 from coord import hooks
 from coord.core.board import Board
 from coord.fast import board_files, identity
@@ -430,8 +432,9 @@ def test_shell_writes_into_held_files_and_no_verify_commits_are_denied(
 
 @pytest.mark.parametrize(("client", "name"), STARTS, ids=[c for c, _ in STARTS])
 def test_session_start_registers_the_agent_and_tells_it_the_board(
-    board_dir: Path, client: str, name: str
+    daemon: Daemon, client: str, name: str
 ) -> None:
+    board_dir = daemon.board_dir
     repo = board_dir.parent
     payload = fixture(name, repo)
     me = name_of(client, payload)
@@ -506,8 +509,9 @@ def test_session_start_never_breaks_the_session(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("client", "event", "name"), STOPS, ids=[c for c, _, _ in STOPS])
 def test_stop_heartbeats_the_claims_and_reminds(
-    board_dir: Path, client: str, event: str, name: str
+    daemon: Daemon, client: str, event: str, name: str
 ) -> None:
+    board_dir = daemon.board_dir
     repo = board_dir.parent
     payload = fixture(name, repo)
     me = name_of(client, payload)
@@ -560,14 +564,78 @@ def test_stop_says_when_a_lease_ran_out_and_never_breaks(tmp_path: Path) -> None
         board.claim(lapsed.id, agent=me, lease_seconds=60)  # ran out long ago
     finally:
         board.close()
-    result = hook("claude", "Stop", payload, board_dir=board_dir, cwd=tmp_path)
+    daemon = Daemon(board_dir).start()
+    try:
+        result = hook("claude", "Stop", payload, board_dir=board_dir, cwd=tmp_path)
+    finally:
+        daemon.stop()
     assert result.returncode == 0, result.stderr
     assert "ran out" in json.loads(result.stdout)["systemMessage"]
+    # the daemon gone and the board broken: the hook cannot start another, and says so once
     (board_dir / "board.db").unlink()
     (board_dir / "board.db").mkdir()
     result = hook("claude", "Stop", payload, board_dir=board_dir, cwd=tmp_path)
     assert (result.returncode, result.stdout) == (0, "")
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert "daemon" in result.stderr
+
+
+def test_session_hooks_reach_the_board_through_the_daemon_and_start_it(board_dir: Path) -> None:
+    """No daemon running: the session-start hook starts one, as the CLI would, and reads
+    the board through it (a hook never opens the board to write beside the daemon)."""
+    repo = board_dir.parent
+    payload = fixture("claude/session_start.json", repo)
+    me = name_of("claude", payload)
+    board = Board.open(board_dir)
+    try:
+        board.claim(board.add("Mine", created_by="lead").id, agent=me)
+    finally:
+        board.close()
+    result = hook("claude", "SessionStart", payload, board_dir=board_dir, cwd=repo)
+    record = json.loads(board_files.daemon_record_path(board_dir).read_text())
+    try:
+        assert result.returncode == 0, result.stderr
+        context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert '#1 "Mine" (token 1' in context
+        stop = hook(
+            "claude", "Stop", fixture("claude/stop.json", repo), board_dir=board_dir, cwd=repo
+        )
+        assert '#1 "Mine"' in json.loads(stop.stdout)["systemMessage"]
+        # the lease was renewed through the daemon's API: its event names the heartbeat
+        events = subprocess.run(
+            [sys.executable, "-m", "coord", "log", "--json"],
+            env={**os.environ, "COORD_DIR": str(board_dir)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "heartbeat" in events.stdout, events.stderr
+    finally:
+        os.kill(int(record["pid"]), signal.SIGTERM)
+
+
+def test_session_hooks_never_hang_on_a_daemon_that_does_not_answer(board_dir: Path) -> None:
+    """A daemon that takes the connection and never answers: the requests time out, the
+    session starts with the reason in its context, and the stop hook says one line. (A hang
+    would fail here on the subprocess's own timeout.)"""
+    repo = board_dir.parent
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        record = {"pid": os.getpid(), "host": "127.0.0.1", "port": port}
+        record["url"] = f"http://127.0.0.1:{port}"
+        board_files.write_json_atomic(board_files.daemon_record_path(board_dir), record)
+        start = fixture("claude/session_start.json", repo)
+        result = hook("claude", "SessionStart", start, board_dir=board_dir, cwd=repo)
+        assert result.returncode == 0 and "Traceback" not in result.stderr
+        context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+        me = name_of("claude", start)
+        assert f"You are coord agent `{me}`" in context and "How to use coord" in context
+        assert "could not read the board" in context and "daemon" in context
+        stop = hook(
+            "claude", "Stop", fixture("claude/stop.json", repo), board_dir=board_dir, cwd=repo
+        )
+        assert (stop.returncode, stop.stdout) == (0, "")
+        assert len(stop.stderr.strip().splitlines()) == 1 and "daemon" in stop.stderr
 
 
 # --- in process: the parsers, crashes, identity ----------------------------------------------
