@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +26,9 @@ if TYPE_CHECKING:
 _LAUNCHERS = frozenset(
     {"sh", "bash", "dash", "zsh", "fish", "env", "timeout", "nohup", "npx", "uv", "uvx"}
 )
-_UNSAFE = re.compile(r"[^A-Za-z0-9._@:+-]")
+# what an agent name may hold (coord.model.check_agent); a set, not a regex to compile: this
+# runs before every edit
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@:+-")
 
 
 def from_env() -> str | None:
@@ -36,7 +37,7 @@ def from_env() -> str | None:
 
 def session_name(client: str, session_id: str) -> str:
     """``claude-4f1c2a9e``: the client and the start of its session id, as a valid name."""
-    short = _UNSAFE.sub("", session_id)[:8] or "session"
+    short = "".join(c for c in session_id if c in _NAME_CHARS)[:8] or "session"
     return f"{client}-{short}"
 
 

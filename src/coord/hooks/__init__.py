@@ -37,14 +37,11 @@ from __future__ import annotations
 import sys
 
 from coord.errors import EXIT_REFUSED
-from coord.fast.clients import HOOK_CLIENTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
-
-CLIENTS = HOOK_CLIENTS
 
 
 class Refusal(Exception):
@@ -55,7 +52,11 @@ def run_hook(client: str, event: str) -> int:
     """Answer one hook: read stdin, print the client's answer, return the exit code."""
     spec = _client(client)
     if spec is None:
-        print(f"coord hook: unknown client {client!r}: use {', '.join(CLIENTS)}", file=sys.stderr)
+        from coord.fast.clients import HOOK_CLIENTS  # here: a known client never needs the list
+
+        print(
+            f"coord hook: unknown client {client!r}: use {', '.join(HOOK_CLIENTS)}", file=sys.stderr
+        )
         return EXIT_REFUSED
     if event == spec.GUARD_EVENT:
         try:
@@ -197,7 +198,9 @@ def _line(err: BaseException) -> str:
 
 def args_hook(p: Any) -> None:
     """The full parser's view of `coord hook` (``coord.cli.entry`` usually skips it)."""
-    p.add_argument("client", choices=CLIENTS)
+    from coord.fast.clients import HOOK_CLIENTS
+
+    p.add_argument("client", choices=HOOK_CLIENTS)
     p.add_argument("event", help="the client's hook event: PreToolUse, SessionStart, Stop, ...")
 
 
