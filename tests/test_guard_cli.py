@@ -94,7 +94,14 @@ def test_guard_judges_a_path_where_it_leads_and_allows_what_no_board_holds(
     outside = tmp_path_factory.mktemp("elsewhere")  # not under the repository
     (repo / "link").symlink_to(outside)
     (outside / "alias").symlink_to(repo / "src" / "auth")
-    for path in ("../etc/passwd", "/etc/passwd", "link/file.py", str(outside / "x.py")):
+    (outside / "stray" / ".coord").mkdir(parents=True)  # some other tool's: holds no board
+    for path in (
+        "../etc/passwd",
+        "/etc/passwd",
+        "link/file.py",
+        str(outside / "x.py"),
+        str(outside / "stray" / "x.py"),
+    ):
         result = guard(board_dir, path, agent="bob")
         assert (result.returncode, result.stderr) == (0, ""), path
     for path in (str(outside / "alias" / "session.py"), "link/../src/auth/x.py"):

@@ -375,6 +375,56 @@ def test_other_events_and_clients(board_dir: Path) -> None:
     assert unknown.returncode == 2 and "cursor" in unknown.stderr and unknown.stdout == ""
 
 
+# What the edit hook and `coord guard`, run before every edit, must not pay for: pathlib (with
+# urllib.parse and ipaddress, ~3 ms), the nouns' dataclasses, the core, storage, the HTTP
+# client, the shell parser, typing. A third of their time is the interpreter's own start.
+NOT_ON_THE_EDIT_PATH = (
+    "pathlib",
+    "urllib",
+    "ipaddress",
+    "typing",
+    "dataclasses",
+    "shlex",
+    "coord.model",
+    "coord.core",
+    "coord.storage",
+    "coord.client",
+)
+
+
+def test_the_edit_guard_imports_nothing_it_does_not_need(board_dir: Path) -> None:
+    repo = board_dir.parent
+    reserve(board_dir, ["src/auth"], "alice")
+    edit = json.dumps(fixture("claude/pre_tool_use_edit.json", repo))
+    env = {k: v for k, v in os.environ.items() if k not in ("COORD_DIR", "COORD_AGENT")}
+    for argv, stdin in (
+        (["hook", "claude", "PreToolUse"], edit),
+        (["guard", "--as", "bob", HELD], None),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "coord", *argv],
+            input=stdin,
+            env=env,
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "held by alice" in result.stdout + result.stderr, result.stderr[-500:]
+        imported = {
+            line.rsplit("|", 1)[1].strip()
+            for line in result.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        assert "coord.fast.holds" in imported  # the listing is what it claims to be
+        heavy = {
+            m
+            for m in imported
+            if any(m == n or m.startswith(n + ".") for n in NOT_ON_THE_EDIT_PATH)
+        }
+        assert not heavy, (argv[0], sorted(heavy))
+
+
 # --- the guard: shell commands ------------------------------------------------------------
 
 

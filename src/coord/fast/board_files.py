@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 BOARD_DIRNAME = ".coord"
+DB_FILENAME = "board.db"
 SESSIONS_DIRNAME = "sessions"
 DEFAULT_CONFIG: dict[str, Any] = {"default_lease_seconds": 900, "synchronous": "NORMAL"}
 
@@ -109,7 +110,7 @@ def repo_root(board_dir: Path) -> Path:
 
 
 def db_path(board_dir: Path) -> Path:
-    return board_dir / "board.db"
+    return board_dir / DB_FILENAME
 
 
 def token_path(board_dir: Path) -> Path:

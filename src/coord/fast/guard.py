@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from coord.errors import InvalidInput
-from coord.fast import holds, patterns, targets
+from coord.fast import board_files, holds, patterns, targets
 from coord.times import clock, iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
@@ -78,7 +78,8 @@ def judge(
         boards.setdefault(target.board_dir, []).append(target)
     found = []
     for board_dir, mine in boards.items():
-        live = holds.read_live(os.path.join(board_dir, "board.db"), [t.name for t in mine])
+        db = os.path.join(board_dir, board_files.DB_FILENAME)
+        live = holds.read_live(db, [t.name for t in mine])
         for target in mine:
             is_file = None if target.one_file else target.is_file
             found.append((target, blockers(target.name, live, agent, is_file=is_file)))

@@ -9,8 +9,9 @@ shell command writes, ``coord guard PATH``), so that they cannot disagree:
   (``COORD_DIR`` or the nearest ``.coord/``) is judged by that board, under its repository
   path, however it was spelled: through a symlink, ``..``, or another worktree of the same
   repository (``../feature/src/a.py`` is ``src/a.py``).
-- A path that resolves into another repository that has a coord board is judged by that
-  board: the file is as much held there as when an agent of that repository writes it.
+- A path that resolves into another repository that has a coord board (a ``.coord/`` with
+  its ``board.db``) is judged by that board: the file is as much held there as when an
+  agent of that repository writes it.
 - Any other path (``/tmp/notes.md``, ``~/.cache/x``, a repository without coord) is in no
   board's repository: nobody can hold it, so coord allows it. coord protects the files a
   board can hold; refusing the rest protected nothing and stopped normal work.
@@ -82,6 +83,8 @@ def _board_of(real: str, home: str | None) -> tuple[str | None, str]:
     other = board_files.locate(real, env=False)
     if other is None or (home is not None and os.path.realpath(other) == os.path.realpath(home)):
         return None, ""
+    if not os.path.exists(os.path.join(other, board_files.DB_FILENAME)):
+        return None, ""  # a .coord/ that holds no board (another tool's, a half-done init)
     return other, worktree.root_for(real, os.path.dirname(other))
 
 
