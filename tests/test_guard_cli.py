@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Daemon, run_cli
+from conftest import Daemon, init_board_dir, run_cli
 from coord.core.board import Board
 
 
@@ -80,15 +80,48 @@ def test_guard_resolves_paths_from_the_current_directory(board_dir: Path) -> Non
     assert guard(board_dir, "other.py", agent="bob", cwd=sub).returncode == 0
 
 
-def test_guard_refuses_paths_outside_the_repository(
+def test_guard_judges_a_path_where_it_leads_and_allows_what_no_board_holds(
     board_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    """The hooks' one rule (coord.fast.targets): outside every coord repository nobody holds
+    a file, so it is allowed; a path that leads into the repository is judged there however
+    it is spelled; .git is refused, --fail-open or not."""
+    repo = board_dir.parent
+    (repo / "src" / "auth").mkdir(parents=True)
+    board = Board.open(board_dir)
+    board.reserve(["src/auth"], agent="alice")
+    board.close()
     outside = tmp_path_factory.mktemp("elsewhere")  # not under the repository
-    (board_dir.parent / "link").symlink_to(outside)
-    for path in ("../etc/passwd", "/etc/passwd", "link/file.py", ".git/config"):
+    (repo / "link").symlink_to(outside)
+    (outside / "alias").symlink_to(repo / "src" / "auth")
+    (outside / "stray" / ".coord").mkdir(parents=True)  # some other tool's: holds no board
+    for path in (
+        "../etc/passwd",
+        "/etc/passwd",
+        "link/file.py",
+        str(outside / "x.py"),
+        str(outside / "stray" / "x.py"),
+    ):
         result = guard(board_dir, path, agent="bob")
-        assert result.returncode == 2, path
-        assert result.stderr.strip(), path
+        assert (result.returncode, result.stderr) == (0, ""), path
+    for path in (str(outside / "alias" / "session.py"), "link/../src/auth/x.py"):
+        result = guard(board_dir, path, agent="bob")
+        assert result.returncode == 2 and "is held by alice (src/auth)" in result.stderr, path
+    for extra in ((), ("--fail-open",)):
+        result = guard(board_dir, ".git/config", agent="bob", extra=extra)
+        assert result.returncode == 2 and "inside .git" in result.stderr
+
+
+def test_guard_reads_a_board_whose_path_has_uri_characters(tmp_path: Path) -> None:
+    """SQLite reads the read-only board through a file: URI, where '#' and '?' end the path;
+    before, a repository in ~/c#/app made the guard refuse every edit."""
+    board_dir = init_board_dir(tmp_path / "c#" / "app?%41")
+    board = Board.open(board_dir)
+    board.reserve(["src/a.py"], agent="alice")
+    board.close()
+    held = guard(board_dir, "src/a.py", agent="bob")
+    assert held.returncode == 2 and "src/a.py is held by alice" in held.stderr, held.stderr
+    assert guard(board_dir, "src/b.py", agent="bob").returncode == 0
 
 
 def test_guard_fails_closed_on_an_unreadable_board(tmp_path: Path) -> None:

@@ -100,6 +100,30 @@ def test_the_edit_hook_refuses_a_held_file_in_a_linked_worktree(layout: tuple[Pa
     assert "src/a.py" in decision["permissionDecisionReason"]
 
 
+def test_another_worktrees_copy_of_a_file_is_the_same_repository_file(
+    layout: tuple[Path, Path],
+) -> None:
+    """From the main tree, the linked worktree's src/a.py is src/a.py, and the other way
+    round. Before, one of them read as outside the repository, and a nested worktree's
+    copy seen from the main tree as `.claude/worktrees/wt/src/a.py`, which nobody holds."""
+    main, linked = layout
+    for cwd, path in ((main, linked / "src" / "a.py"), (linked, main / "src" / "a.py")):
+        event = {
+            "session_id": "5e55101d-0000-4000-8000-000000000000",
+            "cwd": str(cwd),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": str(path), "content": "b\n"},
+        }
+        answer = coord_in(cwd, "hook", "claude", "PreToolUse", stdin=json.dumps(event))
+        assert answer.stdout, (cwd, answer.stderr)
+        reason = json.loads(answer.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+        assert "src/a.py is held by a (src/a.py)" in reason, (cwd, reason)
+        held = coord_in(cwd, "guard", str(path), "--as", "b")
+        assert held.returncode == 2 and "src/a.py is held by a" in held.stderr, (cwd, held)
+        assert coord_in(cwd, "guard", str(path), "--as", "a").returncode == 0
+
+
 def test_the_cli_in_a_linked_worktree_reserves_repository_paths(
     layout: tuple[Path, Path],
 ) -> None:

@@ -1,26 +1,27 @@
-"""The edit rule, and a fast read-only look at the board for hooks that run before every edit.
+"""The edit rule, and the guard's verdict: may this agent write these paths?
 
-An agent may edit a path unless another agent holds a live *exclusive* reservation that
-covers it (a shared reservation says "several of us edit this; nobody takes it alone").
-The core's ``who`` and the ``coord guard`` command both ask ``blockers``: one rule.
+An agent may write a path unless another agent holds a live *exclusive* reservation that
+covers it (a shared reservation says "several of us edit this; nobody takes it alone"). One
+rule for every face: the core's ``who``, ``coord guard``, and every client's edit and shell
+hooks ask ``blockers``; the paths are placed by ``coord.fast.targets`` (which board, which
+repository path) and the reservations read by ``coord.fast.holds`` (read-only, no daemon).
+When a board cannot be read the guard says why and refuses (fail closed) unless told
+otherwise.
 
-Stdlib only and no daemon: it opens ``board.db`` read-only. When it cannot read the board it
-says why, and the guard refuses (fail closed) unless told otherwise.
+Stdlib only: it runs before every edit.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
-import time
 
-from coord.fast import patterns, worktree
+from coord.errors import InvalidInput
+from coord.fast import board_files, holds, patterns, targets
 from coord.times import clock, iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
-    from pathlib import Path
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any, Protocol, TypeVar
 
     class HeldFiles(Protocol):
@@ -38,99 +39,98 @@ if TYPE_CHECKING:
     Held = TypeVar("Held", bound=HeldFiles)
 
 
-class Row:
-    """A live reservation as the guard reads it, without the core's dataclasses."""
+def blockers(
+    target: str,
+    held: Iterable[Held],
+    agent: str | None,
+    *,
+    is_file: Callable[[str], bool] | None = None,
+) -> list[Held]:
+    """The live reservations that forbid ``agent`` to write canonical ``target``.
 
-    __slots__ = ("agent", "exclusive", "expires_at", "item_id", "pattern")
-
-    def __init__(
-        self, agent: str, pattern: str, exclusive: int, item_id: int | None, expires_at: float
-    ) -> None:
-        self.agent = agent
-        self.pattern = pattern
-        self.exclusive = bool(exclusive)
-        self.item_id = item_id
-        self.expires_at = expires_at
-
-
-def blockers(path: str, held: Iterable[Held], agent: str | None) -> list[Held]:
-    """The live reservations that forbid ``agent`` to edit canonical ``path``."""
+    Without ``is_file``, ``target`` is one file (an edit tool's): a hold blocks it when it
+    covers it. With ``is_file`` (a shell command's target) it may be a directory or a glob
+    that writes everything beneath what it names: a hold blocks it when they could overlap,
+    literal plain files judged exactly (``is_file`` says which those are).
+    """
+    if is_file is None:
+        return [
+            r
+            for r in held
+            if r.exclusive and r.agent != agent and patterns.covers(r.pattern, target)
+        ]
     return [
-        r for r in held if r.exclusive and r.agent != agent and patterns.covers(r.pattern, path)
+        r
+        for r in held
+        if r.exclusive
+        and r.agent != agent
+        and patterns.overlaps(target, r.pattern, is_file=is_file)
     ]
 
 
-class BoardUnreadable(Exception):
-    pass
-
-
-def read_live(db_path: Path, paths: Sequence[str], now: float | None = None) -> list[Row]:
-    """Live exclusive reservations that might cover these canonical paths, read-only from
-    the board file (no daemon needed). A pattern can cover a path only if its literal prefix
-    is the path or one of its directories; the indexed prefix column finds just those."""
-    if not os.path.exists(db_path):
-        raise BoardUnreadable(f"no board at {db_path}")
-    prefixes = {""}
-    for path in paths:
-        parts = path.split("/")
-        prefixes.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-    try:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=2)
-        try:
-            rows = conn.execute(
-                "SELECT agent, pattern, exclusive, item_id, expires_at FROM reservations "
-                "WHERE expires_at > ? AND exclusive = 1 "
-                f"AND prefix IN ({','.join('?' * len(prefixes))})",
-                (time.time() if now is None else now, *sorted(prefixes)),
-            ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as err:
-        raise BoardUnreadable(f"cannot read {db_path}: {err}") from None
-    return [Row(*row) for row in rows]
+def judge(
+    placed: Sequence[targets.Target], agent: str | None
+) -> list[tuple[targets.Target, list[holds.Held]]]:
+    """Each target with the live holds that forbid ``agent`` to write it, each board read
+    once. ``holds.BoardUnreadable`` when a board that must be read cannot be."""
+    boards: dict[str, list[targets.Target]] = {}
+    for target in placed:
+        boards.setdefault(target.board_dir, []).append(target)
+    found = []
+    for board_dir, mine in boards.items():
+        db = os.path.join(board_dir, board_files.DB_FILENAME)
+        live = holds.read_live(db, [t.name for t in mine])
+        for target in mine:
+            is_file = None if target.one_file else target.is_file
+            found.append((target, blockers(target.name, live, agent, is_file=is_file)))
+    return found
 
 
 def check(
-    board_dir: Path | None,
+    board_dir: str | os.PathLike[str] | None,
     given: Sequence[str],
     agent: str | None,
     *,
     cwd: str,
     fail_open: bool = False,
+    home_required: bool = True,
 ) -> tuple[int, list[str], dict[str, Any]]:
     """The guard's whole decision: (exit code, lines for stderr, the JSON verdict).
 
-    ``board_dir`` None means no board was found. Exit 0 allows every path; 2 refuses.
+    ``board_dir``: the board found from where the agent stands; None means none was found,
+    which ``coord guard`` refuses (it was asked to check) and a hook (``home_required``
+    False) does not: coord is not in use there. Exit 0 allows every path; 2 refuses. A path
+    in no board's repository is allowed (``coord.fast.targets``).
     """
-    from coord.errors import InvalidInput
-
     if not given:
         return 2, ["coord guard: name the paths to check, or --staged"], _verdict([], "no paths")
     refusals: list[dict[str, Any]] = []
     lines: list[str] = []
-    checked: list[str] = []
-    root = worktree.root_for(cwd, str(board_dir.parent)) if board_dir is not None else ""
-    for raw in given if board_dir is not None else ():
+    placed: list[targets.Target] = []
+    home = os.fspath(board_dir) if board_dir is not None else None
+    for raw in given if home is not None or not home_required else ():
         try:
-            checked.append(patterns.normalize(raw, root, cwd=cwd, literal=True))
+            target = targets.place(raw, cwd, home)
         except InvalidInput as err:
             refusals.append({"path": raw, "reason": err.message})
             lines.append(f"coord guard: {raw}: {err.message}; refusing the edit")
+            continue
+        if target is not None:
+            placed.append(target)
     try:
-        if board_dir is None:
-            raise BoardUnreadable("no coord board here or above; run `coord init`")
-        live = read_live(board_dir / "board.db", checked)
-    except BoardUnreadable as err:
-        if fail_open and not refusals:  # --fail-open never lets a path outside through
+        if home is None and home_required:
+            raise holds.BoardUnreadable("no coord board here or above; run `coord init`")
+        judged = judge(placed, agent)
+    except holds.BoardUnreadable as err:
+        if fail_open and not refusals:  # --fail-open never lets a refused path through
             note = f"coord guard: cannot check ({err}); allowed by --fail-open"
             return 0, [note], _verdict([], str(err))
         line = f"coord guard: cannot check the board ({err}); refusing the edit"
         return 2, [line], _verdict([{"path": None, "reason": str(err)}], str(err))
-    for path in checked:
-        blocking = blockers(path, live, agent)
+    for target, blocking in judged:
         refusals += [
             {
-                "path": path,
+                "path": target.name,
                 "holder": r.agent,
                 "pattern": r.pattern,
                 "item": r.item_id,
@@ -138,7 +138,7 @@ def check(
             }
             for r in blocking
         ]
-        lines += refusal_lines(path, blocking)
+        lines += refusal_lines(target.name, blocking)
     return (2 if refusals else 0), lines, _verdict(refusals, None)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +26,9 @@ if TYPE_CHECKING:
 _LAUNCHERS = frozenset(
     {"sh", "bash", "dash", "zsh", "fish", "env", "timeout", "nohup", "npx", "uv", "uvx"}
 )
-_UNSAFE = re.compile(r"[^A-Za-z0-9._@:+-]")
+# what an agent name may hold (coord.model.check_agent); a set, not a regex to compile: this
+# runs before every edit
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@:+-")
 
 
 def from_env() -> str | None:
@@ -36,7 +37,7 @@ def from_env() -> str | None:
 
 def session_name(client: str, session_id: str) -> str:
     """``claude-4f1c2a9e``: the client and the start of its session id, as a valid name."""
-    short = _UNSAFE.sub("", session_id)[:8] or "session"
+    short = "".join(c for c in session_id if c in _NAME_CHARS)[:8] or "session"
     return f"{client}-{short}"
 
 
@@ -53,7 +54,7 @@ def client_pid() -> int:
 
 def remember(board_dir: Path, client: str, session_id: str) -> str:
     """Record this session's name for the client process; returns the name."""
-    from coord.fast import board_files  # here: the edit hooks name the agent without pathlib
+    from coord.fast import board_files
 
     name = from_env() or session_name(client, session_id)
     record = {"agent": name, "client": client, "session_id": session_id}
@@ -82,14 +83,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def recorded(board_dir: Path) -> str | None:
+def recorded(board_dir: str | os.PathLike[str]) -> str | None:
     """The name the SessionStart hook recorded for the client that started this process."""
     from coord.fast import board_files
 
+    record = os.path.join(board_dir, board_files.SESSIONS_DIRNAME, f"{client_pid()}.json")
     try:
-        data = json.loads(
-            (board_files.sessions_dir(board_dir) / f"{client_pid()}.json").read_text()
-        )
+        with open(record, encoding="utf-8") as f:
+            data = json.load(f)
     except (OSError, ValueError):
         return None
     name = data.get("agent") if isinstance(data, dict) else None
@@ -97,7 +98,9 @@ def recorded(board_dir: Path) -> str | None:
 
 
 def agent_name(
-    board_dir: Path | None, client: str | None = None, session_id: str | None = None
+    board_dir: str | os.PathLike[str] | None,
+    client: str | None = None,
+    session_id: str | None = None,
 ) -> str | None:
     """COORD_AGENT, else the session's own name, else what SessionStart recorded."""
     name = from_env()

@@ -9,11 +9,15 @@ JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``, `
   silence (no output: an explicit "allow" would skip the user's permission prompts), and a
   shell command is refused when it writes a held file or skips coord's pre-commit guard
   (``coord.hooks.shell``). The guard fails closed: unreadable input, an unreadable board, a
-  path outside the repository or a crash refuse the call with a one-line reason. Refusals
+  path coord refuses (``.git/...``) or a crash refuse the call with a one-line reason. Every
+  way of writing a path meets one rule (``coord.fast.targets``): a path in the repository,
+  however spelled, is judged by its board, and a path in no coord repository (``/tmp/x``)
+  is allowed, by an edit tool as by a shell command. Refusals
   are the client's JSON decision on stdout with exit 0; only when even that cannot be written
   does it exit 2 with the reason on stderr, which every one of these clients also reads as a
   refusal (exit 1 would let the call through). Where no board is found from the hook's
-  ``cwd`` (or ``COORD_DIR``), coord is not in use and everything is allowed.
+  ``cwd`` (or ``COORD_DIR``), coord is not in use there: only paths in another coord
+  repository are judged (by that repository's board).
 - **session start** (``SessionStart``): records which agent this client process is
   (``coord.fast.identity.remember``) and tells the agent its name, claims, inbox, what is ready
   and how to use coord (``coord.hooks.session``).
@@ -33,14 +37,11 @@ from __future__ import annotations
 import sys
 
 from coord.errors import EXIT_REFUSED
-from coord.fast.clients import HOOK_CLIENTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
-
-CLIENTS = HOOK_CLIENTS
 
 
 class Refusal(Exception):
@@ -51,7 +52,11 @@ def run_hook(client: str, event: str) -> int:
     """Answer one hook: read stdin, print the client's answer, return the exit code."""
     spec = _client(client)
     if spec is None:
-        print(f"coord hook: unknown client {client!r}: use {', '.join(CLIENTS)}", file=sys.stderr)
+        from coord.fast.clients import HOOK_CLIENTS  # here: a known client never needs the list
+
+        print(
+            f"coord hook: unknown client {client!r}: use {', '.join(HOOK_CLIENTS)}", file=sys.stderr
+        )
         return EXIT_REFUSED
     if event == spec.GUARD_EVENT:
         try:
@@ -110,9 +115,9 @@ def _guard(spec: ModuleType, client: str, raw: bytes) -> str | None:
     elif tool in spec.EDIT_TOOLS:
         given = [_text(tool_input, (field,), tool) for field in spec.EDIT_TOOLS[tool]]
     elif tool in spec.PATCH_TOOLS:
-        from coord.hooks.shell import patch_paths
+        from coord.hooks import patch
 
-        given = patch_paths(_text(tool_input, ("command", "input", "patch"), tool))
+        given = patch.paths(_text(tool_input, ("command", "input", "patch"), tool))
         if not given:
             raise Refusal(f"found no file in the {tool} patch")
     elif tool in spec.QUIET_TOOLS:
@@ -125,23 +130,22 @@ def _guard(spec: ModuleType, client: str, raw: bytes) -> str | None:
     cwd = data.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         raise Refusal("the hook input has no cwd to read paths from")
-    from coord.hooks import decide
+    from coord.fast import board_files, guard, identity
 
-    board_dir = decide.find_board_dir(cwd)
-    if board_dir is None:
-        return None  # coord is not used in this repository
-    from coord.fast import identity
-
+    home = board_files.locate(cwd)  # None: coord is not used where the agent stands
     session_id = data.get("session_id")
     if isinstance(session_id, str) and session_id:
-        agent = identity.agent_name(board_dir, client, session_id)
+        agent = identity.agent_name(home, client, session_id)
     else:  # COORD_AGENT, else what this client's SessionStart recorded
-        from pathlib import Path
-
-        agent = identity.agent_name(Path(board_dir))
+        agent = identity.agent_name(home)
     if tool in spec.SHELL_TOOLS:
-        return decide.shell_refusal(board_dir, command, agent, spec.shell_cwd(tool_input, cwd))
-    return decide.edit_refusal(board_dir, given, agent, cwd)
+        from coord.hooks import shell_guard
+
+        return shell_guard.refusal(home, command, agent, spec.shell_cwd(tool_input, cwd))
+    # an edit is what `coord guard` judges; with no board where the agent stands, coord is not
+    # in use there, yet a path in another coord repository is still judged by that board
+    code, lines, _ = guard.check(home, given, agent, cwd=cwd, home_required=False)
+    return None if code == 0 else "\n".join(lines) or "coord guard: refusing the edit"
 
 
 def _stdin() -> bytes:
@@ -194,7 +198,9 @@ def _line(err: BaseException) -> str:
 
 def args_hook(p: Any) -> None:
     """The full parser's view of `coord hook` (``coord.cli.entry`` usually skips it)."""
-    p.add_argument("client", choices=CLIENTS)
+    from coord.fast.clients import HOOK_CLIENTS
+
+    p.add_argument("client", choices=HOOK_CLIENTS)
     p.add_argument("event", help="the client's hook event: PreToolUse, SessionStart, Stop, ...")
 
 

@@ -1,17 +1,23 @@
 """What the session-start and stop hooks say, read from (and for stop, written to) the board.
 
+Both reach the board through the daemon's HTTP API, as the CLI does (``coord.client.http``,
+which starts the daemon when none runs): a hook is never a second writer beside it.
+
 - ``start_context``: the text a new session starts with. It records the session's agent name
   for this client process (``coord.fast.identity.remember``, so the MCP server and later hooks
-  started by the same client find it), then reads the board **read-only** (no daemon, no
-  write: the inbox is peeked, not marked read) for the agent's claims and files, its inbox,
-  a few ready items, and ends with how to use coord. With no board it says so in one line.
+  started by the same client find it), then asks the daemon for the agent's claims and files,
+  its inbox (peeked: not marked read) and a few ready items, and ends with how to use coord.
+  With no board it says so in one line; when the daemon cannot be reached it says that, and
+  the rest of the text still stands (a session start is no guard: it never stops a session).
 - ``stop_notice``: at the end of a turn, heartbeats every live claim the agent holds (the
-  item's fencing token on the board is the agent's own, since it holds the item) through the
-  Board library, and returns a reminder of what it still holds, or None. Never a block: a
-  stop hook that blocks makes the agent continue (``stop_hook_active`` marks that), and a
-  claim held across turns is normal work, not a reason to keep going.
+  item's fencing token on the board is the agent's own, since it holds the item) and returns
+  a reminder of what it still holds, or None. Never a block: a stop hook that blocks makes
+  the agent continue (``stop_hook_active`` marks that), and a claim held across turns is
+  normal work, not a reason to keep going.
 
-Errors propagate; ``coord.hooks.run_hook`` turns them into one line on stderr and exit 0.
+Every request is bounded (``REQUEST_SECONDS``; starting the daemon, by the client's own
+bound), so a hook never hangs the agent. Errors propagate; ``coord.hooks.run_hook`` turns
+them into one line on stderr and exit 0.
 """
 
 from __future__ import annotations
@@ -19,15 +25,18 @@ from __future__ import annotations
 import os
 
 from coord.fast import board_files, identity
-from coord.times import clock
+from coord.times import clock_of_iso
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from coord.model import Event, Item, Reservation
+    from coord.client.http import Client
 
+    Item = dict[str, Any]  # an item as the HTTP API answers it
+
+REQUEST_SECONDS = 5.0  # the daemon answers in milliseconds; a session must not wait long
 SHOWN_INBOX = 5
 SHOWN_READY = 5
 
@@ -90,33 +99,33 @@ def stop_notice(client: str, data: dict[str, Any]) -> str | None:
     )
     if name is None:
         return None
-    from coord.core.board import Board
-    from coord.errors import CoordError
+    from coord.errors import CoordError, DaemonUnavailable
 
-    board = Board.open(board_dir)
-    try:
-        now = board.now()
-        renewed: list[tuple[Item, float]] = []
-        waiting: list[Item] = []
-        lost: list[Item] = []
-        for item in _claimed_by(board, name):
-            if item.question is not None:
-                waiting.append(item)  # needs_human: the lease is paused meanwhile
-            elif item.lease_expires_at is not None and item.lease_expires_at <= now:
+    daemon = _daemon(board_dir)
+    renewed: list[tuple[Item, str]] = []
+    waiting: list[Item] = []
+    lost: list[Item] = []
+    for item in _claimed_by(daemon, name):
+        if item["question"] is not None:
+            waiting.append(item)  # needs_human: the lease is paused meanwhile
+        elif item["lease_expired"]:  # on the board's clock, not this process's
+            lost.append(item)
+        else:
+            try:
+                claim = daemon.post(
+                    f"/v1/items/{item['id']}/heartbeat",
+                    {"agent": name, "token": item["fencing_token"]},
+                )
+            except DaemonUnavailable:
+                raise  # not a lost lease: nobody could say
+            except CoordError:  # lease_lost, not_claimed: the claim is no longer this agent's
                 lost.append(item)
             else:
-                try:
-                    claim = board.heartbeat(item.id, agent=name, token=item.fencing_token)
-                except CoordError:
-                    lost.append(item)
-                else:
-                    renewed.append((item, claim.lease_expires_at))
-        files = [r for r in board.reservations(agent=name) if r.item_id is None]
-    finally:
-        board.close()
+                renewed.append((item, claim["lease_expires_at"]))
+    files = [r for r in _reservations(daemon, name) if r["item"] is None]
     parts: list[str] = []
     if renewed:
-        held = ", ".join(f"{_item(i)} (until {clock(until)})" for i, until in renewed)
+        held = ", ".join(f"{_item(i)} (until {clock_of_iso(until)})" for i, until in renewed)
         parts.append(
             f"coord: {name} still holds {held}; lease renewed. When one is finished: "
             f"`coord done ID --as {name}`; to stop working on it: `coord release ID --as {name}`."
@@ -130,7 +139,9 @@ def stop_notice(client: str, data: dict[str, Any]) -> str | None:
             "before going on, or leave it."
         )
     if files:
-        held_files = ", ".join(f"{r.pattern} (until {clock(r.expires_at)})" for r in files)
+        held_files = ", ".join(
+            f"{r['pattern']} (until {clock_of_iso(r['expires_at'])})" for r in files
+        )
         parts.append(
             f"coord: {name} also holds files {held_files}; free them when done: "
             f"`coord unreserve --all --as {name}`."
@@ -139,25 +150,18 @@ def stop_notice(client: str, data: dict[str, Any]) -> str | None:
 
 
 def _summary(board_dir: Path, name: str) -> list[str]:
-    """The agent's claims, files, inbox (peeked) and ready items, read-only."""
-    from coord.core.board import Board
+    """The agent's claims, files, inbox (peeked) and ready items, from the daemon."""
     from coord.model import WORK_KINDS
-    from coord.storage.sqlite import SQLiteStorage
 
-    storage = SQLiteStorage(board_files.db_path(board_dir), read_only=True)
-    board = Board(storage, repo_root=board_files.repo_root(board_dir))
-    try:
-        now = board.now()
-        mine = _claimed_by(board, name)
-        files = board.reservations(agent=name)
-        with storage.read() as tx:
-            inbox = tx.inbox_events(name, tx.inbox_cursor(name), 200)
-        ready = [i for i in board.list_items(ready=True, limit=50) if i.kind in WORK_KINDS]
-    finally:
-        board.close()
+    daemon = _daemon(board_dir)
+    mine = _claimed_by(daemon, name)
+    files = _reservations(daemon, name)
+    inbox = daemon.post("/v1/inbox", {"agent": name, "peek": True, "limit": 200})["events"]
+    listed = daemon.get("/v1/items?ready=1&limit=50")["items"]
+    ready = [i for i in listed if i["kind"] in WORK_KINDS]
     lines: list[str] = []
     if mine:
-        lines.append("Your claims: " + "; ".join(_claim(i, now) for i in mine) + ".")
+        lines.append("Your claims: " + "; ".join(_claim(i) for i in mine) + ".")
     else:
         lines.append("You hold no claims.")
     if files:
@@ -180,15 +184,27 @@ def _summary(board_dir: Path, name: str) -> list[str]:
     return lines
 
 
-def _claimed_by(board: Any, name: str) -> list[Item]:
+def _daemon(board_dir: Path) -> Client:
+    from coord.client.http import Client
+
+    return Client(board_dir, timeout=REQUEST_SECONDS)
+
+
+def _claimed_by(daemon: Client, name: str) -> list[Item]:
     """The items ``name`` holds: claimed (live or lapsed) and needs_human, oldest first."""
     found = [
         item
         for state in ("claimed", "needs_human")
-        for item in board.list_items(state=state, limit=1000)
-        if item.claimed_by == name
+        for item in daemon.get(f"/v1/items?state={state}&limit=1000")["items"]
+        if item["claimed_by"] == name
     ]
-    return sorted(found, key=lambda item: item.id)
+    return sorted(found, key=lambda item: item["id"])
+
+
+def _reservations(daemon: Client, name: str) -> list[dict[str, Any]]:
+    from urllib.parse import quote
+
+    return list(daemon.get(f"/v1/reservations?agent={quote(name, safe='')}")["reservations"])
 
 
 def _cwd(data: dict[str, Any]) -> str:
@@ -197,29 +213,29 @@ def _cwd(data: dict[str, Any]) -> str:
 
 
 def _item(item: Item) -> str:
-    key = f" ({item.key})" if item.key else ""
-    return f'#{item.id}{key} "{_short(item.title, 60)}"'
+    key = f" ({item['key']})" if item["key"] else ""
+    return f'#{item["id"]}{key} "{_short(item["title"], 60)}"'
 
 
-def _claim(item: Item, now: float) -> str:
-    if item.question is not None:
+def _claim(item: Item) -> str:
+    if item["question"] is not None:
         return f"{_item(item)}, waiting for a human answer"
-    if item.lease_expires_at is not None and item.lease_expires_at <= now:
-        return f"{_item(item)}, lease ran out at {clock(item.lease_expires_at)}: claim it again"
-    until = clock(item.lease_expires_at) if item.lease_expires_at is not None else "?"
-    files = f", files {', '.join(item.files)}" if item.files else ""
-    return f"{_item(item)} (token {item.fencing_token}, lease until {until}{files})"
+    until = clock_of_iso(item["lease_expires_at"])
+    if item["lease_expired"]:
+        return f"{_item(item)}, lease ran out at {until}: claim it again"
+    files = f", files {', '.join(item['files'])}" if item["files"] else ""
+    return f"{_item(item)} (token {item['fencing_token']}, lease until {until}{files})"
 
 
-def _reservation(r: Reservation) -> str:
-    kind = "exclusive" if r.exclusive else "shared"
-    item = f", item {r.item_id}" if r.item_id is not None else ""
-    return f"{r.pattern} ({kind}{item}, until {clock(r.expires_at)})"
+def _reservation(r: dict[str, Any]) -> str:
+    kind = "exclusive" if r["exclusive"] else "shared"
+    item = f", item {r['item']}" if r["item"] is not None else ""
+    return f"{r['pattern']} ({kind}{item}, until {clock_of_iso(r['expires_at'])})"
 
 
-def _event(e: Event) -> str:
-    item = f"#{e.item_id} " if e.item_id is not None else ""
-    details = e.details or {}
+def _event(e: dict[str, Any]) -> str:
+    item = f"#{e['item_id']} " if e["item_id"] is not None else ""
+    details = e["details"] or {}
     text = next(
         (
             details[k]
@@ -229,11 +245,11 @@ def _event(e: Event) -> str:
         "",
     )
     said = f": {_short(text, 100)}" if text else ""
-    return f"{item}{e.kind} by {e.agent or 'someone'} at {clock(e.at)}{said}"
+    return f"{item}{e['kind']} by {e['agent'] or 'someone'} at {clock_of_iso(e['at'])}{said}"
 
 
 def _ready(item: Item) -> str:
-    return f"{_item(item)} [{item.kind}, priority {item.priority}]"
+    return f"{_item(item)} [{item['kind']}, priority {item['priority']}]"
 
 
 def _short(text: str, limit: int) -> str:

@@ -10,11 +10,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from coord.fast import patterns
+from coord.fast import holds, patterns
 from coord.model import Agent, Event, Reply, Reservation
 from coord.storage.sqlite_items import SQLiteItemTx
-
-_MAX_NEAR_PREFIXES = 200
 # Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news.
 _INBOX_SQL = """
 SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
@@ -40,22 +38,9 @@ class SQLiteTx(SQLiteItemTx):
     def live_reservations(
         self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
     ) -> list[Reservation]:
-        where: list[str] = ["expires_at > ?"]
-        params: list[Any] = [now]
-        if agent is not None:
-            where.append("agent = ?")
-            params.append(agent)
-        if near is not None:
-            prefixes = {patterns.literal_prefix(p) for p in near}
-            if not prefixes:
-                return []
-            # A pattern that starts with a glob may meet anything; and past a few hundred
-            # prefixes (a page of listed items) one range per prefix would make SQLite's
-            # expression tree too deep, while reading every live reservation stays cheap.
-            if "" not in prefixes and len(prefixes) <= _MAX_NEAR_PREFIXES:
-                nearby, params_near = _near_prefixes(prefixes)
-                where.append(nearby)
-                params.extend(params_near)
+        query = holds.select_live(now, near=near, agent=agent)  # the guard's query too
+        if query is None:
+            return []
         return [
             Reservation(
                 id=row[0],
@@ -67,11 +52,7 @@ class SQLiteTx(SQLiteItemTx):
                 created_at=row[6],
                 expires_at=row[7],
             )
-            for row in self.conn.execute(
-                "SELECT id, agent, pattern, exclusive, item_id, reason, created_at, expires_at "
-                f"FROM reservations WHERE {' AND '.join(where)} ORDER BY id",
-                params,
-            )
+            for row in self.conn.execute(*query)
         ]
 
     def replies(self, item_id: int) -> list[Reply]:
@@ -225,23 +206,6 @@ class SQLiteTx(SQLiteItemTx):
 
 # json.dumps with any option builds a new encoder per call; the event log writes one per change.
 _compact_json = json.JSONEncoder(separators=(",", ":")).encode
-
-
-def _near_prefixes(prefixes: set[str]) -> tuple[str, list[Any]]:
-    """SQL for rows whose prefix is an ancestor of, equal to, or beneath one of these.
-
-    Ancestors (and '', a pattern starting with a glob) by equality; descendants by the
-    index range [q + '/', q + '0'), '0' being the character after '/'.
-    """
-    ancestors = {""}
-    ranges: list[Any] = []
-    for q in prefixes:
-        parts = q.split("/")
-        ancestors.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-        ranges += [q + "/", q + "0"]
-    marks = ",".join("?" * len(ancestors))
-    spans = " OR ".join(["(prefix >= ? AND prefix < ?)"] * len(prefixes))
-    return f"(prefix IN ({marks}) OR {spans})", [*sorted(ancestors), *ranges]
 
 
 def _event(row: Sequence[Any]) -> Event:
