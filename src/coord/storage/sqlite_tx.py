@@ -13,6 +13,7 @@ from typing import Any
 from coord.fast import holds, patterns
 from coord.model import Agent, Event, Reply, Reservation
 from coord.storage.sqlite_items import SQLiteItemTx
+
 # Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news.
 _INBOX_SQL = """
 SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
