@@ -195,3 +195,30 @@ def test_next_count_claims_pairwise_disjoint_items(daemon: Daemon) -> None:
     # the CLI remembered every token: done works for each
     for claim in items:
         assert run_cli("done", str(claim["id"]), board_dir=bd, agent="orchestrator").returncode == 0
+
+
+def test_the_pre_commit_guard_reads_the_index_git_commits_from(board_dir: Path) -> None:
+    """`git commit -a` (and `git commit PATH`) stage into a temporary index and name it to the
+    pre-commit hook in GIT_INDEX_FILE: the guard must read that one, not .git/index."""
+    repo = board_dir.parent
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    (repo / "held.py").write_text("x\n")
+    subprocess.run([*git, "add", "held.py"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], cwd=repo, check=True)
+    board = Board.open(board_dir)
+    board.reserve(["held.py"], agent="alice")
+    board.close()
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(
+        f"#!/bin/sh\nCOORD_DIR={board_dir} {sys.executable} -m coord guard --staged --as bob\n"
+    )
+    hook.chmod(0o755)
+    (repo / "held.py").write_text("changed\n")  # not staged: `commit -a` stages it
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for how in (["-a"], ["held.py"]):
+        done = subprocess.run(
+            [*git, "commit", "-qm", "edit", *how], cwd=repo, env=env, capture_output=True, text=True
+        )
+        assert done.returncode != 0, how
+        assert "held.py is held by alice" in done.stderr, (how, done.stderr)

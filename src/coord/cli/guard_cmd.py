@@ -50,19 +50,21 @@ def guard_verdict_ok() -> dict[str, Any]:
 
 
 def _staged_paths(board_dir: str) -> list[str]:
-    import subprocess
+    from pathlib import Path
 
+    from coord.errors import GitError
     from coord.fast import worktree
+    from coord.fast.git import Git
 
     # the commit being made is the one of the worktree we run in (a linked one, perhaps)
     root = worktree.root_for(os.getcwd(), os.path.dirname(board_dir))
+    # `git commit -a` / `git commit PATH` stage into a temporary index that git names to the
+    # hook in GIT_INDEX_FILE; the runner drops that variable unless it is given explicitly
+    index = os.environ.get("GIT_INDEX_FILE")
+    runner = Git(Path(root), {"GIT_INDEX_FILE": index} if index else None)
     try:
-        out = subprocess.run(
-            ["git", "diff", "--cached", "--name-only", "-z", "--no-renames"],
-            cwd=root,
-            capture_output=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError) as err:
-        raise InvalidInput(f"cannot list the staged paths with git: {err}") from None
+        out = runner.run("diff", "--cached", "--name-only", "-z", "--no-renames").stdout
+    except GitError as err:
+        # the guard cannot tell what is being committed: it refuses (exit 2, not 1)
+        raise InvalidInput(f"cannot list the staged paths with git: {err.message}") from None
     return [os.path.join(root, p) for p in out.decode().split("\0") if p]

@@ -21,7 +21,7 @@ except ImportError:  # an interpreter without it: the wrapper offers the same na
     import socket as sockets  # type: ignore[no-redef]
 
 from coord.errors import CoordError, DaemonUnavailable, error_from_dict
-from coord.fast import board_files
+from coord.fast import board_files, processes
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -117,11 +117,11 @@ class Client:
         """The running daemon's record, or None if there is none (stale records ignored)."""
         try:
             record = json.loads(board_files.daemon_record_path(self.board_dir).read_text("utf-8"))
-            alive = _alive(int(record["pid"]))
+            running = processes.alive(int(record["pid"]))
             str(record["host"]), int(record["port"]), str(record["url"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        return record if alive else None
+        return record if running else None
 
     def _start_daemon(self) -> dict[str, Any]:
         import subprocess
@@ -216,14 +216,6 @@ def _dechunk(body: bytes) -> bytes:
         rest = rest[size + 2 :]
     return b"".join(out)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 

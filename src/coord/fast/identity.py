@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 
+from coord.fast.processes import alive
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -69,18 +71,8 @@ def _forget_ended(folder: Path) -> None:
     """Drop the records of client processes that are gone: one file per session would
     otherwise pile up forever (a reused pid is overwritten by its own SessionStart)."""
     for entry in folder.glob("*.json"):
-        if entry.stem.isdigit() and not _alive(int(entry.stem)):
+        if entry.stem.isdigit() and not alive(int(entry.stem)):
             entry.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
 
 
 def recorded(board_dir: str | os.PathLike[str]) -> str | None:
