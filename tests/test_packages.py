@@ -96,6 +96,18 @@ def test_reimport_is_idempotent(board: Board) -> None:
     assert snapshot(board) == before
 
 
+def test_reimport_of_files_in_document_order_is_unchanged(board: Board) -> None:
+    # the board keeps files sorted; the document lists them as the author wrote them
+    packages = [pkg("A1", 10, files=["src/z.py", "src/a.py", "src/z.py"])]
+    board.import_packages(SPEC, packages, created_by="h")
+    before = snapshot(board)
+    again = board.import_packages(SPEC, packages, created_by="h")
+    assert again["updated"] == [] and again["unchanged"] == ["A1"]
+    assert snapshot(board) == before
+    moved = board.import_packages(SPEC, [pkg("A1", 10, files=["src/a.py"])], created_by="h")
+    assert moved["updated"] == ["A1"] and board.get("A1").files == ("src/a.py",)
+
+
 def test_reimport_updates_changes_and_keeps_claims_replies_and_history(board: Board) -> None:
     board.import_packages(SPEC, plan(), created_by="h")
     claim = board.claim("A2", agent="a")

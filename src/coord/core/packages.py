@@ -249,7 +249,9 @@ class WorkPackages:
         adding_keys = [d for d in package["deps"] if known[d].id not in item.deps]
         adding = [known[d].id for d in adding_keys]
         removing = [d for d in item.deps if d not in deps]
-        files_changed = tuple(item.files) != tuple(package["files"])
+        # the board keeps an item's files as a set, sorted (``item_files``'s primary key):
+        # compare in that one form, or the document's order reads as an edit every time
+        files_changed = item.files != _as_stored(package["files"])
         # bookkeeping, not news: where the text is now, and whom to ask
         bookkeeping: dict[str, Any] = {}
         if item.spec_line != package["line"]:
@@ -318,6 +320,11 @@ class WorkPackages:
         details = {"ticked_in": f"{spec}:{package['line']}"}
         self.ctx.changes.apply(tx, item, changes, agent, "done", now, details)
         result["closed"].append(package["id"])
+
+
+def _as_stored(files: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """An item's files as the board stores and returns them: each once, sorted."""
+    return tuple(sorted(set(files)))
 
 
 def _refuse_cycles(spec: str, wanted: list[dict[str, Any]]) -> None:
