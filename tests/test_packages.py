@@ -203,6 +203,109 @@ def test_adopt_turns_reservation_lines_into_claims_and_holds(board: Board) -> No
         board.claim("T2", agent="dave")  # carol holds track T's files
 
 
+# --- reservations in the document -------------------------------------------------------------
+
+
+def reserved_plan(reserved: bool = True) -> list[dict[str, Any]]:
+    """F1 has files, P1 has none (the one-statement claim's path); both reserved for alice."""
+    mark = {"reserved_by": "alice"} if reserved else {}
+    return [
+        pkg("F1", 10, **mark),
+        pkg("P1", 20, files=[], **mark),
+        pkg("Z1", 30, files=[]),
+    ]
+
+
+def test_a_package_reserved_in_the_document_is_not_handed_out(board: Board) -> None:
+    board.import_packages(SPEC, reserved_plan(), created_by="h")
+    assert board.get("F1").reserved_for == board.get("P1").reserved_for == "alice"
+    # every claimable query agrees: the listing, the fast claim, the batch
+    assert [i.key for i in board.list_items(ready=True)] == ["Z1"]
+    assert board.show("F1")["ready"] is False and board.show("F1")["reserved_for"] == "alice"
+    assert board.claim_next(agent="bob").item.key == "Z1"
+    with pytest.raises(errors.NothingReady):
+        board.claim_next(agent="bob")
+    with pytest.raises(errors.NothingReady):
+        board.claim_batch(10, agent="bob")
+    # by name: refused for anyone else, naming whom the document reserves it for
+    with pytest.raises(errors.AlreadyClaimed, match="reserved for alice") as refused:
+        board.claim("P1", agent="bob")
+    assert refused.value.details["reason"] == "reserved"
+    assert board.get("P1").state == "pending"
+    # the user the document names may take it
+    assert board.claim("P1", agent="alice").item.claimed_by == "alice"
+
+
+def test_the_reserved_package_is_the_first_in_line_and_still_skipped(board: Board) -> None:
+    # P1 (no files, oldest) would be the one-statement claim's pick if it did not check
+    board.import_packages(SPEC, reserved_plan()[1:], created_by="h")
+    assert board.claim_next(agent="bob").item.key == "Z1"
+
+
+def test_a_reimport_without_the_line_frees_the_package_and_says_so(board: Board) -> None:
+    board.import_packages(SPEC, reserved_plan(), created_by="h")
+    again = board.import_packages(SPEC, reserved_plan(), created_by="h")
+    assert again["updated"] == []  # the line still stands: nothing changed
+    freed = board.import_packages(SPEC, reserved_plan(reserved=False), created_by="h")
+    assert freed["updated"] == ["F1", "P1"]
+    assert board.get("F1").reserved_for is None
+    edited = [e for e in board.events() if e.kind == "edited"]
+    assert [e.details["reserved_for"] for e in edited] == [None, None]
+    assert sorted(i.key for i in board.list_items(ready=True)) == ["F1", "P1", "Z1"]
+
+
+def test_adopting_a_reserved_package_claims_it_for_its_user(board: Board) -> None:
+    result = board.import_packages(
+        SPEC,
+        reserved_plan(),
+        created_by="h",
+        adopt=[{"package": "F1", "user": "alice", "line": 9}],
+    )
+    assert [a["package"] for a in result["adopted"]] == ["F1"]
+    assert board.get("F1").claimed_by == "alice"
+    stolen = board.import_packages(
+        SPEC,
+        reserved_plan(),
+        created_by="h",
+        adopt=[{"package": "P1", "user": "mallory", "line": 19}],
+    )
+    assert [n["package"] for n in stolen["not_adopted"]] == ["P1"]
+    assert "reserved for alice" in stolen["not_adopted"][0]["reason"]
+
+
+def test_a_bad_reserved_by_is_refused_and_changes_nothing(board: Board) -> None:
+    with pytest.raises(errors.InvalidInput):
+        board.import_packages(SPEC, [pkg("A1", 1, reserved_by="no spaces")], created_by="h")
+    assert board.list_items() == []
+
+
+def test_a_board_of_schema_4_gains_reserved_for_and_keeps_its_rows(tmp_path: Path) -> None:
+    import sqlite3
+
+    from coord.storage.sqlite import SCHEMA_VERSION_TABLE, _migrations, _split_sql
+
+    db = tmp_path / "board.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(SCHEMA_VERSION_TABLE)
+    for version, name, sql in _migrations():
+        if version < 5:
+            for statement in _split_sql(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
+    conn.execute(
+        "INSERT INTO items (kind, title, body, priority, labels, state, created_by, "
+        "created_at, updated_at, key, spec) "
+        "VALUES ('task', 'old', '', 2, '[]', 'pending', 'h', 1, 1, 'A1', 'docs/plan.md')"
+    )
+    conn.close()
+    storage = SQLiteStorage(db)
+    assert storage.schema_version() >= 5
+    with storage.read() as tx:
+        item = tx.get_item_by_key("A1")
+    assert item is not None and (item.title, item.reserved_for) == ("old", None)
+    storage.close()
+
+
 # --- the compare-and-set ----------------------------------------------------------------------
 
 

@@ -194,7 +194,7 @@ def test_the_event_log_keeps_its_numbers_across_the_move_off_autoincrement(
 
     storage = SQLiteStorage(db)
     conn = storage._conn()
-    assert storage.schema_version() == 4
+    assert storage.schema_version() == _migrations()[-1][0]  # 4 and every later one
     assert conn.execute("SELECT * FROM events ORDER BY seq").fetchall() == before
     assert conn.execute(
         "SELECT count(*) FROM sqlite_sequence WHERE name = 'events'"
