@@ -274,3 +274,39 @@ def test_reimporting_the_unchanged_real_document_changes_nothing(daemon: Daemon)
         assert len(again["unchanged"]) == 41
     _, log_after, _ = coord(daemon, "log")
     assert log_after == log_before
+
+
+NEW_FILES = """# Plan
+
+- [ ] **N1 — parser.** Dependencies: none.
+  - Files: `parser.py`
+- [ ] **N2 — printer.** Dependencies: none.
+  - Files: `printer.py`
+"""
+
+
+def test_two_packages_creating_new_root_files_run_side_by_side(daemon: Daemon) -> None:
+    root = make_repo(daemon)
+    (root / "docs" / "new.md").write_text(NEW_FILES)
+    code, imported, _ = coord(daemon, "spec", "import", "docs/new.md", agent="lead")
+    assert code == 0 and imported["created"] == ["N1", "N2"], imported
+    _, shown, _ = coord(daemon, "show", "N1")
+    assert shown["files"] == ["parser.py"]  # the root file, not `**/parser.py`
+    code, first, _ = coord(daemon, "next", agent="w1")
+    assert code == 0 and first["item"]["key"] == "N1"
+    code, second, _ = coord(daemon, "next", agent="w2")
+    assert code == 0 and second["item"]["key"] == "N2", second
+    _, status, _ = coord(daemon, "spec", "status", "docs/new.md")
+    assert status["claimable"] == []  # both taken, neither blocked by the other's files
+
+
+def test_lint_says_where_a_bare_name_now_means_a_root_file(daemon: Daemon) -> None:
+    root = make_repo(daemon)
+    (root / "src" / "parser.py").write_text("")
+    (root / "docs" / "new.md").write_text(NEW_FILES)
+    code, found, _ = coord(daemon, "spec", "lint", "docs/new.md")
+    assert code == 1
+    assert [(p["code"], p["line"]) for p in found["problems"]] == [("bare_name_at_root", 4)]
+    assert "write `src/parser.py`" in found["problems"][0]["message"].casefold()
+    result = run_cli("spec", "lint", "docs/new.md", board_dir=daemon.board_dir, cwd=root)
+    assert result.stdout.startswith("docs/new.md:4: bare_name_at_root: `parser.py`")
