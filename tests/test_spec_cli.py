@@ -310,3 +310,36 @@ def test_lint_says_where_a_bare_name_now_means_a_root_file(daemon: Daemon) -> No
     assert "write `src/parser.py`" in found["problems"][0]["message"].casefold()
     result = run_cli("spec", "lint", "docs/new.md", board_dir=daemon.board_dir, cwd=root)
     assert result.stdout.startswith("docs/new.md:4: bare_name_at_root: `parser.py`")
+
+
+HELD_FILES = """# Plan
+
+### Track T — tables
+
+**In progress and reserved: @tess.**
+
+These packages own `src/tables/`.
+
+- [ ] **T1 — schema.** Dependencies: none.
+
+### Track K — keys
+
+- [ ] **K1 — key table.** Dependencies: none.
+  - Files: `src/tables/keys.py`
+- [ ] **K2 — elsewhere.** Dependencies: none.
+  - Files: `src/keys.py`
+"""
+
+
+def test_a_package_whose_files_the_document_holds_is_not_ready_after_a_plain_import(
+    daemon: Daemon,
+) -> None:
+    root = make_repo(daemon)
+    (root / "docs" / "held.md").write_text(HELD_FILES)
+    coord(daemon, "spec", "import", "docs/held.md", agent="lead")
+    _, ready, _ = coord(daemon, "ls", "--ready")
+    _, status, _ = coord(daemon, "spec", "status", "docs/held.md")
+    assert status["claimable"] == ["K2"]  # T1 is tess's; K1's files lie in track T's
+    assert sorted(i["key"] for i in ready["items"]) == ["K2"]
+    code, refused, _ = coord(daemon, "claim", "K1", agent="w1")
+    assert code == 3 and refused["holder"] == "tess"

@@ -291,6 +291,21 @@ def test_the_real_document() -> None:
     assert found(document) == [("no_files", package, line) for package, line in expected]
 
 
+def test_what_the_board_keeps_from_others_is_what_makes_a_package_unclaimable() -> None:
+    """``kept_for`` (recorded by an import) and the open dependencies together say exactly
+    which packages are claimable: the board's predicate and the document's are one."""
+    document = parse_file(FIXTURE)
+    rules = Rules(document)
+    kept = rules.kept_for()
+    assert kept["L1"] == "cristinaponcela" and kept["J3"] == "davidbrai"
+    free = [
+        v.package.id
+        for v in rules.verdicts()
+        if not v.package.done and not v.waiting_on and v.package.id not in kept
+    ]
+    assert free == claimable(document) == ["R3", "I1", "I2", "I3"]
+
+
 def test_claimable_needs_existing_done_dependencies_and_free_files() -> None:
     document = doc(
         """

@@ -101,7 +101,7 @@ def _problem_lines(path: str, problems: list[Problem]) -> str:
 
 def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
     from coord.spec.lint import lint
-    from coord.spec.protocol import reserved_by
+    from coord.spec.protocol import kept_for
 
     problems = lint(doc)
     blocking = [p for p in problems if p.code in BLOCKS_IMPORT]
@@ -112,7 +112,7 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
             problems=[p.to_dict() for p in blocking],
         )
     spec = ctx.session.document_path(args.doc)
-    reserved = reserved_by(doc)  # the board keeps these from everyone else (one predicate)
+    reserved = kept_for(doc)  # the board keeps these from everyone else (one predicate)
     tracks = {t.id: t for t in doc.tracks}
     adopt: list[dict[str, Any]] = []
     if args.adopt:
