@@ -279,33 +279,6 @@ def test_a_bad_reserved_by_is_refused_and_changes_nothing(board: Board) -> None:
     assert board.list_items() == []
 
 
-def test_a_board_of_schema_4_gains_reserved_for_and_keeps_its_rows(tmp_path: Path) -> None:
-    import sqlite3
-
-    from coord.storage.sqlite import SCHEMA_VERSION_TABLE, _migrations, _split_sql
-
-    db = tmp_path / "board.db"
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute(SCHEMA_VERSION_TABLE)
-    for version, name, sql in _migrations():
-        if version < 5:
-            for statement in _split_sql(sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
-    conn.execute(
-        "INSERT INTO items (kind, title, body, priority, labels, state, created_by, "
-        "created_at, updated_at, key, spec) "
-        "VALUES ('task', 'old', '', 2, '[]', 'pending', 'h', 1, 1, 'A1', 'docs/plan.md')"
-    )
-    conn.close()
-    storage = SQLiteStorage(db)
-    assert storage.schema_version() >= 5
-    with storage.read() as tx:
-        item = tx.get_item_by_key("A1")
-    assert item is not None and (item.title, item.reserved_for) == ("old", None)
-    storage.close()
-
-
 # --- the compare-and-set ----------------------------------------------------------------------
 
 
