@@ -135,6 +135,7 @@ NESTED_SAMPLES: dict[str, dict[str, list[Any]]] = {
         "description": ["what"],
         "acceptance": ["how we know"],
         "track": ["api"],
+        "reserved_by": ["alice"],
     },
     "adopt": {
         "user": ["a"],

@@ -96,6 +96,18 @@ def test_reimport_is_idempotent(board: Board) -> None:
     assert snapshot(board) == before
 
 
+def test_reimport_of_files_in_document_order_is_unchanged(board: Board) -> None:
+    # the board keeps files sorted; the document lists them as the author wrote them
+    packages = [pkg("A1", 10, files=["src/z.py", "src/a.py", "src/z.py"])]
+    board.import_packages(SPEC, packages, created_by="h")
+    before = snapshot(board)
+    again = board.import_packages(SPEC, packages, created_by="h")
+    assert again["updated"] == [] and again["unchanged"] == ["A1"]
+    assert snapshot(board) == before
+    moved = board.import_packages(SPEC, [pkg("A1", 10, files=["src/a.py"])], created_by="h")
+    assert moved["updated"] == ["A1"] and board.get("A1").files == ("src/a.py",)
+
+
 def test_reimport_updates_changes_and_keeps_claims_replies_and_history(board: Board) -> None:
     board.import_packages(SPEC, plan(), created_by="h")
     claim = board.claim("A2", agent="a")
@@ -189,6 +201,82 @@ def test_adopt_turns_reservation_lines_into_claims_and_holds(board: Board) -> No
     assert board.get("A2").claimed_by == "alice"
     with pytest.raises(errors.FilesReserved):
         board.claim("T2", agent="dave")  # carol holds track T's files
+
+
+# --- reservations in the document -------------------------------------------------------------
+
+
+def reserved_plan(reserved: bool = True) -> list[dict[str, Any]]:
+    """F1 has files, P1 has none (the one-statement claim's path); both reserved for alice."""
+    mark = {"reserved_by": "alice"} if reserved else {}
+    return [
+        pkg("F1", 10, **mark),
+        pkg("P1", 20, files=[], **mark),
+        pkg("Z1", 30, files=[]),
+    ]
+
+
+def test_a_package_reserved_in_the_document_is_not_handed_out(board: Board) -> None:
+    board.import_packages(SPEC, reserved_plan(), created_by="h")
+    assert board.get("F1").reserved_for == board.get("P1").reserved_for == "alice"
+    # every claimable query agrees: the listing, the fast claim, the batch
+    assert [i.key for i in board.list_items(ready=True)] == ["Z1"]
+    assert board.show("F1")["ready"] is False and board.show("F1")["reserved_for"] == "alice"
+    assert board.claim_next(agent="bob").item.key == "Z1"
+    with pytest.raises(errors.NothingReady):
+        board.claim_next(agent="bob")
+    with pytest.raises(errors.NothingReady):
+        board.claim_batch(10, agent="bob")
+    # by name: refused for anyone else, naming whom the document reserves it for
+    with pytest.raises(errors.AlreadyClaimed, match="reserved for alice") as refused:
+        board.claim("P1", agent="bob")
+    assert refused.value.details["reason"] == "reserved"
+    assert board.get("P1").state == "pending"
+    # the user the document names may take it
+    assert board.claim("P1", agent="alice").item.claimed_by == "alice"
+
+
+def test_the_reserved_package_is_the_first_in_line_and_still_skipped(board: Board) -> None:
+    # P1 (no files, oldest) would be the one-statement claim's pick if it did not check
+    board.import_packages(SPEC, reserved_plan()[1:], created_by="h")
+    assert board.claim_next(agent="bob").item.key == "Z1"
+
+
+def test_a_reimport_without_the_line_frees_the_package_and_says_so(board: Board) -> None:
+    board.import_packages(SPEC, reserved_plan(), created_by="h")
+    again = board.import_packages(SPEC, reserved_plan(), created_by="h")
+    assert again["updated"] == []  # the line still stands: nothing changed
+    freed = board.import_packages(SPEC, reserved_plan(reserved=False), created_by="h")
+    assert freed["updated"] == ["F1", "P1"]
+    assert board.get("F1").reserved_for is None
+    edited = [e for e in board.events() if e.kind == "edited"]
+    assert [e.details["reserved_for"] for e in edited] == [None, None]
+    assert sorted(i.key for i in board.list_items(ready=True)) == ["F1", "P1", "Z1"]
+
+
+def test_adopting_a_reserved_package_claims_it_for_its_user(board: Board) -> None:
+    result = board.import_packages(
+        SPEC,
+        reserved_plan(),
+        created_by="h",
+        adopt=[{"package": "F1", "user": "alice", "line": 9}],
+    )
+    assert [a["package"] for a in result["adopted"]] == ["F1"]
+    assert board.get("F1").claimed_by == "alice"
+    stolen = board.import_packages(
+        SPEC,
+        reserved_plan(),
+        created_by="h",
+        adopt=[{"package": "P1", "user": "mallory", "line": 19}],
+    )
+    assert [n["package"] for n in stolen["not_adopted"]] == ["P1"]
+    assert "reserved for alice" in stolen["not_adopted"][0]["reason"]
+
+
+def test_a_bad_reserved_by_is_refused_and_changes_nothing(board: Board) -> None:
+    with pytest.raises(errors.InvalidInput):
+        board.import_packages(SPEC, [pkg("A1", 1, reserved_by="no spaces")], created_by="h")
+    assert board.list_items() == []
 
 
 # --- the compare-and-set ----------------------------------------------------------------------

@@ -188,7 +188,10 @@ def test_the_real_document_imports_and_the_board_agrees_with_its_protocol(daemon
     _, status, _ = coord(daemon, "spec", "status", "docs/harness-v2.md")
     assert status["imported"] is True and status["claimable"] == ["R3", "I1", "I2", "I3"]
     code, refused, _ = coord(daemon, "claim", "J3", agent="intruder")
-    assert code == 3 and refused["error"] == "files_reserved"  # davidbrai holds track J
+    # the document reserves track J for davidbrai (who also holds its files): refused as
+    # `coord git reserve` refuses it, naming the holder
+    assert code == 3 and refused["error"] == "already_claimed", refused
+    assert refused["reason"] == "reserved" and refused["holder"] == "davidbrai"
     code, refused, _ = coord(daemon, "claim", "L1", agent="intruder")
     assert code == 3 and refused["error"] == "already_claimed"
 
@@ -218,3 +221,125 @@ def test_the_import_prefix_is_read_off_the_keys() -> None:
     # "web.A1" + "1" would be a key too if "1" were a package; most keys decide
     assert imported_prefix(["web.A1", "web.A11"], ids | {"1"}) == "web."
     assert imported_prefix(["other"], ids) == ""
+
+
+def _real_document(daemon: Daemon) -> Path:
+    root = make_repo(daemon)
+    fixture = Path(__file__).parent / "specs" / "harness-v2.md"
+    (root / "docs" / "harness-v2.md").write_bytes(fixture.read_bytes())
+    return root
+
+
+def test_a_plain_import_hands_out_no_package_the_document_reserves(daemon: Daemon) -> None:
+    _real_document(daemon)
+    code, imported, _ = coord(daemon, "spec", "import", "docs/harness-v2.md", agent="lead")
+    assert code == 0 and imported["adopted"] == [], imported
+    # L1 has its own `**Reserved:**` line; J3's track is "in progress and reserved"
+    _, ready, _ = coord(daemon, "ls", "--ready")
+    _, status, _ = coord(daemon, "spec", "status", "docs/harness-v2.md")
+    assert sorted(i["key"] for i in ready["items"]) == sorted(status["claimable"])
+    assert status["claimable"] == ["R3", "I1", "I2", "I3"]
+    by_id = {p["id"]: p for p in status["packages"]}
+    assert by_id["L1"]["board"]["ready"] is False and by_id["J3"]["board"]["ready"] is False
+    code, handed, _ = coord(daemon, "next", "--count", "10", agent="w1")
+    assert code == 0, handed
+    assert sorted(i["item"]["key"] for i in handed["items"]) == ["I1", "I2", "I3", "R3"]
+    code, _, _ = coord(daemon, "next", agent="w2")
+    assert code == 4  # nothing else is ready: L1 and J3 wait for their reservations
+
+
+def test_a_reimport_without_the_reservation_line_frees_the_package(daemon: Daemon) -> None:
+    root = _real_document(daemon)
+    coord(daemon, "spec", "import", "docs/harness-v2.md", agent="lead")
+    doc = root / "docs" / "harness-v2.md"
+    text = doc.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("**Reserved: L1"))
+    doc.write_text(text.replace(line, ""))
+    coord(daemon, "spec", "import", "docs/harness-v2.md", agent="lead")
+    _, ready, _ = coord(daemon, "ls", "--ready")
+    _, status, _ = coord(daemon, "spec", "status", "docs/harness-v2.md")
+    assert "L1" in status["claimable"]
+    assert sorted(i["key"] for i in ready["items"]) == sorted(status["claimable"])
+
+
+def test_reimporting_the_unchanged_real_document_changes_nothing(daemon: Daemon) -> None:
+    _real_document(daemon)
+    code, first, _ = coord(daemon, "spec", "import", "docs/harness-v2.md", agent="lead")
+    assert code == 0 and len(first["created"]) == 41
+    _, log_before, _ = coord(daemon, "log")
+    for _ in range(2):
+        code, again, _ = coord(daemon, "spec", "import", "docs/harness-v2.md", agent="lead")
+        assert code == 0
+        assert again["updated"] == [] and again["created"] == []
+        assert len(again["unchanged"]) == 41
+    _, log_after, _ = coord(daemon, "log")
+    assert log_after == log_before
+
+
+NEW_FILES = """# Plan
+
+- [ ] **N1 — parser.** Dependencies: none.
+  - Files: `parser.py`
+- [ ] **N2 — printer.** Dependencies: none.
+  - Files: `printer.py`
+"""
+
+
+def test_two_packages_creating_new_root_files_run_side_by_side(daemon: Daemon) -> None:
+    root = make_repo(daemon)
+    (root / "docs" / "new.md").write_text(NEW_FILES)
+    code, imported, _ = coord(daemon, "spec", "import", "docs/new.md", agent="lead")
+    assert code == 0 and imported["created"] == ["N1", "N2"], imported
+    _, shown, _ = coord(daemon, "show", "N1")
+    assert shown["files"] == ["parser.py"]  # the root file, not `**/parser.py`
+    code, first, _ = coord(daemon, "next", agent="w1")
+    assert code == 0 and first["item"]["key"] == "N1"
+    code, second, _ = coord(daemon, "next", agent="w2")
+    assert code == 0 and second["item"]["key"] == "N2", second
+    _, status, _ = coord(daemon, "spec", "status", "docs/new.md")
+    assert status["claimable"] == []  # both taken, neither blocked by the other's files
+
+
+def test_lint_says_where_a_bare_name_now_means_a_root_file(daemon: Daemon) -> None:
+    root = make_repo(daemon)
+    (root / "src" / "parser.py").write_text("")
+    (root / "docs" / "new.md").write_text(NEW_FILES)
+    code, found, _ = coord(daemon, "spec", "lint", "docs/new.md")
+    assert code == 1
+    assert [(p["code"], p["line"]) for p in found["problems"]] == [("bare_name_at_root", 4)]
+    assert "write `src/parser.py`" in found["problems"][0]["message"].casefold()
+    result = run_cli("spec", "lint", "docs/new.md", board_dir=daemon.board_dir, cwd=root)
+    assert result.stdout.startswith("docs/new.md:4: bare_name_at_root: `parser.py`")
+
+
+HELD_FILES = """# Plan
+
+### Track T — tables
+
+**In progress and reserved: @tess.**
+
+These packages own `src/tables/`.
+
+- [ ] **T1 — schema.** Dependencies: none.
+
+### Track K — keys
+
+- [ ] **K1 — key table.** Dependencies: none.
+  - Files: `src/tables/keys.py`
+- [ ] **K2 — elsewhere.** Dependencies: none.
+  - Files: `src/keys.py`
+"""
+
+
+def test_a_package_whose_files_the_document_holds_is_not_ready_after_a_plain_import(
+    daemon: Daemon,
+) -> None:
+    root = make_repo(daemon)
+    (root / "docs" / "held.md").write_text(HELD_FILES)
+    coord(daemon, "spec", "import", "docs/held.md", agent="lead")
+    _, ready, _ = coord(daemon, "ls", "--ready")
+    _, status, _ = coord(daemon, "spec", "status", "docs/held.md")
+    assert status["claimable"] == ["K2"]  # T1 is tess's; K1's files lie in track T's
+    assert sorted(i["key"] for i in ready["items"]) == ["K2"]
+    code, refused, _ = coord(daemon, "claim", "K1", agent="w1")
+    assert code == 3 and refused["holder"] == "tess"

@@ -291,6 +291,21 @@ def test_the_real_document() -> None:
     assert found(document) == [("no_files", package, line) for package, line in expected]
 
 
+def test_what_the_board_keeps_from_others_is_what_makes_a_package_unclaimable() -> None:
+    """``kept_for`` (recorded by an import) and the open dependencies together say exactly
+    which packages are claimable: the board's predicate and the document's are one."""
+    document = parse_file(FIXTURE)
+    rules = Rules(document)
+    kept = rules.kept_for()
+    assert kept["L1"] == "cristinaponcela" and kept["J3"] == "davidbrai"
+    free = [
+        v.package.id
+        for v in rules.verdicts()
+        if not v.package.done and not v.waiting_on and v.package.id not in kept
+    ]
+    assert free == claimable(document) == ["R3", "I1", "I2", "I3"]
+
+
 def test_claimable_needs_existing_done_dependencies_and_free_files() -> None:
     document = doc(
         """
@@ -555,3 +570,33 @@ def test_a_progress_file_reservation_is_aged_by_its_own_line(repo: Path) -> None
     stale = lint(document, repo_root=repo, now=JANUARY + 60 * DAY)
     assert [(p.code, p.package) for p in stale] == [("stale_reservation", "A2")]
     assert "20 days" in stale[0].message
+
+
+@needs_git
+def test_a_bare_name_the_repository_has_only_deeper_is_warned_with_what_to_write(
+    repo: Path,
+) -> None:
+    for path in ("src/core/util.py", "lib/util.py", "README.md", "pkg/sub/x.py", "out/gen.py"):
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("")
+    (repo / ".gitignore").write_text("out/\n")
+    git(repo, "add", "src", "lib", "README.md", ".gitignore")
+    git(repo, "commit", "-q", "-m", "code")
+    document = doc(
+        """
+        - [ ] **A1 — util.** Dependencies: none.
+          - Files: `util.py`, `README.md`
+        - [ ] **A2 — new files.** Dependencies: none.
+          - Files: `new.py`, `gen.py`, `sub/`
+        """
+    )
+    files = [p.files for p in document.packages]
+    assert files == [["util.py", "README.md"], ["new.py", "gen.py", "sub/"]]
+    problems = lint(document, repo_root=repo)
+    # README.md exists at the root, new.py nowhere, gen.py only in ignored output
+    assert [(p.code, p.line) for p in problems] == [("bare_name_at_root", n) for n in (2, 4)]
+    util, sub = (p.message for p in problems)
+    assert "`util.py` is read as the repository-root path" in util
+    assert "`lib/util.py` and 1 more" in util and "`**/util.py` for every depth" in util
+    assert "`pkg/sub/`" in sub  # an untracked directory deeper counts too
+    assert found(document) == []  # without the repository, nothing to compare with

@@ -418,20 +418,42 @@ def test_bare_file_names() -> None:
     assert files["B1"] == ["src/api/routes.py", "src/api/views.py", "docs/api.md", "docs/index.md"]
     # engine.py: one path has that name; util.py: two do; then util.py follows engine.py's dir
     assert files["B2"] == ["src/core/engine.py", "src/core/util.py"]
-    assert files["B3"] == ["**/setup.cfg", "tests/*.py", "src/api/routes.py"]
+    # no path of the document has that name: the repository-root file, not every depth
+    assert files["B3"] == ["setup.cfg", "tests/*.py", "src/api/routes.py"]
     assert files["B4"] == ["src/x/"]
+    assert document.root_names == [(8, "setup.cfg")]
 
 
-def test_a_bare_name_without_a_previous_path_and_two_candidates_is_any_depth() -> None:
+def test_a_bare_name_without_a_previous_path_and_two_candidates_is_the_root_file() -> None:
     document = doc(
         """
         Both `src/core/util.py` and `lib/util.py` exist.
 
         - [ ] **B1 — ambiguous.** Dependencies: none.
-          - Files: `util.py`
+          - Files: `util.py`, `**/conftest.py`
         """
     )
-    assert document.packages[0].files == ["**/util.py"]
+    # never every depth unless written so
+    assert document.packages[0].files == ["util.py", "**/conftest.py"]
+    assert document.root_names == [(4, "util.py")]
+
+
+def test_two_packages_naming_new_root_files_name_different_files() -> None:
+    document = doc(
+        """
+        ### Track A — new files
+
+        These packages own `notes.md`.
+
+        - [ ] **A1 — one.** Dependencies: none.
+          - Files: `a.py`
+        - [ ] **A2 — two.** Dependencies: none.
+          - Files: `b.py`
+        """
+    )
+    assert [p.files for p in document.packages] == [["a.py"], ["b.py"]]
+    assert document.tracks[0].files == ["notes.md"]
+    assert document.root_names == [(3, "notes.md"), (6, "a.py"), (8, "b.py")]
 
 
 def test_files_bullet_negated_clause_is_description() -> None:

@@ -173,18 +173,44 @@ def test_unreadable_labels_column_is_never_written(tmp_path: Path) -> None:
     storage.close()
 
 
+def _board_of_schema(db: Path, version: int) -> sqlite3.Connection:
+    """A board file as a release of schema ``version`` left it: its migrations only."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(SCHEMA_VERSION_TABLE)
+    for number, name, sql in _migrations():
+        if number <= version:
+            for statement in _split_sql(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (number, name))
+    return conn
+
+
+def test_a_board_of_schema_4_gains_reserved_for_and_keeps_its_rows(tmp_path: Path) -> None:
+    """Migration 5 adds who a design document reserves a package for; old rows have none."""
+    db = tmp_path / "board.db"
+    conn = _board_of_schema(db, 4)
+    conn.execute(
+        "INSERT INTO items (kind, title, body, priority, labels, state, created_by, "
+        "created_at, updated_at, key, spec) "
+        "VALUES ('task', 'old', '', 2, '[]', 'pending', 'h', 1, 1, 'A1', 'docs/plan.md')"
+    )
+    conn.close()
+    storage = SQLiteStorage(db)
+    assert storage.schema_version() >= 5
+    with storage.read() as tx:
+        item = tx.get_item_by_key("A1")
+        ready = tx.claimable_items(2.0, ("task",), None, limit=10)
+    assert item is not None and (item.title, item.reserved_for) == ("old", None)
+    assert [i.key for i in ready] == ["A1"]
+    storage.close()
+
+
 def test_the_event_log_keeps_its_numbers_across_the_move_off_autoincrement(
     tmp_path: Path,
 ) -> None:
     """Migration 4 rebuilds ``events`` without AUTOINCREMENT on a board written by schema 3."""
     db = tmp_path / "board.db"
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute(SCHEMA_VERSION_TABLE)
-    for version, name, sql in _migrations():
-        if version < 4:
-            for statement in _split_sql(sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
+    conn = _board_of_schema(db, 3)
     conn.executemany(
         "INSERT INTO events (at, agent, item_id, kind, details) VALUES (?, 'a', ?, 'claimed', ?)",
         [(float(n), n % 3 or None, json.dumps({"n": n})) for n in range(1, 51)],
@@ -194,7 +220,7 @@ def test_the_event_log_keeps_its_numbers_across_the_move_off_autoincrement(
 
     storage = SQLiteStorage(db)
     conn = storage._conn()
-    assert storage.schema_version() == 4
+    assert storage.schema_version() == _migrations()[-1][0]  # 4 and every later one
     assert conn.execute("SELECT * FROM events ORDER BY seq").fetchall() == before
     assert conn.execute(
         "SELECT count(*) FROM sqlite_sequence WHERE name = 'events'"

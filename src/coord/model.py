@@ -70,6 +70,8 @@ class Item:
     # needs_human: the holder's open question; the lease does not run out meanwhile
     question: str | None = None
     escalate_to: str | None = None
+    # who the design document reserves this package for: not ready for anyone else
+    reserved_for: str | None = None
     deps: tuple[int, ...] = ()
     # dependencies that are not done yet; the item is ready only when this is empty
     blocked_by: tuple[int, ...] = ()
@@ -97,11 +99,18 @@ class Item:
         return self.key if self.key is not None else str(self.id)
 
     def claimable(self, now: float) -> bool:
-        """Pending, or claimed with a lease that has run out, and every dependency done."""
+        """Ready: pending, or claimed with a lease that has run out; every dependency done; no
+        file held by someone else; not reserved by a design document (the board's SQL says
+        the same in ``sqlite_items._NOT_RESERVED_IN_DOCUMENT``)."""
         open_for_claim = self.state == "pending" or (
             self.state == "claimed" and not self.lease_live(now)
         )
-        return open_for_claim and not self.blocked_by and not self.files_held_by
+        return (
+            open_for_claim
+            and not self.blocked_by
+            and not self.files_held_by
+            and self.reserved_for is None
+        )
 
     def to_dict(self, now: float) -> dict[str, Any]:
         return {
@@ -129,6 +138,7 @@ class Item:
             "evidence": self.evidence,
             "question": self.question,
             "escalate_to": self.escalate_to,
+            "reserved_for": self.reserved_for,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
             "closed_at": iso(self.closed_at),

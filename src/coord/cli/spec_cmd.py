@@ -101,6 +101,7 @@ def _problem_lines(path: str, problems: list[Problem]) -> str:
 
 def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
     from coord.spec.lint import lint
+    from coord.spec.protocol import kept_for
 
     problems = lint(doc)
     blocking = [p for p in problems if p.code in BLOCKS_IMPORT]
@@ -111,6 +112,7 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
             problems=[p.to_dict() for p in blocking],
         )
     spec = ctx.session.document_path(args.doc)
+    reserved = kept_for(doc)  # the board keeps these from everyone else (one predicate)
     tracks = {t.id: t for t in doc.tracks}
     adopt: list[dict[str, Any]] = []
     if args.adopt:
@@ -123,7 +125,7 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
     body: dict[str, Any] = {
         "agent": ctx.agent(required=False),
         "spec": spec,
-        "packages": [_wire(p) for p in doc.packages],
+        "packages": [_wire(p, reserved.get(p.id)) for p in doc.packages],
         "prefix": args.prefix,
         "adopt": adopt,
     }
@@ -139,8 +141,8 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
     return result, _import_text(args.doc, result)
 
 
-def _wire(package: Any) -> dict[str, Any]:
-    return {
+def _wire(package: Any, reserved_by: str | None) -> dict[str, Any]:
+    wired = {
         "id": package.id,
         "title": package.title,
         "done": package.done,
@@ -152,6 +154,9 @@ def _wire(package: Any) -> dict[str, Any]:
         "acceptance": package.acceptance,
         "track": package.track,
     }
+    if reserved_by is not None:
+        wired["reserved_by"] = reserved_by
+    return wired
 
 
 def _remember_adopted(ctx: Context, result: dict[str, Any]) -> None:

@@ -56,7 +56,7 @@ def adopt(
             if entry.get("package"):
                 key = prefix + model.check_key(entry["package"])
                 item = rules.require_item(tx, key)
-                rules.ensure_claimable(item, now)
+                rules.ensure_claimable(item, now, user)
                 live = tx.live_reservations(now, near=item.files) if item.files else []
                 claim = claims.take(tx, item, user, lease, now, live)
                 adopted.append({"package": entry["package"], "user": user, "token": claim.token})

@@ -26,7 +26,7 @@ class Claims:
         with self.ctx.storage.write() as tx:
             now = self.ctx.clock()
             item = rules.require_item(tx, ref)
-            rules.ensure_claimable(item, now)
+            rules.ensure_claimable(item, now, agent)
             live = tx.live_reservations(now, near=item.files) if item.files else []
             return self.take(tx, item, agent, lease, now, live)
 

@@ -7,6 +7,11 @@ Importing again is idempotent: changed titles, descriptions, dependencies, files
 are updated in place, claims, replies and history stay, and a package that left the document
 is reported, never deleted. A ticked box closes a package that nobody holds; progress
 otherwise lives on the board (``coord spec sync`` ticks the boxes back).
+
+A package the document reserves (its ``**Reserved:**`` line or its track's marker, as
+``coord.spec.protocol.Rules.reserved_by`` reads them; the caller sends it as ``reserved_by``)
+keeps that user as the item's ``reserved_for``: not ready, and claimable by that user alone,
+until an import whose document no longer reserves it. ``adopt`` turns the line into a claim.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ PACKAGE_FIELDS = {
     "description",
     "acceptance",
     "track",
+    "reserved_by",
 }
 
 
@@ -55,6 +61,7 @@ def check_package(entry: Any, index: int) -> dict[str, Any]:
         raise InvalidInput(f"package {index}: description must be text", index=index)
     body = text[0] + (f"\n\nAcceptance: {text[1]}" if text[1] else "")
     track = entry.get("track")
+    reserved_by = entry.get("reserved_by")
     return {
         "id": model.check_key(entry.get("id")),
         "title": model.check_title(entry.get("title")),
@@ -65,6 +72,7 @@ def check_package(entry: Any, index: int) -> dict[str, Any]:
         "checks": model.check_commands(entry.get("checks")),
         "body": model.check_body(body.strip()),
         "labels": model.check_labels([f"track:{track}"] if isinstance(track, str) else []),
+        "reserved_for": None if reserved_by is None else model.check_agent(reserved_by),
     }
 
 
@@ -217,6 +225,8 @@ class WorkPackages:
             escalate_to=package["escalate_to"],
         )
         tx.set_item_files(item_id, package["files"])
+        if package["reserved_for"] is not None:  # a new item's token is 0
+            tx.update_item(item_id, 0, {"reserved_for": package["reserved_for"]})
         details = {
             "title": package["title"],
             "key": package["key"],
@@ -225,6 +235,8 @@ class WorkPackages:
             "files": list(package["files"]),
             "checks": list(package["checks"]),
         }
+        if package["reserved_for"] is not None:
+            details["reserved_for"] = package["reserved_for"]
         self.ctx.changes.record(tx, created_by, item_id, "created", now, details)
         return rules.require_item(tx, item_id)
 
@@ -240,7 +252,7 @@ class WorkPackages:
     ) -> bool:
         """Apply what changed in the document; True if anything people see did."""
         changes: dict[str, Any] = {}
-        for name in ("title", "body", "checks", "labels"):
+        for name in ("title", "body", "checks", "labels", "reserved_for"):
             if getattr(item, name) != (
                 tuple(package[name]) if name in ("checks", "labels") else package[name]
             ):
@@ -249,7 +261,9 @@ class WorkPackages:
         adding_keys = [d for d in package["deps"] if known[d].id not in item.deps]
         adding = [known[d].id for d in adding_keys]
         removing = [d for d in item.deps if d not in deps]
-        files_changed = tuple(item.files) != tuple(package["files"])
+        # the board keeps an item's files as a set, sorted (``item_files``'s primary key):
+        # compare in that one form, or the document's order reads as an edit every time
+        files_changed = item.files != _as_stored(package["files"])
         # bookkeeping, not news: where the text is now, and whom to ask
         bookkeeping: dict[str, Any] = {}
         if item.spec_line != package["line"]:
@@ -318,6 +332,11 @@ class WorkPackages:
         details = {"ticked_in": f"{spec}:{package['line']}"}
         self.ctx.changes.apply(tx, item, changes, agent, "done", now, details)
         result["closed"].append(package["id"])
+
+
+def _as_stored(files: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """An item's files as the board stores and returns them: each once, sorted."""
+    return tuple(sorted(set(files)))
 
 
 def _refuse_cycles(spec: str, wanted: list[dict[str, Any]]) -> None:

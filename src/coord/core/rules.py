@@ -49,7 +49,11 @@ def require_item(tx: ReadTx, ref: int | str) -> Item:
     return item
 
 
-def ensure_claimable(item: Item, now: float) -> None:
+def ensure_claimable(item: Item, now: float, agent: str | None = None) -> None:
+    """Refuse a claim of ``item`` by ``agent`` now, with what to do instead.
+
+    ``agent``: the claimer; a package its document reserves for someone else is refused
+    (``None`` skips that check, for callers that ask about the item alone)."""
     if item.state in ("done", "cancelled"):
         raise NotClaimable(
             f"item {item.ref} is {item.state}; pick another (`coord next`)",
@@ -71,6 +75,17 @@ def ensure_claimable(item: Item, now: float) -> None:
             id=item.id,
             holder=item.claimed_by,
             lease_expires_at=iso(item.lease_expires_at),
+        )
+    if item.reserved_for is not None and agent is not None and agent != item.reserved_for:
+        # as ``coord git reserve`` says it of the same line (``gitmode.protocol``)
+        raise AlreadyClaimed(
+            f"package {item.ref} is reserved for {item.reserved_for} in {item.spec}; pick "
+            "another (`coord next`), or take the reservation line out of the document and "
+            "import it again",
+            id=item.id,
+            holder=item.reserved_for,
+            lease_expires_at=None,
+            reason="reserved",
         )
     if item.blocked_by:
         raise NotReady(

@@ -141,6 +141,11 @@ _PACKAGE_FIELD_TYPES: dict[str, Schema] = {
     "description": {"type": "string"},
     "acceptance": {"type": "string"},
     "track": {"type": "string"},
+    "reserved_by": {
+        **AGENT,
+        "description": "who the document reserves it for (its line or its track's marker): "
+        "the board hands it to no one else",
+    },
 }
 _ADOPT_FIELD_TYPES: dict[str, Schema] = {
     "package": {"type": "string"},
@@ -217,6 +222,10 @@ COMPONENTS: dict[str, Schema] = {
             "evidence": {"type": ["object", "null"]},
             "question": _STRING_OR_NULL,
             "escalate_to": _STRING_OR_NULL,
+            "reserved_for": {
+                **_STRING_OR_NULL,
+                "description": "who the design document reserves it for; ready for no one else",
+            },
             "created_by": {"type": "string"},
             "to": _STRING_OR_NULL,
             "claimed_by": _STRING_OR_NULL,

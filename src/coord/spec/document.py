@@ -83,6 +83,9 @@ class SpecDocument:
     merge_orders: list[list[str]] = field(default_factory=list)  # every "A → B → C" chain
     escalate_to: str | None = None  # `Escalate to: ...` (coord's dialect)
     problems: list[Problem] = field(default_factory=list)  # parse problems only
+    # (line, name) of each bare file name read as the repository-root path ``name``: lint
+    # warns where the repository has that name only deeper
+    root_names: list[tuple[int, str]] = field(default_factory=list)
 
     def package(self, package_id: str) -> Package | None:
         return next((p for p in self.packages if p.id == package_id), None)

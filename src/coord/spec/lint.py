@@ -14,7 +14,11 @@
 * ``stale_reservation`` — with ``repo_root``: a committed reservation line older than
   ``stale_days`` (its landing by ``coord.spec.age``, the clock ``coord git reap`` uses too;
   skipped when git or the file's history is unavailable);
-* ``no_files`` — an unticked package that names no files and whose track owns none.
+* ``no_files`` — an unticked package that names no files and whose track owns none;
+* ``bare_name_at_root`` — with ``repo_root``: a bare file name (``util.py``) is read as the
+  repository-root path, which does not exist, while the repository has files of that name
+  only deeper: the author may have meant one of those (write its path) or every depth
+  (write ``**/util.py``). Before this reading a bare name meant every depth.
 
 Who holds what (and so what conflicts) is the protocol's rule, ``coord.spec.protocol``, which
 also says what is claimable; cycles are found by ``coord.spec.graph``.
@@ -52,6 +56,7 @@ def lint(
     if repo_root is not None:
         current = time.time() if now is None else now
         problems += _stale(doc, Path(repo_root), stale_days, current)
+        problems += _bare_names_deeper(doc, Path(repo_root))
     problems += [
         Problem(
             "no_files",
@@ -189,6 +194,44 @@ def _conflicts(holds: list[Hold]) -> list[Problem]:
                     b.package,
                 )
             )
+    return problems
+
+
+def _bare_names_deeper(doc: SpecDocument, repo_root: Path) -> list[Problem]:
+    """Bare names read as root paths that the repository has only deeper (the reading of a
+    bare name narrowed from every depth to the root: say where that may not be meant)."""
+    wanted = {name.rstrip("/") for _, name in doc.root_names}
+    wanted = {name for name in wanted if not (repo_root / name).exists()}
+    if not wanted:
+        return []
+    try:  # tracked and untracked files, without the ignored ones (build output, .venv)
+        listed = Git(repo_root).out("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    except GitError:
+        return []  # a hint, not a gate
+    deeper: dict[str, list[str]] = {}
+    for path in sorted(set(listed.split("\0"))):
+        parts = path.split("/")
+        for depth, part in enumerate(parts[1:], start=1):
+            if part in wanted:  # a file of that name, or a directory on the way to one
+                hit = "/".join(parts[: depth + 1]) + ("/" if depth < len(parts) - 1 else "")
+                if hit not in deeper.setdefault(part, []):
+                    deeper[part].append(hit)
+    problems = []
+    for line, name in doc.root_names:
+        found = deeper.get(name.rstrip("/"))
+        if not found:
+            continue
+        more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+        problems.append(
+            Problem(
+                "bare_name_at_root",
+                line,
+                f"`{name}` is read as the repository-root path `{name}`, which does not exist; "
+                f"the repository has `{found[0]}`{more}. Write `{found[0]}` if you mean that, "
+                f"or `**/{name}` for every depth; keep `{name}` if the package creates it at "
+                "the root",
+            )
+        )
     return problems
 
 

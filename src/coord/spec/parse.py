@@ -22,8 +22,10 @@ until a heading, another entry, or a line that is not indented.
 paths (a ``/``, a ``*``, or a file extension; ``npm run check`` or ``JsonlSessionRepo`` are
 not). A bare name (``session.ts``) lies in the directory of the previous path of the same
 bullet; with no previous path it is the one path of the document with that basename, if
-exactly one backticked path has it, else ``**/name``. A clause that says not to touch files
-("Do not edit `x.ts`") gives none; from that clause on, the bullet is kept in the description.
+exactly one backticked path has it, else the repository-root path ``session.ts`` (a new
+file beside the others, not one at every depth: write ``**/session.ts`` for that). A clause
+that says not to touch files ("Do not edit `x.ts`") gives none; from that clause on, the
+bullet is kept in the description.
 ``Checks:`` gives backticked shell commands, in order. ``Acceptance:`` gives the acceptance
 text. Every other bullet (``Landed coverage:`` too) is description, as Markdown.
 
@@ -39,8 +41,8 @@ owned (not "owner", "ownership") and
 
 The backticked paths after the verb, up to the end of its clause (a ``;`` or a negation: "own
 `x`; they may not modify `y`"), are the track's files; a bare name is the document's one path
-with that basename, else ``**/name``. A package naming no files of its own takes its track's,
-with ``files_from_track``.
+with that basename, else the repository-root path. A package naming no files of its own
+takes its track's, with ``files_from_track``.
 
 **Reservations.** ``**Reserved: ID by @user.**`` (``**Reserved: A, B by @user.**`` for
 several) reserves packages; ``**Reserved: @user.**`` or ``**In progress and reserved:
@@ -138,7 +140,7 @@ class _OpenPackage:
 @dataclass(slots=True)
 class _TrackProse:
     track: Track
-    paragraphs: list[str] = field(default_factory=list)
+    paragraphs: list[tuple[int, str]] = field(default_factory=list)  # (first line, text)
 
 
 class _Parser:
@@ -153,6 +155,8 @@ class _Parser:
         self.track_level = 0
         self.tracks: dict[str, _TrackProse] = {}
         self.paragraph: list[str] = []
+        self.paragraph_line = 0
+        self.number = 0  # the line being read
         self.table: list[str] = []
         self.code_in_package = False  # the code block being read is a package bullet's
         self.paths: set[str] = set()  # every backticked path with a "/", for bare names
@@ -186,6 +190,7 @@ class _Parser:
             self._continue_bullet(indent, stripped)
 
     def _line(self, number: int, line: str, indent: int) -> None:
+        self.number = number
         stripped = line.lstrip()
         if not stripped:
             self._end_block()
@@ -326,6 +331,8 @@ class _Parser:
             return
         self._end_table()
         if indent == 0 and not BULLET.match(stripped):
+            if not self.paragraph:
+                self.paragraph_line = self.number
             self.paragraph.append(stripped)
             self._chains(stripped, self.track)
         else:  # a list or an indented block: not a track's prose paragraph
@@ -344,7 +351,7 @@ class _Parser:
 
     def _end_paragraph(self) -> None:
         if self.paragraph and self.track is not None:
-            self.track.paragraphs.append(" ".join(self.paragraph))
+            self.track.paragraphs.append((self.paragraph_line, " ".join(self.paragraph)))
         self.paragraph = []
 
     def _end_table(self) -> None:
@@ -359,7 +366,8 @@ class _Parser:
         for open_package in self.packages:
             _fill_from_bullets(open_package, resolver)
         for prose in self.tracks.values():
-            for paragraph in prose.paragraphs:
+            for line, paragraph in prose.paragraphs:
+                resolver.line = line
                 for path in owned_paths(paragraph, ids, resolver):
                     if path not in prose.track.files:
                         prose.track.files.append(path)
@@ -373,6 +381,7 @@ class _Parser:
                 self.doc.merge_orders.append(run)
                 if chain_track is not None:
                     chain_track.track.merge_order.append(run)
+        self.doc.root_names = sorted(set(resolver.rooted))
 
 
 def _fill_from_bullets(open_package: _OpenPackage, resolver: Resolver) -> None:
@@ -384,6 +393,7 @@ def _fill_from_bullets(open_package: _OpenPackage, resolver: Resolver) -> None:
         kind = label["label"].casefold() if label else ""
         content = "\n".join([bullet.lines[0][label.end() if label else 0 :], *bullet.lines[1:]])
         if kind in ("primary files", "files"):
+            resolver.line = bullet.line
             files, note = files_and_note(content, resolver)
             package.files.extend(path for path in files if path not in package.files)
             if note:

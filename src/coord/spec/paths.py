@@ -6,7 +6,9 @@ what the track's packages *own*. Rules (the parser's docstring has them with exa
 * a backticked span is a path when it looks like one: a ``/``, a ``*``, or a file extension
   (``npm run check`` and ``JsonlSessionRepo`` are not);
 * a bare name lies in the directory of the previous path of the same bullet; with none, it
-  is the document's one path with that basename, else ``**/name``;
+  is the document's one path with that basename, else the repository-root path ``name``
+  (never every depth: who means that writes ``**/name``). ``coord spec lint`` warns where the
+  repository has files of that name only deeper;
 * a clause that says not to touch files ("Do not edit `x.ts`") gives none;
 * an ownership sentence counts when nothing before "own" names a package and the verb is not
   negated; its paths end with its clause.
@@ -29,10 +31,14 @@ _CLAUSE_END = re.compile(r"(?<=[.!?])\s+|;\s*|\n")
 
 
 class Resolver:
-    """Bare file names to paths: the previous path's directory, else a unique basename."""
+    """Bare file names to paths: the previous path's directory, else a unique basename, else
+    the repository root."""
 
     def __init__(self, paths: set[str]) -> None:
         """``paths``: every backticked path of the document with a ``/`` in it."""
+        self.line = 0  # where the text being read starts, for ``rooted``
+        # (line, name) of each bare name read as a repository-root path
+        self.rooted: list[tuple[int, str]] = []
         self.basenames: dict[str, list[str]] = {}
         for path in sorted(paths):
             self.basenames.setdefault(posixpath.basename(path.rstrip("/")), []).append(path)
@@ -57,10 +63,15 @@ class Resolver:
         return found
 
     def bare(self, name: str, directory: str | None) -> str:
-        if directory is not None:
+        if directory is None:
+            candidates = self.basenames.get(name.rstrip("/"), [])
+            if len(candidates) == 1:
+                return candidates[0]
+            directory = ""
+        if directory:
             return posixpath.join(directory, name)
-        candidates = self.basenames.get(name.rstrip("/"), [])
-        return candidates[0] if len(candidates) == 1 else f"**/{name}"
+        self.rooted.append((self.line, name))
+        return name
 
 
 def files_and_note(content: str, resolver: Resolver) -> tuple[list[str], str]:

@@ -15,6 +15,12 @@ twice, the first package with it counts (lint reports the others).
 
 **Files** overlap by the one rule of ``coord.fast.patterns.overlaps``; document paths are
 brought to its canonical form by ``canonical``.
+
+**The board** asks the same question after ``coord spec import``: the import records on each
+package whom ``Rules.kept_for`` keeps it for (``items.reserved_for``), and the board's ready
+predicate refuses such a package to everyone else while the line stands. So ``coord spec
+status`` and ``coord ls --ready`` list the same packages; a re-import without the line frees
+it, and ``--adopt`` turns the line into a claim with a lease.
 """
 
 from __future__ import annotations
@@ -149,6 +155,21 @@ class Rules:
                 markers.update({p.id: hold.user for p in hold.packages if not p.done})
         return {**markers, **lines}
 
+    def kept_for(self) -> dict[str, str]:
+        """Who the document keeps each package for, as the board records it on import
+        (``reserved_for``): its reservation (``reserved_by``), else, for an unticked package
+        whose files overlap what a line holds, that line's user. Everyone else is refused
+        it, as this protocol refuses them (``Verdict``'s ``reserved`` and
+        ``files_reserved``), so the board's ready set is the claimable one."""
+        kept = self.reserved_by()
+        for package in self.packages.values():
+            if package.done or package.id in kept:
+                continue
+            owners = self.files.owners_overlapping(package.files)
+            if owners:
+                kept[package.id] = self.holds[min(owners)].user
+        return kept
+
     def _waiting_on(self, package: Package) -> list[str]:
         packages = self.packages
         return [d for d in package.dependencies if d not in packages or not packages[d].done]
@@ -162,6 +183,11 @@ def claimable(doc: SpecDocument) -> list[str]:
 def reserved_by(doc: SpecDocument) -> dict[str, str]:
     """Who each package is reserved for (``Rules.reserved_by``)."""
     return Rules(doc).reserved_by()
+
+
+def kept_for(doc: SpecDocument) -> dict[str, str]:
+    """Who the document keeps each package for (``Rules.kept_for``)."""
+    return Rules(doc).kept_for()
 
 
 def first_of_each_id(packages: Iterable[Package]) -> dict[str, Package]:

@@ -21,7 +21,7 @@ from coord.storage.base import ItemQuery, WriteTx, chunks
 _ITEM_COLUMNS = (
     "id, kind, title, body, priority, labels, state, created_by, recipient, claimed_by, "
     "fencing_token, lease_expires_at, created_at, updated_at, closed_at, "
-    "key, spec, spec_line, checks, evidence, question, escalate_to"
+    "key, spec, spec_line, checks, evidence, question, escalate_to, reserved_for"
 )
 _UPDATABLE = frozenset(
     {
@@ -41,6 +41,7 @@ _UPDATABLE = frozenset(
         "evidence",
         "question",
         "escalate_to",
+        "reserved_for",
     }
 )
 _JSON_COLUMNS = frozenset({"labels", "checks", "evidence"})
@@ -60,6 +61,10 @@ _UNMET_DEPS = (
 # A claim that can be taken over: its lease ran out, and it is not waiting for a human answer
 # (``Item.lease_live`` in the model says the same of one item). One parameter: now.
 _LAPSED_CLAIM = "state = 'claimed' AND lease_expires_at <= ? AND question IS NULL"
+# A design document's reservation line (or its track's marker) keeps the package from
+# everyone: ``Item.claimable`` and ``coord.spec.protocol`` say the same. Every claimable
+# query has it, the one-statement claim included.
+_NOT_RESERVED_IN_DOCUMENT = "items.reserved_for IS NULL"
 _HAS_LABEL = "EXISTS (SELECT 1 FROM json_each(items.labels) WHERE json_each.value = ?)"
 
 
@@ -111,7 +116,10 @@ class SQLiteItemTx(WriteTx):
             where.append("spec = ?")
             params.append(query.spec)
         if query.claimable_at is not None:
-            where.append(f"(state = 'pending' OR ({_LAPSED_CLAIM})) AND NOT {_UNMET_DEPS}")
+            where.append(
+                f"(state = 'pending' OR ({_LAPSED_CLAIM})) AND NOT {_UNMET_DEPS} "
+                f"AND {_NOT_RESERVED_IN_DOCUMENT}"
+            )
             params.append(query.claimable_at)
         return self._items(" AND ".join(where), params, f"ORDER BY id LIMIT {int(query.limit)}")
 
@@ -258,8 +266,9 @@ def _json_value(value: Any) -> str | None:
 
 
 def _claim_filters(kinds: Sequence[str], label: str | None) -> tuple[str, list[Any]]:
-    """The kind and label conditions of claim-next, on the ``items`` of the enclosing query."""
-    filters = f"kind IN ({','.join('?' * len(kinds))})"
+    """The kind, label and document-reservation conditions of claim-next, on the ``items`` of
+    the enclosing query."""
+    filters = f"kind IN ({','.join('?' * len(kinds))}) AND {_NOT_RESERVED_IN_DOCUMENT}"
     params: list[Any] = list(kinds)
     if label is not None:
         filters += f" AND {_HAS_LABEL}"
@@ -317,9 +326,10 @@ def _item(row: Sequence[Any]) -> Item:
         evidence=json.loads(row[19]) if row[19] else None,
         question=row[20],
         escalate_to=row[21],
-        deps=_array(row[22]),
-        blocked_by=_array(row[23]),
-        files=_array(row[24]),
+        reserved_for=row[22],
+        deps=_array(row[23]),
+        blocked_by=_array(row[24]),
+        files=_array(row[25]),
     )
 
 
