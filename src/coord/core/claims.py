@@ -13,6 +13,8 @@ from typing import Any
 from coord import model
 from coord.core import reservations, rules
 from coord.core.context import BoardContext
+from coord.errors import NothingReady
+from coord.limits import MAX_CLAIM_SCAN
 from coord.model import Claim, Item, Reservation
 from coord.storage.base import WriteTx
 from coord.times import iso
@@ -43,25 +45,32 @@ class Claims:
                 details = {"token": token, "lease_expires_at": iso(expires)}
                 self.ctx.changes.record(tx, agent, item.id, "claimed", now, details)
                 return Claim(item, agent, token, expires)
-            for item, live in self._ready_for(tx, agent, kinds, label, now):
+            scan = _Scan(self, tx, agent, now)
+            for item, live in scan.ready(kinds, label):
                 return self.take(tx, item, agent, lease, now, live)
-        raise rules.nothing_ready(kind, label)
+        raise scan.nothing_ready(kind, label)
 
     def claim_batch(
         self, count: int, agent: str, kind: str | None, label: str | None, lease: float
     ) -> list[Claim]:
+        """The greedy maximal set: ready items in claim order, each taken unless its files
+        overlap one already taken in this batch (``take`` adds them to the holds the next
+        candidates are judged against) or held by someone else. One transaction."""
         kinds = (kind,) if kind else model.WORK_KINDS
         claims: list[Claim] = []
         with self.ctx.storage.write() as tx:
             now = self.ctx.clock()
-            for item, live in self._ready_for(tx, agent, kinds, label, now):
+            scan = _Scan(self, tx, agent, now)
+            for item, live in scan.ready(kinds, label):
                 chosen = [c.item.files for c in claims]
                 if reservations.pairwise_disjoint(chosen, item.files, self.ctx.is_file):
                     claims.append(self.take(tx, item, agent, lease, now, live))
                     if len(claims) == count:
                         break
+                else:
+                    scan.skipped += 1
         if not claims:
-            raise rules.nothing_ready(kind, label)
+            raise scan.nothing_ready(kind, label)
         return claims
 
     def take(
@@ -114,19 +123,59 @@ class Claims:
         )
         return Claim(claimed, agent, token, expires, takeover_from)
 
-    def _ready_for(
-        self, tx: WriteTx, agent: str, kinds: Sequence[str], label: str | None, now: float
+
+class _Scan:
+    """Claimable items in claim order, skipping those whose files others hold, and giving up
+    after ``MAX_CLAIM_SCAN`` skipped ones.
+
+    The bound keeps one request's hold on the daemon's event loop short however much
+    file-blocked work lies ahead of the first ready item (each skipped item costs a read and
+    an overlap check). Nothing is missed for long: the holds that block those items lapse
+    with their leases, without a sweep, and the caller is told to try again.
+    """
+
+    def __init__(self, claims: Claims, tx: WriteTx, agent: str, now: float) -> None:
+        self.tx, self.agent, self.now = tx, agent, now
+        self.is_file = claims.ctx.is_file
+        self.skipped = 0
+        self.first_holder: dict[str, Any] | None = None
+        # Blocked items often share their files (a document's packages on one module): the
+        # verdict on a set of files is read once per request.
+        self._blocked: dict[tuple[str, ...], bool] = {}
+
+    def ready(
+        self, kinds: Sequence[str], label: str | None
     ) -> Iterator[tuple[Item, list[Reservation]]]:
-        """Claimable items in claim order, skipping those whose files others hold."""
         after: tuple[int, int] | None = None
-        limit = 1  # the first candidate usually wins; fetch more only while skipping
-        while batch := tx.claimable_items(now, kinds, label, after, limit=limit):
-            limit = min(limit * 4, 64)
+        page = 1  # the first candidate usually wins; fetch more only while skipping
+        while self.skipped < MAX_CLAIM_SCAN:
+            limit = min(page, MAX_CLAIM_SCAN - self.skipped)
+            batch = self.tx.claimable_items(self.now, kinds, label, after, limit=limit)
+            if not batch:
+                return
+            page = min(page * 4, 256)
             for item in batch:
-                live = tx.live_reservations(now, near=item.files) if item.files else []
-                if item.files and reservations.find_conflicts(
-                    agent, item.files, True, live, self.ctx.is_file
-                ):
+                if self.skipped >= MAX_CLAIM_SCAN:  # a batch skips overlapping items too
+                    return
+                if self._blocked.get(item.files):  # files others hold: known this request
+                    self.skipped += 1
+                    continue
+                # Read afresh for every candidate: a claim earlier in this batch added holds.
+                live = self.tx.live_reservations(self.now, near=item.files) if item.files else []
+                if item.files and self._blocked_by_others(item, live):
+                    self.skipped += 1
                     continue
                 yield item, live
             after = (batch[-1].priority, batch[-1].id)
+
+    def nothing_ready(self, kind: str | None, label: str | None) -> NothingReady:
+        if self.skipped < MAX_CLAIM_SCAN:
+            return rules.nothing_ready(kind, label)
+        return rules.nothing_ready_within(kind, label, MAX_CLAIM_SCAN, self.first_holder)
+
+    def _blocked_by_others(self, item: Item, live: list[Reservation]) -> bool:
+        conflicts = reservations.find_conflicts(self.agent, item.files, True, live, self.is_file)
+        self._blocked[item.files] = bool(conflicts)
+        if conflicts and self.first_holder is None:
+            self.first_holder = conflicts[0]
+        return bool(conflicts)

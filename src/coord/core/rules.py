@@ -204,3 +204,20 @@ def nothing_ready(kind: str | None, label: str | None) -> NothingReady:
         kind=kind,
         label=label,
     )
+
+
+def nothing_ready_within(
+    kind: str | None, label: str | None, scanned: int, first_holder: dict[str, Any] | None
+) -> NothingReady:
+    """Claim-next gave up after ``scanned`` items whose files others hold: ready work may lie
+    further on, and those holds lapse with their leases."""
+    held = ""
+    if first_holder is not None:
+        held = f" (the first: {first_holder['requested']} held by {first_holder['holder']})"
+    return NothingReady(
+        f"nothing ready among the first {scanned} claimable items: their files are held by "
+        f"others{held}; try again shortly (holds lapse with their leases), or claim one by id",
+        kind=kind,
+        label=label,
+        scanned=scanned,
+    )
