@@ -103,6 +103,8 @@ class Claims:
         if takeover_from is not None:
             details["takeover_from"] = takeover_from
             details["expired_at"] = iso(item.lease_expires_at)
+            if item.question is not None:  # a stale question: it stays on the item
+                details["question"] = item.question
             tx.delete_item_reservations(item.id, takeover_from)  # expired with its lease
         for pattern in item.files:
             tx.insert_reservation(

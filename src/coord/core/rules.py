@@ -56,13 +56,13 @@ def ensure_claimable(item: Item, now: float) -> None:
             id=item.id,
             state=item.state,
         )
-    if item.question is not None and item.state == "claimed":
+    if item.question is not None and item.lease_live(now):
         raise AlreadyClaimed(
             f"item {item.ref} is held by {item.claimed_by}, who is waiting for a human answer "
-            "(needs_human); pick another (`coord next`)",
+            f"(needs_human) until {iso(item.lease_expires_at)}; pick another (`coord next`)",
             id=item.id,
             holder=item.claimed_by,
-            lease_expires_at=None,
+            lease_expires_at=iso(item.lease_expires_at),
         )
     if item.lease_live(now):
         raise AlreadyClaimed(
