@@ -290,3 +290,50 @@ def test_claim_next_still_finds_ready_work_behind_fewer_blocked_items(tmp_path: 
     board.reserve(["hot/"], agent="other")
     assert board.claim_next(agent="a").item.title == "ready"
     board.close()
+
+
+POOL = ("src/a.py", "src/", "src/*.py", "**/a.py", "docs/x.md", "docs/**", "src/sub/b.py", "*.md")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    entries=st.lists(
+        st.tuples(st.integers(0, 3), st.lists(st.sampled_from(POOL), max_size=2, unique=True)),
+        min_size=1,
+        max_size=25,
+    ),
+    held=st.lists(st.sampled_from(POOL), max_size=2, unique=True),
+)
+def test_the_batch_is_the_naive_greedy_set(
+    entries: list[tuple[int, list[str]]], held: list[str]
+) -> None:
+    """The batch's prefix index finds every overlap the plain pairwise check would."""
+    from coord.fast import patterns
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        board = _board(SQLiteStorage(root / "board.db"), root, Clock())
+        try:
+            board.import_items(
+                [{"title": "t", "priority": p, "files": files} for p, files in entries],
+                created_by="h",
+            )
+            if held:
+                board.reserve(held, agent="other")
+            holds = [r.pattern for r in board.reservations()]
+            items = sorted(board.list_items(limit=1000), key=lambda i: (i.priority, i.id))
+            expected: list[int] = []
+            taken: list[str] = []
+            for item in items:
+                if not any(
+                    patterns.overlaps(f, other) for f in item.files for other in holds + taken
+                ):
+                    expected.append(item.id)
+                    taken.extend(item.files)
+            try:
+                got = [c.item.id for c in board.claim_batch(200, agent="a")]
+            except NothingReady:
+                got = []
+            assert got == expected
+        finally:
+            board.close()
