@@ -54,11 +54,18 @@ class _CountingTx(SQLiteTx):
         self.storage.fast += took is not None
         return took
 
+    def claimable_items(self, *args: Any, **kwargs: Any) -> list[Item]:
+        found = super().claimable_items(*args, **kwargs)
+        self.storage.items_read += len(found)
+        return found
+
 
 class CountingStorage(SQLiteStorage):
-    """SQLite that counts how many claims took the one-statement path."""
+    """SQLite that counts how many claims took the one-statement path, and how many
+    candidate items the core's path read."""
 
     fast = 0
+    items_read = 0
 
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
@@ -200,29 +207,6 @@ def test_a_plain_claim_takes_the_one_statement_path(tmp_path: Path) -> None:
 # --- the batch is the greedy maximal set; the scan past file-blocked work is bounded --------
 
 
-class _ReadCountingTx(SQLiteTx):
-    def __init__(self, conn: Any, storage: ReadCountingStorage) -> None:
-        super().__init__(conn)
-        self.storage = storage
-
-    def claimable_items(self, *args: Any, **kwargs: Any) -> list[Item]:
-        found = super().claimable_items(*args, **kwargs)
-        self.storage.items_read += len(found)
-        return found
-
-
-class ReadCountingStorage(SQLiteStorage):
-    """SQLite that counts the candidate items claim-next reads."""
-
-    items_read = 0
-
-    @contextmanager
-    def write(self) -> Iterator[WriteTx]:
-        with super().write() as tx:
-            assert isinstance(tx, SQLiteTx)
-            yield _ReadCountingTx(tx.conn, self)
-
-
 def test_next_count_hands_out_the_greedy_maximal_set(tmp_path: Path) -> None:
     import random
 
@@ -255,7 +239,7 @@ def test_next_count_hands_out_the_greedy_maximal_set(tmp_path: Path) -> None:
 def test_claim_next_reads_a_bounded_number_of_file_blocked_items(tmp_path: Path) -> None:
     from coord.limits import MAX_CLAIM_SCAN
 
-    storage = ReadCountingStorage(tmp_path / "board.db")
+    storage = CountingStorage(tmp_path / "board.db")
     board = _board(storage, tmp_path, Clock())
     blocked = MAX_CLAIM_SCAN + 500
     board.import_items(

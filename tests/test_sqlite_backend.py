@@ -173,18 +173,24 @@ def test_unreadable_labels_column_is_never_written(tmp_path: Path) -> None:
     storage.close()
 
 
+def _board_before(db: Path, version_wanted: int) -> sqlite3.Connection:
+    """A board written by the release before migration ``version_wanted``: the connection."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(SCHEMA_VERSION_TABLE)
+    for version, name, sql in _migrations():
+        if version < version_wanted:
+            for statement in _split_sql(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
+    return conn
+
+
 def test_the_event_log_keeps_its_numbers_across_the_move_off_autoincrement(
     tmp_path: Path,
 ) -> None:
     """Migration 4 rebuilds ``events`` without AUTOINCREMENT on a board written by schema 3."""
     db = tmp_path / "board.db"
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute(SCHEMA_VERSION_TABLE)
-    for version, name, sql in _migrations():
-        if version < 4:
-            for statement in _split_sql(sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
+    conn = _board_before(db, 4)
     conn.executemany(
         "INSERT INTO events (at, agent, item_id, kind, details) VALUES (?, 'a', ?, 'claimed', ?)",
         [(float(n), n % 3 or None, json.dumps({"n": n})) for n in range(1, 51)],
@@ -217,13 +223,7 @@ def test_a_question_held_forever_gets_the_escalation_bound_on_upgrade(tmp_path: 
     """Migration 6: a needs_human item of an older board held its files until 9999-12-31; it
     keeps its rows, and its lease and files now run to the bound (7 days from the upgrade)."""
     db = tmp_path / "board.db"
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute(SCHEMA_VERSION_TABLE)
-    for version, name, sql in _migrations():
-        if version < 6:
-            for statement in _split_sql(sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
+    conn = _board_before(db, 6)
     conn.executemany(
         "INSERT INTO items (id, kind, title, priority, state, created_by, claimed_by, "
         "fencing_token, lease_expires_at, created_at, updated_at, question) "
