@@ -1,4 +1,5 @@
-"""Claim-next throughput against a bare-ASGI reference, and the drain curve."""
+"""Claim-next throughput against a bare-ASGI reference, the drain curve, and claim-next with
+file-blocked work ahead."""
 
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ from common import (
     percentile,
     reset_claims,
     seed,
+    sql,
     start_daemon,
     start_reference,
     verdict,
 )
+from coord.core.board import Board
+from coord.errors import NothingReady
 from coord.fast import board_files
 from loadgen import LoadResult, layout_name, post_request, run_load, summary
 
@@ -203,4 +207,92 @@ def bench_drain(items: int, layout: str) -> None:
     print(
         f"   target: last tenth / first tenth >= 0.80x ... {last:,.0f} / {first:,.0f} = "
         f"{ratio:.2f}x  {verdict(ratio >= 0.8)}"
+    )
+
+
+# --- 9. claim-next with file-blocked work ahead -----------------------------------------------
+
+BLOCKED = 10_000
+
+
+def bench_blocked(items: int, quick: bool) -> None:
+    """The worst claim-next (and ``--count 200``) with 10,000 file-blocked items ahead of the
+    first ready one, beside a plain claim-next on the same board without them, in one run.
+
+    Timed in-process around ``Board``: that is the time a request holds the daemon's event
+    loop (the daemon runs the board's verbs on it), without HTTP noise."""
+    rounds = 10 if quick else 30
+    blocked_dir = new_board_dir("blocked")
+    log(f"seeding {items:,} items, the first {BLOCKED:,} with files another agent holds ...")
+    board = Board.open(blocked_dir)
+    board.import_items(
+        [{"title": f"hot {n}", "priority": 0, "files": [f"hot/m{n}.py"]} for n in range(BLOCKED)],
+        created_by="bench",
+    )
+    for first in range(BLOCKED, items, 10_000):
+        batch = range(first, min(first + 10_000, items))
+        board.import_items(
+            [{"title": f"plain {n}", "priority": 1 + n % 4} for n in batch], created_by="bench"
+        )
+    board.close()
+    plain_dir = copy_board(blocked_dir, "unblocked")  # the same board, the hot items done
+    sql(
+        board_files.db_path(plain_dir),
+        f"UPDATE items SET state = 'done', closed_at = updated_at WHERE id <= {BLOCKED}",
+    )
+    files_dir = copy_board(blocked_dir, "files")  # the same board, nobody holding hot/
+    blocked, plain, files = (Board.open(d) for d in (blocked_dir, plain_dir, files_dir))
+    blocked.reserve(["hot/"], agent="holder", lease_seconds=7 * 24 * 3600)
+    times: dict[str, list[float]] = {
+        name: [] for name in ("blocked", "blocked_batch", "plain", "batch", "batch_files")
+    }
+    answers: dict[str, str] = {}
+    for r in range(rounds):
+        for name, board_, count in [
+            ("blocked", blocked, 0),
+            ("plain", plain, 0),
+            ("blocked_batch", blocked, 200),
+            ("batch", plain, 200),
+            ("batch_files", files, 200),  # 200 items with a file each: the greedy check
+        ]:
+            began = time.perf_counter()
+            try:
+                if count:
+                    got = f"{len(board_.claim_batch(count, agent=f'b{r}'))} items"
+                else:
+                    got = f"item {board_.claim_next(agent=f'b{r}').item.title!r}"
+            except NothingReady as gave_up:
+                got = f"nothing_ready ({gave_up.message[:60]}...)"
+            times[name].append((time.perf_counter() - began) * 1000)
+            answers[name] = got
+    for board_ in (blocked, plain, files):
+        board_.close()
+
+    print(
+        f"\n== 9. claim-next with {BLOCKED:,} file-blocked items ahead, {items:,}-item board, "
+        f"in-process (event-loop time), {rounds} rounds"
+    )
+    rows = {name: sorted(values) for name, values in times.items()}
+    for name, values in rows.items():
+        print(
+            f"   {name:<14} worst {values[-1]:7.2f} ms  median {median(values):7.2f} ms  "
+            f"-> {answers[name]}"
+        )
+    plain_median = median(rows["plain"])
+    extra = rows["blocked"][-1] - plain_median
+    ratio = rows["blocked"][-1] / plain_median
+    print(
+        f"   worst blocked / median plain: {ratio:.1f}x; worst blocked - median plain: "
+        f"{extra:.1f} ms"
+    )
+    print(f"   target: within 50 ms of plain ... {extra:.1f} ms  {verdict(extra <= 50)}")
+    batch_extra = rows["blocked_batch"][-1] - plain_median
+    print(
+        f"   target: --count 200 blocked within 50 ms of plain ... {batch_extra:.1f} ms  "
+        f"{verdict(batch_extra <= 50)}"
+    )
+    files_extra = rows["batch_files"][-1] - plain_median
+    print(
+        f"   target: --count 200 with files within 50 ms of plain ... {files_extra:.1f} ms  "
+        f"{verdict(files_extra <= 50)}"
     )

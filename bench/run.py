@@ -1,6 +1,6 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
-    python bench/run.py [all|claim-next|drain|cli|plan|guard|reserve|spec|hook] [--items N]
+    python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook] [--items N]
         [--quick]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
@@ -24,7 +24,7 @@ import reservations
 import specs
 from common import CLEANUP, log
 
-BENCHES = ("plan", "claim-next", "cli", "drain", "guard", "reserve", "spec", "hook")
+BENCHES = ("plan", "claim-next", "blocked", "cli", "drain", "guard", "reserve", "spec", "hook")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
                 cli_plan.bench_plan(board_dir)
             elif name == "claim-next":
                 claims.bench_claim_next(items, args.quick, args.layout)
+            elif name == "blocked":
+                claims.bench_blocked(items, args.quick)
             elif name == "cli":
                 cli_plan.bench_cli(cli_runs, args.importtime)
             elif name == "drain":

@@ -486,3 +486,84 @@ def test_a_missing_agent_is_said_without_a_flag(board: Board) -> None:
     with pytest.raises(errors.InvalidInput) as refused:
         board.claim_next(agent="")
     assert refused.value.details == {"field": "agent"} and "--" not in refused.value.message
+
+
+# --- escalation: held while the question waits, up to a bound --------------------------------
+
+HOLD = 3600  # this board's escalation bound
+
+
+@pytest.fixture
+def asking_board(tmp_path: Path, clock: Clock) -> Iterator[Board]:
+    b = Board(
+        SQLiteStorage(tmp_path / "board.db"),
+        clock=clock,
+        default_lease_seconds=60,
+        repo_root=tmp_path,
+        escalation_hold_seconds=HOLD,
+    )
+    yield b
+    b.close()
+
+
+def _asked(board: Board) -> tuple[int, int]:
+    item = board.add("x", created_by="h", files=["src/a.py"])
+    claim = board.claim(item.id, agent="asker")
+    board.escalate(item.id, agent="asker", token=claim.token, question="which db?")
+    return item.id, claim.token
+
+
+def test_a_waiting_question_holds_claim_and_files_up_to_the_bound(
+    asking_board: Board, clock: Clock
+) -> None:
+    item_id, _ = _asked(asking_board)
+    clock.advance(HOLD - 1)  # far past the 60 s lease, within the bound
+    with pytest.raises(errors.AlreadyClaimed, match="human"):
+        asking_board.claim(item_id, agent="b")
+    assert asking_board.who("src/a.py", agent="b")["may_edit"] is False
+    shown = asking_board.show(item_id)
+    assert (shown["state"], shown["question_stale"]) == ("needs_human", False)
+    clock.advance(2)  # past the bound: the question stays, shown stale; the files are free
+    assert asking_board.who("src/a.py", agent="b")["may_edit"] is True
+    assert asking_board.reserve(["src/a.py"], agent="c", lease_seconds=5)
+    listed = [i.to_dict(clock()) for i in asking_board.list_items(state="needs_human")]
+    assert [(i["id"], i["question"], i["question_stale"]) for i in listed] == [
+        (item_id, "which db?", True)
+    ]
+
+
+def test_a_stale_question_is_taken_over_with_an_event_that_reaches_the_asker(
+    asking_board: Board, clock: Clock
+) -> None:
+    item_id, old_token = _asked(asking_board)
+    asking_board.inbox(agent="asker")  # drain what came before
+    clock.advance(HOLD + 1)
+    took = asking_board.claim_next(agent="b")
+    assert (took.item.id, took.takeover_from) == (item_id, "asker")
+    assert took.item.question == "which db?" and took.item.shown_state == "needs_human"
+    assert [r.agent for r in asking_board.reservations()] == ["b"]  # the files moved with it
+    event = asking_board.events(item_id=item_id)[-1]
+    assert (event.kind, event.details["takeover_from"]) == ("takeover", "asker")
+    assert event.details["question"] == "which db?"
+    news = asking_board.inbox(agent="asker")
+    assert [(e.kind, e.agent) for e in news] == [("takeover", "b")]
+    with pytest.raises(errors.LeaseLost):
+        asking_board.heartbeat(item_id, agent="asker", token=old_token)
+
+
+def test_an_answer_or_a_new_ask_renews_the_hold(asking_board: Board, clock: Clock) -> None:
+    item_id, token = _asked(asking_board)
+    asking_board.heartbeat(item_id, agent="asker", token=token)  # never shortens the wait
+    assert asking_board.get(item_id).lease_expires_at == clock() + HOLD
+    clock.advance(HOLD - 10)
+    asking_board.escalate(item_id, agent="asker", token=token, question="which db, again?")
+    clock.advance(HOLD - 10)  # past the first bound: asking again renewed it
+    assert asking_board.get(item_id).lease_live(clock())
+    with pytest.raises(errors.AlreadyClaimed):
+        asking_board.claim(item_id, agent="b")
+    clock.advance(5)
+    answered = asking_board.answer(item_id, agent="human", text="sqlite")
+    assert answered.lease_expires_at == clock() + 60  # the holder's lease again
+    assert asking_board.who("src/a.py", agent="b")["may_edit"] is False
+    clock.advance(61)  # an answered item lapses like any claim
+    assert asking_board.claim(item_id, agent="b").takeover_from == "asker"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from conftest import Clock
 from coord.core.board import Board
-from coord.errors import CoordError
+from coord.errors import CoordError, NothingReady
 from coord.model import Item
 from coord.storage import sqlite_items
 from coord.storage.base import WriteTx
@@ -54,11 +54,18 @@ class _CountingTx(SQLiteTx):
         self.storage.fast += took is not None
         return took
 
+    def claimable_items(self, *args: Any, **kwargs: Any) -> list[Item]:
+        found = super().claimable_items(*args, **kwargs)
+        self.storage.items_read += len(found)
+        return found
+
 
 class CountingStorage(SQLiteStorage):
-    """SQLite that counts how many claims took the one-statement path."""
+    """SQLite that counts how many claims took the one-statement path, and how many
+    candidate items the core's path read."""
 
     fast = 0
+    items_read = 0
 
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
@@ -195,3 +202,122 @@ def test_a_plain_claim_takes_the_one_statement_path(tmp_path: Path) -> None:
     assert took_over.item.title == "newer" and storage.fast == 1  # ... but the core decides
     assert board.claim_next(agent="c").takeover_from == "b"
     board.close()
+
+
+# --- the batch is the greedy maximal set; the scan past file-blocked work is bounded --------
+
+
+def test_next_count_hands_out_the_greedy_maximal_set(tmp_path: Path) -> None:
+    import random
+
+    board = _board(SQLiteStorage(tmp_path / "board.db"), tmp_path, Clock())
+    rng = random.Random(12)
+    entries = [
+        {"title": f"t{n}", "priority": rng.randint(0, 3), "files": [f"src/f{n % 90}.py"]}
+        for n in range(150)
+    ] + [{"title": f"plain{n}", "priority": rng.randint(0, 3)} for n in range(10)]
+    ids = board.import_items(entries, created_by="h")
+    board.reserve([f"src/f{n}.py" for n in range(10)], agent="other")
+    # The oracle: claim order (priority, then age), each taken unless its files overlap one
+    # taken before it or held by someone else.
+    expected, taken = [], {f"src/f{n}.py" for n in range(10)}
+    for item_id, entry in sorted(
+        zip(ids, entries, strict=True), key=lambda p: (p[1]["priority"], p[0])
+    ):
+        if not taken.intersection(entry.get("files", [])):
+            expected.append(item_id)
+            taken.update(entry.get("files", []))
+    assert len(expected) == 90 > 64  # more than the old cap could give
+    claims = board.claim_batch(200, agent="a")
+    assert [c.item.id for c in claims] == expected
+    files = [f for c in claims for f in c.item.files]
+    assert len(files) == len(set(files)), "two items whose files overlap were both handed out"
+    assert not set(files) & {f"src/f{n}.py" for n in range(10)}
+    board.close()
+
+
+def test_claim_next_reads_a_bounded_number_of_file_blocked_items(tmp_path: Path) -> None:
+    from coord.limits import MAX_CLAIM_SCAN
+
+    storage = CountingStorage(tmp_path / "board.db")
+    board = _board(storage, tmp_path, Clock())
+    blocked = MAX_CLAIM_SCAN + 500
+    board.import_items(
+        [{"title": f"b{n}", "priority": 0, "files": [f"hot/m{n}.py"]} for n in range(blocked)]
+        + [{"title": "ready", "priority": 1}],
+        created_by="h",
+    )
+    board.reserve(["hot/"], agent="other")
+    storage.items_read = 0
+    with pytest.raises(NothingReady) as gave_up:
+        board.claim_next(agent="a")
+    assert storage.items_read <= MAX_CLAIM_SCAN
+    assert gave_up.value.details["scanned"] == MAX_CLAIM_SCAN
+    assert "try again" in gave_up.value.message and "held by other" in gave_up.value.message
+    storage.items_read = 0
+    with pytest.raises(NothingReady):
+        board.claim_batch(5, agent="a")
+    assert storage.items_read <= MAX_CLAIM_SCAN
+    # Once the holds lapse, the same board hands out its first item again.
+    board.unreserve(everything=True, agent="other")
+    assert board.claim_next(agent="a").item.title == "b0"
+    board.close()
+
+
+def test_claim_next_still_finds_ready_work_behind_fewer_blocked_items(tmp_path: Path) -> None:
+    board = _board(SQLiteStorage(tmp_path / "board.db"), tmp_path, Clock())
+    board.import_items(
+        [{"title": f"b{n}", "priority": 0, "files": [f"hot/m{n}.py"]} for n in range(300)]
+        + [{"title": "ready", "priority": 1}],
+        created_by="h",
+    )
+    board.reserve(["hot/"], agent="other")
+    assert board.claim_next(agent="a").item.title == "ready"
+    board.close()
+
+
+POOL = ("src/a.py", "src/", "src/*.py", "**/a.py", "docs/x.md", "docs/**", "src/sub/b.py", "*.md")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    entries=st.lists(
+        st.tuples(st.integers(0, 3), st.lists(st.sampled_from(POOL), max_size=2, unique=True)),
+        min_size=1,
+        max_size=25,
+    ),
+    held=st.lists(st.sampled_from(POOL), max_size=2, unique=True),
+)
+def test_the_batch_is_the_naive_greedy_set(
+    entries: list[tuple[int, list[str]]], held: list[str]
+) -> None:
+    """The batch's prefix index finds every overlap the plain pairwise check would."""
+    from coord.fast import patterns
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        board = _board(SQLiteStorage(root / "board.db"), root, Clock())
+        try:
+            board.import_items(
+                [{"title": "t", "priority": p, "files": files} for p, files in entries],
+                created_by="h",
+            )
+            if held:
+                board.reserve(held, agent="other")
+            holds = [r.pattern for r in board.reservations()]
+            items = sorted(board.list_items(limit=1000), key=lambda i: (i.priority, i.id))
+            expected: list[int] = []
+            taken: list[str] = []
+            for item in items:
+                if not any(
+                    patterns.overlaps(f, other) for f in item.files for other in holds + taken
+                ):
+                    expected.append(item.id)
+                    taken.extend(item.files)
+            try:
+                got = [c.item.id for c in board.claim_batch(200, agent="a")]
+            except NothingReady:
+                got = []
+            assert got == expected
+        finally:
+            board.close()

@@ -137,7 +137,7 @@ def test_next_read_without_argparse_as_argparse_reads_it(argv: list[str]) -> Non
         ["--kind", "bogus"],
         ["--lease", "0"],
         ["--lease", "-5"],
-        ["--count", "99"],
+        ["--count", "999"],
         ["--as"],
         ["--lab", "x"],  # argparse's abbreviation of --label
         ["--help"],
@@ -154,7 +154,7 @@ def test_next_with_a_bad_option_is_a_usage_error(daemon: Daemon) -> None:
     result = run_cli("next", "--kind", "bogus", board_dir=daemon.board_dir, agent="a")
     assert result.returncode == 2 and "invalid choice: 'bogus'" in result.stderr
     result = run_cli("next", "--count", "0", board_dir=daemon.board_dir, agent="a")
-    assert result.returncode == 2 and "count is 1 to 64" in result.stderr
+    assert result.returncode == 2 and "count is 1 to 200" in result.stderr
 
 
 def test_json_flag_works_before_the_command_too(daemon: Daemon) -> None:

@@ -38,7 +38,7 @@ def test_migrations_are_recorded_and_reopening_applies_nothing(tmp_path: Path) -
     storage = SQLiteStorage(tmp_path / "board.db")
     rows = storage._conn().execute("SELECT version, name FROM schema_migrations").fetchall()
     assert [(v, n) for v, n, _ in _migrations()] == rows
-    assert storage.schema_version() == len(rows) >= 1
+    assert storage.schema_version() == rows[-1][0] >= len(rows) >= 1
     storage.close()
 
 
@@ -236,6 +236,41 @@ def test_the_event_log_keeps_its_numbers_across_the_move_off_autoincrement(
         conn.execute("UPDATE events SET kind = 'x' WHERE seq = 1")
     plan = _plan(conn, "SELECT seq FROM events WHERE item_id = 1 ORDER BY seq", [])
     assert "events_item" in plan
+    storage.close()
+
+
+def test_a_question_held_forever_gets_the_escalation_bound_on_upgrade(tmp_path: Path) -> None:
+    """Migration 6: a needs_human item of an older board held its files until 9999-12-31; it
+    keeps its rows, and its lease and files now run to the bound (7 days from the upgrade)."""
+    db = tmp_path / "board.db"
+    conn = _board_of_schema(db, 5)
+    conn.executemany(
+        "INSERT INTO items (id, kind, title, priority, state, created_by, claimed_by, "
+        "fencing_token, lease_expires_at, created_at, updated_at, question) "
+        "VALUES (?, 'task', ?, 2, ?, 'h', ?, 1, ?, 1, 1, ?)",
+        [
+            (1, "asked", "claimed", "a", 100.0, "which db?"),
+            (2, "working", "claimed", "b", 100.0, None),
+            (3, "open", "pending", None, None, None),
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO reservations (agent, pattern, prefix, exclusive, item_id, created_at, "
+        "expires_at) VALUES (?, ?, '', 1, ?, 1, ?)",
+        [("a", "src/a.py", 1, 253402300799.0), ("b", "src/b.py", 2, 100.0)],
+    )
+    items_before = conn.execute("SELECT id, title, state, question FROM items").fetchall()
+    conn.close()
+
+    upgraded_at = time.time()
+    storage = SQLiteStorage(db)
+    conn = storage._conn()
+    assert conn.execute("SELECT id, title, state, question FROM items").fetchall() == items_before
+    leases = dict(conn.execute("SELECT id, lease_expires_at FROM items").fetchall())
+    assert upgraded_at + 7 * 86400 - 5 <= leases[1] <= time.time() + 7 * 86400 + 5
+    assert (leases[2], leases[3]) == (100.0, None)  # only waiting questions move
+    holds = dict(conn.execute("SELECT pattern, expires_at FROM reservations").fetchall())
+    assert holds == {"src/a.py": leases[1], "src/b.py": 100.0}
     storage.close()
 
 

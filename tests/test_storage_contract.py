@@ -188,7 +188,8 @@ _CLAIM_SHAPES = [
         ("pending", None, None),
         ("claimed", 40.0, None),  # lease ran out
         ("claimed", 60.0, None),  # live
-        ("claimed", 40.0, "which db?"),  # needs_human: never runs out
+        ("claimed", 60.0, "which db?"),  # needs_human within the escalation bound
+        ("claimed", 40.0, "which db?"),  # needs_human past the bound: stale, lapsed
         ("done", None, None),
         ("cancelled", None, None),
     ]
@@ -221,8 +222,8 @@ def test_claimable_in_storage_is_the_models_claimable(storage: Storage) -> None:
         listed = [i.id for i in tx.list_items(ItemQuery(claimable_at=now, limit=1000))]
         paged = [i.id for i in tx.claimable_items(now, ("task",), None, limit=1000)]
     claimable = [i.id for i in every if i.claimable(now)]
-    # pending or lapsed, with no dependency or a done one (and the pending dependencies)
-    assert len([i for i in claimable if i in shaped]) == 4
+    # pending, lapsed or stale, with no dependency or a done one (and pending dependencies)
+    assert len([i for i in claimable if i in shaped]) == 6
     assert listed == claimable
     assert sorted(paged) == claimable
 

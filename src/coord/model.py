@@ -32,8 +32,6 @@ WORK_KINDS = ("task", "bug", "handoff")
 SHOWN_STATES = ("pending", "claimed", "needs_human", "done", "cancelled")
 PRIORITY_HIGHEST, PRIORITY_LOWEST, PRIORITY_DEFAULT = 0, 4, 2
 
-# file reservations of a needs_human item are held until someone answers (9999-12-31)
-HELD_UNTIL_ANSWERED = 253402300799.0
 
 _AGENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$")
 _LABEL_RE = re.compile(r"^[^\s,][^,]{0,63}$")
@@ -67,7 +65,8 @@ class Item:
     # shell commands that must pass before done, and the last run of them (or the override)
     checks: tuple[str, ...] = ()
     evidence: dict[str, Any] | None = None
-    # needs_human: the holder's open question; the lease does not run out meanwhile
+    # needs_human: the holder's open question; while it waits the lease is held to the
+    # board's escalation bound (not the holder's lease), renewed when answered or re-asked
     question: str | None = None
     escalate_to: str | None = None
     # who the design document reserves this package for: not ready for anyone else
@@ -81,10 +80,15 @@ class Item:
     files_held_by: tuple[Reservation, ...] = ()
 
     def lease_live(self, now: float) -> bool:
-        return self.state == "claimed" and (
-            self.question is not None
-            or (self.lease_expires_at is not None and self.lease_expires_at > now)
+        return (
+            self.state == "claimed"
+            and self.lease_expires_at is not None
+            and self.lease_expires_at > now
         )
+
+    def question_stale(self, now: float) -> bool:
+        """A question that waited past the escalation bound: it stays, the hold does not."""
+        return self.question is not None and self.state == "claimed" and not self.lease_live(now)
 
     @property
     def shown_state(self) -> str:
@@ -137,6 +141,7 @@ class Item:
             "checks": list(self.checks),
             "evidence": self.evidence,
             "question": self.question,
+            "question_stale": self.question_stale(now),
             "escalate_to": self.escalate_to,
             "reserved_for": self.reserved_for,
             "created_at": iso(self.created_at),

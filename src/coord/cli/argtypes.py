@@ -6,6 +6,8 @@ parser (``coord.cli.entry``); a bad value sends it to the full parser, which say
 
 from __future__ import annotations
 
+from coord.limits import MAX_BATCH
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -37,8 +39,8 @@ def item_ref(text: str) -> int | str:
 
 
 def count(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 64:
-        raise _refuse(f"{text!r}: count is 1 to 64")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_BATCH:
+        raise _refuse(f"{text!r}: count is 1 to {MAX_BATCH}")
     return int(text)
 
 

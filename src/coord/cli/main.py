@@ -107,7 +107,7 @@ COMMANDS: Commands = {
     ),
     "escalate": (
         commands.cmd_escalate,
-        "ask a human (needs_human): you keep the claim and files, the lease stops",
+        "ask a human (needs_human): you keep the claim and files up to the escalation bound",
         parser.args_escalate,
     ),
     "answer": (

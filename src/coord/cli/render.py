@@ -58,7 +58,11 @@ def item_detail(item: dict[str, Any]) -> str:
         + (
             f", held by {item['claimed_by']} until {item['lease_expires_at']}"
             if item["state"] == "claimed"
-            else f", held by {item['claimed_by']} (lease paused)"
+            else f", held by {item['claimed_by']} (question stale since "
+            f"{item['lease_expires_at']}: can be taken over)"
+            if item["state"] == "needs_human" and item.get("question_stale")
+            else f", held by {item['claimed_by']} while the question waits, until "
+            f"{item['lease_expires_at']}"
             if item["state"] == "needs_human"
             else ""
         ),

@@ -50,6 +50,7 @@ class Board:
         active_window_seconds: float = ACTIVE_WINDOW_SECONDS,
         repo_root: str | Path | None = None,
         escalate_to: str | None = None,
+        escalation_hold_seconds: float = model.MAX_LEASE_SECONDS,
     ) -> None:
         self.storage = storage
         self.clock = clock
@@ -68,7 +69,8 @@ class Board:
         )
         self._items = Items(context)
         self._claims = Claims(context)
-        self._leases = Leases(context)
+        hold = model.check_lease(escalation_hold_seconds, 0)
+        self._leases = Leases(context, hold)
         self._activity = Activity(context)
         self._files = reservations.Reservations(context)
         self._packages = WorkPackages(context, self._claims)
@@ -102,6 +104,8 @@ class Board:
         )
         options.setdefault("repo_root", board_files.repo_root(board_dir))
         options.setdefault("escalate_to", settings.get("escalate_to"))
+        if "escalation_hold_seconds" in settings:
+            options.setdefault("escalation_hold_seconds", settings["escalation_hold_seconds"])
         return cls(storage, **options)
 
     def close(self) -> None:
@@ -309,7 +313,9 @@ class Board:
 
     def escalate(self, item_id: Any, *, agent: str, token: Any, question: Any) -> Item:
         """Ask a human: the item becomes needs_human. The holder keeps the claim and its
-        files, and the lease stops running out until someone answers."""
+        files while the question waits, up to the board's escalation bound (asking again or
+        an answer renews it); past it the question stays, shown stale, and the item can be
+        taken over like any lapsed claim."""
         agent, ref, token = rules.claim_args(agent, item_id, token)
         return self._leases.escalate(ref, agent, token, model.check_reason(question, "question"))
 

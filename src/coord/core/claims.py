@@ -7,15 +7,21 @@ Each claim returns a fencing token one higher than the item's last.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+import bisect
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
 from coord import model
 from coord.core import reservations, rules
 from coord.core.context import BoardContext
+from coord.errors import NothingReady
+from coord.fast import patterns
+from coord.limits import MAX_CLAIM_SCAN
 from coord.model import Claim, Item, Reservation
 from coord.storage.base import WriteTx
 from coord.times import iso
+
+T = TypeVar("T")
 
 
 class Claims:
@@ -43,25 +49,36 @@ class Claims:
                 details = {"token": token, "lease_expires_at": iso(expires)}
                 self.ctx.changes.record(tx, agent, item.id, "claimed", now, details)
                 return Claim(item, agent, token, expires)
-            for item, live in self._ready_for(tx, agent, kinds, label, now):
+            scan = _Scan(self, tx, agent, now)
+            for item, live in scan.ready(kinds, label):
                 return self.take(tx, item, agent, lease, now, live)
-        raise rules.nothing_ready(kind, label)
+        raise scan.nothing_ready(kind, label)
 
     def claim_batch(
         self, count: int, agent: str, kind: str | None, label: str | None, lease: float
     ) -> list[Claim]:
+        """The greedy maximal set: ready items in claim order, each taken unless its files
+        overlap one already taken in this batch (``take`` adds them to the holds the next
+        candidates are judged against) or held by someone else. One transaction."""
         kinds = (kind,) if kind else model.WORK_KINDS
         claims: list[Claim] = []
+        taken: _ByPrefix[str] = _ByPrefix()  # the files of this batch's claims
         with self.ctx.storage.write() as tx:
             now = self.ctx.clock()
-            for item, live in self._ready_for(tx, agent, kinds, label, now):
-                chosen = [c.item.files for c in claims]
-                if reservations.pairwise_disjoint(chosen, item.files, self.ctx.is_file):
+            scan = _Scan(self, tx, agent, now)
+            for item, live in scan.ready(kinds, label):
+                if reservations.pairwise_disjoint(
+                    [taken.near(item.files)], item.files, self.ctx.is_file
+                ):
                     claims.append(self.take(tx, item, agent, lease, now, live))
+                    for pattern in item.files:
+                        taken.add(pattern, pattern)
                     if len(claims) == count:
                         break
+                else:
+                    scan.skipped += 1
         if not claims:
-            raise rules.nothing_ready(kind, label)
+            raise scan.nothing_ready(kind, label)
         return claims
 
     def take(
@@ -94,6 +111,8 @@ class Claims:
         if takeover_from is not None:
             details["takeover_from"] = takeover_from
             details["expired_at"] = iso(item.lease_expires_at)
+            if item.question is not None:  # a stale question: it stays on the item
+                details["question"] = item.question
             tx.delete_item_reservations(item.id, takeover_from)  # expired with its lease
         for pattern in item.files:
             tx.insert_reservation(
@@ -114,19 +133,111 @@ class Claims:
         )
         return Claim(claimed, agent, token, expires, takeover_from)
 
-    def _ready_for(
-        self, tx: WriteTx, agent: str, kinds: Sequence[str], label: str | None, now: float
+
+class _Scan:
+    """Claimable items in claim order, skipping those whose files others hold, and giving up
+    after ``MAX_CLAIM_SCAN`` skipped ones.
+
+    The bound keeps one request's hold on the daemon's event loop short however much
+    file-blocked work lies ahead of the first ready item (each skipped item costs a read and
+    an overlap check). Nothing is missed for long: the holds that block those items lapse
+    with their leases, without a sweep, and the caller is told to try again.
+    """
+
+    def __init__(self, claims: Claims, tx: WriteTx, agent: str, now: float) -> None:
+        self.tx, self.agent, self.now = tx, agent, now
+        self.is_file = claims.ctx.is_file
+        self.skipped = 0
+        self.first_holder: dict[str, Any] | None = None
+        # Blocked items often share their files (a document's packages on one module): the
+        # verdict on a set of files is read once per request.
+        self._blocked: dict[tuple[str, ...], bool] = {}
+
+    def ready(
+        self, kinds: Sequence[str], label: str | None
     ) -> Iterator[tuple[Item, list[Reservation]]]:
-        """Claimable items in claim order, skipping those whose files others hold."""
         after: tuple[int, int] | None = None
-        limit = 1  # the first candidate usually wins; fetch more only while skipping
-        while batch := tx.claimable_items(now, kinds, label, after, limit=limit):
-            limit = min(limit * 4, 64)
+        page = 1  # the first candidate usually wins; fetch more only while skipping
+        while self.skipped < MAX_CLAIM_SCAN:
+            limit = min(page, MAX_CLAIM_SCAN - self.skipped)
+            batch = self.tx.claimable_items(self.now, kinds, label, after, limit=limit)
+            if not batch:
+                return
+            page = min(page * 4, 256)
+            # One read of the holds near the whole page, not one per candidate: a claim earlier
+            # in this batch adds only this agent's own holds, which never block it.
+            unknown = {f for item in batch if item.files not in self._blocked for f in item.files}
+            live = self.tx.live_reservations(self.now, near=sorted(unknown))
+            near = _ByPrefix((held.pattern, held) for held in live)
             for item in batch:
-                live = tx.live_reservations(now, near=item.files) if item.files else []
-                if item.files and reservations.find_conflicts(
-                    agent, item.files, True, live, self.ctx.is_file
-                ):
+                if self.skipped >= MAX_CLAIM_SCAN:  # a batch skips overlapping items too
+                    return
+                if self._blocked.get(item.files):  # files others hold: known this request
+                    self.skipped += 1
+                    continue
+                live = near.near(item.files)
+                if item.files and self._blocked_by_others(item, live):
+                    self.skipped += 1
                     continue
                 yield item, live
             after = (batch[-1].priority, batch[-1].id)
+
+    def nothing_ready(self, kind: str | None, label: str | None) -> NothingReady:
+        if self.skipped < MAX_CLAIM_SCAN:
+            return rules.nothing_ready(kind, label)
+        return rules.nothing_ready_within(kind, label, MAX_CLAIM_SCAN, self.first_holder)
+
+    def _blocked_by_others(self, item: Item, live: list[Reservation]) -> bool:
+        holds = reservations.holds_on(
+            item.files, live, except_agent=self.agent, is_file=self.is_file
+        )
+        self._blocked[item.files] = bool(holds)
+        if holds and self.first_holder is None:
+            requested = next(
+                f
+                for f in item.files
+                if patterns.overlaps(f, holds[0].pattern, is_file=self.is_file)
+            )
+            self.first_holder = reservations.conflict_facts(requested, holds[0])
+        return bool(holds)
+
+
+class _ByPrefix(Generic[T]):
+    """Patterns (each with what it stands for) indexed by literal prefix. ``near(files)``
+    gives what ``live_reservations(near=files)`` would of them: every entry whose prefix is an
+    ancestor of, equal to, or beneath the prefix of one of ``files`` (only those can overlap
+    them), so a check reads a few entries, not all of them."""
+
+    def __init__(self, entries: Iterable[tuple[str, T]] = ()) -> None:
+        self.count = 0
+        self.by_prefix: dict[str, list[T]] = {}
+        self.prefixes: list[str] = []
+        for pattern, value in entries:
+            self.add(pattern, value)
+
+    def add(self, pattern: str, value: T) -> None:
+        prefix = patterns.literal_prefix(pattern)
+        if prefix not in self.by_prefix:
+            bisect.insort(self.prefixes, prefix)
+        self.by_prefix.setdefault(prefix, []).append(value)
+        self.count += 1
+
+    def near(self, files: Sequence[str]) -> list[T]:
+        if not files or not self.count:
+            return []
+        found: dict[int, T] = {}
+        for pattern in files:
+            prefix = patterns.literal_prefix(pattern)
+            if not prefix:  # a pattern that starts with a glob may meet anything
+                return [v for values in self.by_prefix.values() for v in values]
+            parts = prefix.split("/")
+            for ancestor in ["", *("/".join(parts[: n + 1]) for n in range(len(parts)))]:
+                for value in self.by_prefix.get(ancestor, ()):
+                    found[id(value)] = value
+            start = bisect.bisect_left(self.prefixes, prefix + "/")
+            for beneath in self.prefixes[start:]:
+                if not beneath.startswith(prefix + "/"):
+                    break
+                for value in self.by_prefix[beneath]:
+                    found[id(value)] = value
+        return list(found.values())

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from coord import model
 from coord.core import rules
 from coord.core.context import BoardContext
 from coord.core.evidence import judge
@@ -19,8 +18,11 @@ from coord.times import iso
 
 
 class Leases:
-    def __init__(self, ctx: BoardContext) -> None:
+    def __init__(self, ctx: BoardContext, escalation_hold_seconds: float) -> None:
         self.ctx = ctx
+        # How long a question may wait with the claim and files held: past it, the item can
+        # be taken over like any lapsed claim (a forgotten question must not hold files).
+        self.escalation_hold_seconds = escalation_hold_seconds
 
     def heartbeat(self, ref: int | str, agent: str, token: int, lease: float) -> Claim:
         with self.ctx.storage.write() as tx:
@@ -28,8 +30,9 @@ class Leases:
             item = rules.require_item(tx, ref)
             rules.ensure_holder(item, agent, token, now)
             expires = now + lease
-            if item.question is None:  # while a human is asked, the files stay held anyway
-                tx.extend_item_reservations(item.id, agent, expires)
+            if item.question is not None and item.lease_expires_at is not None:
+                expires = max(expires, item.lease_expires_at)  # never shortens the wait
+            tx.extend_item_reservations(item.id, agent, expires)
             changes = {"lease_expires_at": expires}
             details = {"token": token, "lease_expires_at": iso(expires)}
             extended = self.ctx.changes.apply(tx, item, changes, agent, "heartbeat", now, details)
@@ -81,12 +84,15 @@ class Leases:
             now = self.ctx.clock()
             item = rules.require_item(tx, ref)
             rules.ensure_holder(item, agent, token, now)
-            tx.extend_item_reservations(item.id, agent, model.HELD_UNTIL_ANSWERED)
-            changes = {
+            # Asking (or asking again) holds the claim and its files up to the bound.
+            expires = now + self.escalation_hold_seconds
+            tx.extend_item_reservations(item.id, agent, expires)
+            changes: dict[str, Any] = {
                 "question": question,
                 "escalate_to": item.escalate_to or self.ctx.escalate_to,
+                "lease_expires_at": expires,
             }
-            details = {"token": token, **changes}
+            details = {"token": token, **changes, "lease_expires_at": iso(expires)}
             return self.ctx.changes.apply(tx, item, changes, agent, "escalated", now, details)
 
     def answer(self, ref: int | str, agent: str, text: str) -> Item:

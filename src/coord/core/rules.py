@@ -60,13 +60,13 @@ def ensure_claimable(item: Item, now: float, agent: str | None = None) -> None:
             id=item.id,
             state=item.state,
         )
-    if item.question is not None and item.state == "claimed":
+    if item.question is not None and item.lease_live(now):
         raise AlreadyClaimed(
             f"item {item.ref} is held by {item.claimed_by}, who is waiting for a human answer "
-            "(needs_human); pick another (`coord next`)",
+            f"(needs_human) until {iso(item.lease_expires_at)}; pick another (`coord next`)",
             id=item.id,
             holder=item.claimed_by,
-            lease_expires_at=None,
+            lease_expires_at=iso(item.lease_expires_at),
         )
     if item.lease_live(now):
         raise AlreadyClaimed(
@@ -218,4 +218,21 @@ def nothing_ready(kind: str | None, label: str | None) -> NothingReady:
         + ": every open item is claimed, waits on a dependency, or needs files someone holds",
         kind=kind,
         label=label,
+    )
+
+
+def nothing_ready_within(
+    kind: str | None, label: str | None, scanned: int, first_holder: dict[str, Any] | None
+) -> NothingReady:
+    """Claim-next gave up after ``scanned`` items whose files others hold: ready work may lie
+    further on, and those holds lapse with their leases."""
+    held = ""
+    if first_holder is not None:
+        held = f" (the first: {first_holder['requested']} held by {first_holder['holder']})"
+    return NothingReady(
+        f"nothing ready among the first {scanned} claimable items: their files are held by "
+        f"others{held}; try again shortly (holds lapse with their leases), or claim one by id",
+        kind=kind,
+        label=label,
+        scanned=scanned,
     )

@@ -159,8 +159,9 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
         ctx: Context, item: str, question: str, token: int | None = None
     ) -> dict[str, Any]:
         """Ask a human to decide (the item becomes needs_human). You keep the claim and its
-        files; the lease stops running out until someone answers; the answer comes to your
-        inbox. Use it when the design does not hold or the task is ambiguous."""
+        files until someone answers, up to the board's escalation bound (asking again renews
+        it); the answer comes to your inbox. Use it when the design does not hold or the task
+        is ambiguous."""
         return await tool.run(ctx, verbs.escalate, item=item, question=question, token=token)
 
     @server.tool()

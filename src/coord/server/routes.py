@@ -209,8 +209,8 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         "/v1/items/{id}/escalate",
         claims.escalate,
-        "ask a human: the item becomes needs_human; the holder keeps claim and files and the "
-        "lease stops running out until an answer",
+        "ask a human: the item becomes needs_human; the holder keeps claim and files until an "
+        "answer, up to the board's escalation bound (asking again renews it)",
         ITEM,
         write=True,
         body=Body(

@@ -221,6 +221,11 @@ COMPONENTS: dict[str, Schema] = {
             "checks": {"type": "array", "items": {"type": "string"}},
             "evidence": {"type": ["object", "null"]},
             "question": _STRING_OR_NULL,
+            "question_stale": {
+                "type": "boolean",
+                "description": "the question waited past the escalation bound: the item can "
+                "be taken over and its files are free",
+            },
             "escalate_to": _STRING_OR_NULL,
             "reserved_for": {
                 **_STRING_OR_NULL,

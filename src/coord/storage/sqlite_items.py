@@ -58,13 +58,18 @@ _UNMET_DEPS = (
     "EXISTS (SELECT 1 FROM deps d JOIN items dep ON dep.id = d.depends_on "
     "WHERE d.item_id = items.id AND dep.state != 'done')"
 )
-# A claim that can be taken over: its lease ran out, and it is not waiting for a human answer
-# (``Item.lease_live`` in the model says the same of one item). One parameter: now.
-_LAPSED_CLAIM = "state = 'claimed' AND lease_expires_at <= ? AND question IS NULL"
 # A design document's reservation line (or its track's marker) keeps the package from
-# everyone: ``Item.claimable`` and ``coord.spec.protocol`` say the same. Every claimable
-# query has it, the one-statement claim included.
-_NOT_RESERVED_IN_DOCUMENT = "items.reserved_for IS NULL"
+# everyone: ``Item.claimable`` and ``coord.spec.protocol`` say the same.
+_RESERVED_IN_DOCUMENT = "items.reserved_for IS NOT NULL"
+# What holds an open item back from being claimed, beside its state: each a named fragment
+# on the enclosing query's ``items`` row, without parameters. Every claimable query (claim-next,
+# its one-statement path, ``ls --ready``) requires all of them false.
+_HELD_BACK = (_UNMET_DEPS, _RESERVED_IN_DOCUMENT)
+_NOT_HELD_BACK = " AND ".join(f"NOT {fragment}" for fragment in _HELD_BACK)
+# A claim that can be taken over: its lease ran out. A question waiting on a human holds the
+# lease only up to the escalation bound, so a stale one lapses too (``Item.lease_live`` in the
+# model says the same of one item). One parameter: now.
+_LAPSED_CLAIM = "state = 'claimed' AND lease_expires_at <= ?"
 _HAS_LABEL = "EXISTS (SELECT 1 FROM json_each(items.labels) WHERE json_each.value = ?)"
 
 
@@ -116,10 +121,7 @@ class SQLiteItemTx(WriteTx):
             where.append("spec = ?")
             params.append(query.spec)
         if query.claimable_at is not None:
-            where.append(
-                f"(state = 'pending' OR ({_LAPSED_CLAIM})) AND NOT {_UNMET_DEPS} "
-                f"AND {_NOT_RESERVED_IN_DOCUMENT}"
-            )
+            where.append(f"(state = 'pending' OR ({_LAPSED_CLAIM})) AND {_NOT_HELD_BACK}")
             params.append(query.claimable_at)
         return self._items(" AND ".join(where), params, f"ORDER BY id LIMIT {int(query.limit)}")
 
@@ -141,12 +143,12 @@ class SQLiteItemTx(WriteTx):
             params.extend(after)
         tail = f"ORDER BY priority, id LIMIT {int(limit)}"
         found = self._items(
-            f"state = 'pending' AND {filters} AND NOT {_UNMET_DEPS}",
+            f"state = 'pending' AND {filters} AND {_NOT_HELD_BACK}",
             params,
             tail,
             source="items INDEXED BY items_pending",
         ) + self._items(
-            f"{_LAPSED_CLAIM} AND {filters} AND NOT {_UNMET_DEPS}",
+            f"{_LAPSED_CLAIM} AND {filters} AND {_NOT_HELD_BACK}",
             [now, *params],
             tail,
             source="items INDEXED BY items_claimed_lease",
@@ -266,9 +268,8 @@ def _json_value(value: Any) -> str | None:
 
 
 def _claim_filters(kinds: Sequence[str], label: str | None) -> tuple[str, list[Any]]:
-    """The kind, label and document-reservation conditions of claim-next, on the ``items`` of
-    the enclosing query."""
-    filters = f"kind IN ({','.join('?' * len(kinds))}) AND {_NOT_RESERVED_IN_DOCUMENT}"
+    """The kind and label conditions of claim-next, on the ``items`` of the enclosing query."""
+    filters = f"kind IN ({','.join('?' * len(kinds))})"
     params: list[Any] = list(kinds)
     if label is not None:
         filters += f" AND {_HAS_LABEL}"
@@ -286,11 +287,11 @@ UPDATE items
    SET state = 'claimed', claimed_by = ?, fencing_token = fencing_token + 1,
        lease_expires_at = ?, updated_at = ?
  WHERE id = (SELECT id FROM items INDEXED BY items_pending
-              WHERE state = 'pending' AND {filters} AND NOT {_UNMET_DEPS}
+              WHERE state = 'pending' AND {filters} AND {_NOT_HELD_BACK}
               ORDER BY priority, id LIMIT 1)
    AND NOT EXISTS (SELECT 1 FROM item_files WHERE item_id = items.id)
    AND NOT EXISTS (SELECT 1 FROM items INDEXED BY items_claimed_lease
-                    WHERE {_LAPSED_CLAIM} AND {filters} AND NOT {_UNMET_DEPS})
+                    WHERE {_LAPSED_CLAIM} AND {filters} AND {_NOT_HELD_BACK})
 RETURNING {_ITEM_COLUMNS}, {_CLAIMED_PLAIN_RELATIONS}"""
 
 
