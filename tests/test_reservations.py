@@ -37,7 +37,7 @@ def test_exclusive_refuses_overlap_and_names_every_holder(board: Board) -> None:
         board.reserve(["src/auth/login.py", "README.md", "docs/x.md"], agent="c")
     conflicts = refused.value.details["conflicts"]
     assert {(c["holder"], c["pattern"], c["requested"]) for c in conflicts} == {
-        ("a", "src/auth", "src/auth/login.py"),
+        ("a", "src/auth/**", "src/auth/login.py"),
         ("b", "README.md", "README.md"),
     }
     assert all(c["expires_at"] for c in conflicts)
@@ -64,8 +64,8 @@ def test_an_agent_never_conflicts_with_itself_and_renews_in_place(
     clock.now += 5
     board.reserve(["src/**"], agent="a", lease_seconds=100)
     patterns = [r.pattern for r in board.reservations("a")]
-    assert sorted(patterns) == ["src", "src/a.py"]  # src/** is the directory src
-    renewed = next(r for r in board.reservations("a") if r.pattern == "src")
+    assert sorted(patterns) == ["src/**", "src/a.py"]
+    renewed = next(r for r in board.reservations("a") if r.pattern == "src/**")
     assert renewed.expires_at == clock.now + 100
 
 
@@ -81,15 +81,15 @@ def test_unreserve_frees_named_patterns_or_all(board: Board) -> None:
     board.reserve(["a.py", "b.py", "c/**"], agent="a")
     assert board.unreserve(["./b.py"], agent="a") == ["b.py"]
     assert board.unreserve(["nothing.py"], agent="a") == []
-    assert board.unreserve(agent="a", everything=True) == ["a.py", "c"]
+    assert board.unreserve(agent="a", everything=True) == ["a.py", "c/**"]
     assert board.reservations() == []
     kinds = [e.kind for e in board.events()]
     assert kinds == ["reserved", "unreserved", "unreserved"]
 
 
 def test_paths_are_normalised_and_escapes_refused(board: Board) -> None:
-    board.reserve(["./src//x/../a.py/"], agent="a")
-    assert held(board) == [("a", "src/a.py", True)]
+    board.reserve(["./src//x/../a.py/"], agent="a")  # written as a directory
+    assert held(board) == [("a", "src/a.py/**", True)]
     assert board.repo_root is not None
     board.reserve([str(board.repo_root / "docs" / "b.md")], agent="a")
     for bad in ("../outside.py", "/etc/passwd", "!src/a.py"):
@@ -111,9 +111,9 @@ def test_claim_takes_the_items_files_in_the_same_transaction(board: Board) -> No
     assert board.last_seq() == seq
     board.unreserve(["src/auth/login.py"], agent="b")
     claim = board.claim(item.id, agent="a")
-    assert held(board) == [("a", "src/auth", True)]
+    assert held(board) == [("a", "src/auth/**", True)]
     assert board.reservations()[0].item_id == item.id
-    assert claim.item.files == ("src/auth",)
+    assert claim.item.files == ("src/auth/**",)
 
 
 def test_claim_is_granted_after_the_blocking_lease_expires(board: Board, clock: Clock) -> None:

@@ -14,6 +14,7 @@ MIN_LEASE_SECONDS = 1
 MAX_IMPORT = 10_000
 MAX_FILES = 200
 MAX_PATTERN = 1024  # characters of one file pattern or one check command, as given
+MAX_PATTERN_WILDCARDS = 64  # '*', '?', '[...]' and '**' in one file pattern
 MAX_BATCH = 64  # claim-next --count
 MAX_CHECKS = 20
 MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its last lines)

@@ -3,8 +3,10 @@ for files (``Reservations``: reserve, free, list, who holds a path).
 
 Exclusive conflicts with any overlapping reservation of another agent; shared conflicts only
 with another agent's exclusive one. An agent never conflicts with itself. Whether two
-patterns overlap is ``coord.fast.patterns.overlaps`` (exact for literal paths and directories,
-conservative for globs).
+patterns overlap is ``coord.fast.patterns.overlaps``, judged against the working tree (a
+literal is one file unless it is a directory there), exact except where two globs could
+match one path the tree lacks. A reservation granted before issue 12 (``rule`` 1) keeps its
+wider meaning until it ends (``overlaps_rule1``): a live hold is never narrowed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from coord.errors import FilesReserved, InvalidInput
 from coord.fast import patterns
 from coord.model import Reservation
 from coord.times import iso
+
+
+def covers_by_rule(held: Reservation, path: str) -> bool:
+    """Does ``held`` cover the file ``path``, read by the rule it was granted under?"""
+    if held.rule == 1:
+        return patterns.covers_rule1(held.pattern, path)
+    return patterns.covers(held.pattern, path)
 
 
 def canonical(raw: Iterable[str], repo_root: Path | None) -> tuple[str, ...]:
@@ -47,7 +56,7 @@ def find_conflicts(
         if not (exclusive or reservation.exclusive):
             continue
         for pattern in requested:
-            if patterns.overlaps(pattern, reservation.pattern, is_file=is_file):
+            if meets_hold(pattern, reservation, is_file):
                 found.append(conflict_facts(pattern, reservation))
     return found
 
@@ -95,31 +104,53 @@ def holds_on(
         r
         for r in held
         if r.agent != except_agent
-        and any(patterns.overlaps(f, r.pattern, is_file=is_file) for f in files)
+        and any(meets_hold(f, r, is_file) for f in files)
     )
 
 
 def pairwise_disjoint(
     chosen: Sequence[Sequence[str]], candidate: Sequence[str], is_file: IsFile | None = None
 ) -> bool:
+    is_dir = getattr(is_file, "is_dir", None)
     return not any(
-        patterns.overlaps(a, b, is_file=is_file)
+        patterns.overlaps(a, b, is_dir=is_dir)
         for files in chosen
         for a in files
         for b in candidate
     )
 
 
-def working_tree_files(repo_root: Path | None) -> IsFile | None:
-    """Which literal paths are plain files in the repository's working tree.
+def meets_hold(requested: str, held: Reservation, tree: IsFile | None) -> bool:
+    """Could a path be covered both by ``requested`` (a new pattern) and by ``held``, read by
+    the rule it was granted under? ``tree`` is the board's ``WorkingTree`` (or None)."""
+    if held.rule == 1:
+        return patterns.overlaps_rule1(requested, held.pattern, is_file=tree)
+    return patterns.overlaps(requested, held.pattern, is_dir=getattr(tree, "is_dir", None))
 
-    Lets ``**/*.sql`` and ``README.md`` be judged disjoint: without it any literal might be a
-    directory with anything beneath it. A path that does not exist yet stays "might be".
-    """
+
+class WorkingTree:
+    """What the repository's working tree says about a literal path: called, is it a plain
+    file (rule 1's question); ``is_dir``, is it a directory (the current rule's: every other
+    literal is one file, existing or to be created)."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def __call__(self, path: str) -> bool:
+        return os.path.isfile(os.path.join(self.root, path))
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(os.path.join(self.root, path))
+
+
+def working_tree_files(repo_root: Path | None) -> WorkingTree | None:
+    """The board's view of its repository's working tree (None without a repository: then
+    any literal might be a directory, the safe reading)."""
     if repo_root is None:
         return None
-    root = str(repo_root)
-    return lambda path: os.path.isfile(os.path.join(root, path))
+    return WorkingTree(str(repo_root))
 
 
 class Reservations:
@@ -222,7 +253,7 @@ class Reservations:
         canonical_path = patterns.normalize(path, self.ctx.repo_root, literal=True)
         with self.ctx.storage.read() as tx:
             live = tx.live_reservations(self.ctx.clock(), near=[canonical_path])
-        holders = [r for r in live if patterns.covers(r.pattern, canonical_path)]
+        holders = [r for r in live if covers_by_rule(r, canonical_path)]
         blocking = blockers(canonical_path, live, agent)
         return {
             "path": canonical_path,
