@@ -206,13 +206,14 @@ def test_item_files_are_normalised_and_validated(board: Board) -> None:
 
 def test_two_new_root_files_are_held_side_by_side(board: Board) -> None:
     """Neither file exists yet: each is one file to be created, not a possible directory."""
-    board.reserve(["a.py"], agent="w1")
-    board.reserve(["b.py"], agent="w2")
+    board.reserve(["a.py", "**/x.py"], agent="w1")
+    board.reserve(["b.py", "**/y.py"], agent="w2")  # no path ends in both x.py and y.py
+    board.reserve(["src/c.py"], agent="w3")  # src/c.py is no directory that could hold them
     first = board.add("create a.py", created_by="h", files=["a.py"])
     second = board.add("create b.py", created_by="h", files=["b.py"])
     board.unreserve(agent="w1", everything=True)
     board.unreserve(agent="w2", everything=True)
-    claims = board.claim_batch(2, agent="w3")
+    claims = board.claim_batch(2, agent="w4")
     assert sorted(c.item.id for c in claims) == [first.id, second.id]
 
 
