@@ -3,7 +3,7 @@
 A reservation is stored in one canonical form: a repository-relative POSIX path or glob,
 anchored at the repository root (``src/a.py``, ``src/**/*.py``, ``**/*.sql``, ``**``).
 ``normalize`` turns what was typed into that form; ``covers`` and ``overlaps`` take only
-canonical forms. The edit guard imports this before every edit: stdlib ``os`` and ``re`` only.
+canonical forms; ``coord.fast.globmeet`` decides whether two globs meet, in bounded work. The edit guard imports this before every edit: stdlib ``os`` and ``re`` only.
 
 How ``normalize`` reads its input:
 
@@ -17,8 +17,9 @@ How ``normalize`` reads its input:
 * A leading ``/`` is an absolute path if it lies in the repository, else gitignore's root
   anchor (``/src/*.py`` is ``src/*.py``), unless its first name exists at the filesystem
   root but not at the repository root (``/etc/passwd``): refused as outside.
-* A trailing ``/`` (gitignore's "directories only") is dropped, erring on the safe side.
-  ``src/**`` is ``src``: a directory covers everything under it.
+* A trailing ``/`` says "a directory", existing or not: ``src/`` and ``src/**`` are both
+  ``src/**``, everything beneath ``src``. Without it a literal is one file unless the
+  working tree has a directory there (``overlaps`` asks ``is_dir``).
 * The repository itself (``.``, its absolute path, ``*``, ``**``) is ``**``.
 * Refused, saying what to write instead: empty, NUL, surrounding whitespace, negation
   (``!x``), outside the repository (``../x``, a symlink leading out), ``.git`` internals,
@@ -41,16 +42,20 @@ if TYPE_CHECKING:
 
     Token = tuple[str, str]  # ("c", char) | ("*", "") | ("?", "") | ("[" or "[!", members)
 
-OVERLAP_RULE = """\
-A reservation covers the paths it names and everything beneath them: a directory covers its
-whole subtree, a glob covers every path it matches and everything beneath those. Two
-reservations overlap when some path could be covered by both. For literal paths the answer
-is exact: src overlaps src/a.py, src/a.py does not overlap src/a.pyc, src/a does not
-overlap src/ab. For globs it is conservative: it may report an overlap no real file has
-(src/*.py against src/[ab].py), never miss one a real file has. Globs follow gitignore: *, ?
-and [...] stay within one path segment, ** spans any number of directories, and a glob
-without a slash matches at any depth (*.sql means **/*.sql). Literal paths are plain paths,
-relative to where you are. Negations (!x) are refused.
+OVERLAP_RULE = f"""\
+A reservation covers the files it names. A literal path is one file, existing or to be
+created, unless it is a directory of the repository's working tree or is written with a
+trailing / (or /**): a directory covers everything beneath it. A glob covers the paths it
+matches, not what lies beneath a directory it matches (src/* does not cover src/lib/x.py;
+src/lib/ does). Two reservations overlap when some path could be covered by both. Two
+packages that create a.py and b.py run side by side; **/a.py does not overlap src/b.py,
+src/*.py does. The answer is exact wherever the working tree can tell; it is conservative
+only where two globs could match one path the tree lacks (src/*.py against src/[ab].py).
+Globs follow gitignore: *, ? and [...] stay within one path segment, ** spans any number of
+directories, and a glob without a slash matches at any depth (*.sql means **/*.sql). Literal
+paths are plain paths, relative to where you are. Negations (!x) are refused, and so is a
+pattern with more than {MAX_PATTERN_WILDCARDS} wildcards. A reservation made before this rule keeps its wider
+meaning until it ends.
 """
 
 WHOLE_REPOSITORY = "**"
