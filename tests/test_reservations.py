@@ -347,3 +347,30 @@ def test_the_guard_refuses_an_edit_beneath_a_planned_file_that_became_a_director
     for path in ("src/lib/x.py", "src/newer.txt"):
         assert guard.check(board_dir, [path], "w2", cwd=str(tmp_path))[0] == 0, path
     assert guard.check(board_dir, ["src/new/x.py"], "w1", cwd=str(tmp_path))[0] == 0
+
+
+def test_one_request_of_many_long_patterns_is_bounded_as_a_whole() -> None:
+    """Each check has its budget, and all the checks of one request share one too: past it
+    the rest answer "overlap" (refused, never wrongly granted)."""
+    from coord.core.reservations import find_conflicts
+    from coord.fast import globmeet
+    from coord.model import Reservation
+
+    # a star-free 1 KB glob held, a long block to place leftmost in it asked: quadratic
+    held_word = "d/?" + "a" * 1000 + "c"
+    asked = ["d/*" + "a" * 470 + chr(98 + n) + "*c" for n in range(10)]
+    held = [Reservation(n, f"h{n}", held_word, True, None, "", 0, 1e12) for n in range(10)]
+    spent = []
+    original = globmeet.Work.spend
+
+    def counting(n: int = 1) -> None:
+        original(n)
+        spent.append(globmeet.Work.steps)
+
+    globmeet.Work.spend = counting  # type: ignore[method-assign]
+    try:
+        conflicts = find_conflicts("asker", asked, True, held)
+    finally:
+        globmeet.Work.spend = original  # type: ignore[method-assign]
+    assert len(conflicts) == 100  # every pair refused: too costly to tell, so the safe answer
+    assert max(spent) <= globmeet.REQUEST_BUDGET + 1024

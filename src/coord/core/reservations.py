@@ -19,7 +19,7 @@ from typing import Any
 from coord.core import rules
 from coord.core.context import BoardContext, IsFile
 from coord.errors import FilesReserved, InvalidInput
-from coord.fast import patterns
+from coord.fast import globmeet, patterns
 from coord.model import Reservation
 from coord.times import iso
 
@@ -50,14 +50,15 @@ def find_conflicts(
 ) -> list[dict[str, Any]]:
     """Every (requested pattern, held reservation) pair that refuses the request."""
     found = []
-    for reservation in held:
-        if reservation.agent == agent:
-            continue
-        if not (exclusive or reservation.exclusive):
-            continue
-        for pattern in requested:
-            if meets_hold(pattern, reservation, is_file):
-                found.append(conflict_facts(pattern, reservation))
+    with globmeet.one_request():  # all of them within one bound of work
+        for reservation in held:
+            if reservation.agent == agent:
+                continue
+            if not (exclusive or reservation.exclusive):
+                continue
+            for pattern in requested:
+                if meets_hold(pattern, reservation, is_file):
+                    found.append(conflict_facts(pattern, reservation))
     return found
 
 
@@ -100,24 +101,25 @@ def holds_on(
     is_file: IsFile | None = None,
 ) -> tuple[Reservation, ...]:
     """Live reservations of others that would stop a claim of ``files`` (exclusive request)."""
-    return tuple(
-        r
-        for r in held
-        if r.agent != except_agent
-        and any(meets_hold(f, r, is_file) for f in files)
-    )
+    with globmeet.one_request():
+        return tuple(
+            r
+            for r in held
+            if r.agent != except_agent and any(meets_hold(f, r, is_file) for f in files)
+        )
 
 
 def pairwise_disjoint(
     chosen: Sequence[Sequence[str]], candidate: Sequence[str], is_file: IsFile | None = None
 ) -> bool:
     is_dir = getattr(is_file, "is_dir", None)
-    return not any(
-        patterns.overlaps(a, b, is_dir=is_dir)
-        for files in chosen
-        for a in files
-        for b in candidate
-    )
+    with globmeet.one_request():
+        return not any(
+            patterns.overlaps(a, b, is_dir=is_dir)
+            for files in chosen
+            for a in files
+            for b in candidate
+        )
 
 
 def meets_hold(requested: str, held: Reservation, tree: IsFile | None) -> bool:
