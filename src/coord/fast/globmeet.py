@@ -27,10 +27,11 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-# ~0.2 us a comparison: one check, and all the checks of one request together, stay well
-# inside the ~50 ms of the daemon's event loop one request may take
-STEP_BUDGET = 100_000
-REQUEST_BUDGET = 200_000
+# A comparison costs ~0.3-0.5 us: one check, and all the checks of one request together,
+# stay well inside the ~50 ms of the daemon's event loop one request may take (measured by
+# bench/overlap.py on the largest accepted patterns)
+STEP_BUDGET = 25_000
+REQUEST_BUDGET = 50_000
 
 
 class OverBudget(Exception):
