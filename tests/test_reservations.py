@@ -260,8 +260,9 @@ def test_the_overlap_check_of_long_star_heavy_patterns_is_bounded_in_work() -> N
 
     stars = MAX_PATTERN_WILDCARDS // 2
     filler = "x" * ((MAX_PATTERN - 4 - 2 * stars) // stars)
-    held = [f"d/{'*' + filler + chr(97 + n)}" * 1 + ("*" + filler) * (stars - 1) for n in range(10)]
-    asked = ["d/" + ("*" + filler + "q") * (stars - 1) + "*" + filler + chr(97 + n) for n in range(10)]
+    held = ["d/*" + filler + chr(97 + n) + ("*" + filler) * (stars - 1) for n in range(10)]
+    ends = [chr(97 + n) for n in range(10)]
+    asked = ["d/" + ("*" + filler + "q") * (stars - 1) + "*" + filler + end for end in ends]
     assert all(len(p) <= MAX_PATTERN for p in held + asked)
     worst = 0
     for a in asked:

@@ -60,7 +60,7 @@ class Work:
             raise OverBudget
 
 
-class one_request:  # noqa: N801 (a context manager read as a phrase)
+class one_request:
     """``with one_request():`` every check inside shares ``REQUEST_BUDGET`` comparisons, so
     a request of many long patterns against many held ones is bounded as a whole; past it
     each remaining check answers "may meet" (the request is refused, never wrongly granted)."""

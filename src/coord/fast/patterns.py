@@ -3,7 +3,8 @@
 A reservation is stored in one canonical form: a repository-relative POSIX path or glob,
 anchored at the repository root (``src/a.py``, ``src/**/*.py``, ``**/*.sql``, ``**``).
 ``normalize`` turns what was typed into that form; ``covers`` and ``overlaps`` take only
-canonical forms; ``coord.fast.globmeet`` decides whether two globs meet, in bounded work. The edit guard imports this before every edit: stdlib ``os`` and ``re`` only.
+canonical forms; ``coord.fast.globmeet`` decides whether two globs meet, in bounded work.
+The edit guard imports this before every edit: stdlib ``os`` and ``re`` only.
 
 How ``normalize`` reads its input:
 
@@ -54,8 +55,8 @@ only where two globs could match one path the tree lacks (src/*.py against src/[
 Globs follow gitignore: *, ? and [...] stay within one path segment, ** spans any number of
 directories, and a glob without a slash matches at any depth (*.sql means **/*.sql). Literal
 paths are plain paths, relative to where you are. Negations (!x) are refused, and so is a
-pattern with more than {MAX_PATTERN_WILDCARDS} wildcards. A reservation made before this rule keeps its wider
-meaning until it ends.
+pattern with more than {MAX_PATTERN_WILDCARDS} wildcards. A reservation made before this
+rule keeps its wider meaning until it ends.
 """
 
 WHOLE_REPOSITORY = "**"
