@@ -21,11 +21,12 @@ import claims
 import cli_plan
 import hooks
 import overlap
+import plan_overlap
 import reservations
 import specs
 from common import CLEANUP, log
 
-BENCHES = ("plan", "claim-next", "cli", "drain", "guard", "reserve", "overlap", "spec", "hook")
+BENCHES = ("plan", "claim-next", "cli", "drain", "guard", "reserve", "overlap", "plan-overlap", "spec", "hook")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -73,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                 reservations.bench_reserve(items, args.quick, args.layout)
             elif name == "overlap":
                 overlap.bench_overlap(5 if args.quick else 10)
+            elif name == "plan-overlap":
+                plan_overlap.bench_plan_overlap()
             elif name == "spec":
                 specs.bench_specs(args.packages, 5 if args.quick else 11)
             elif name == "hook":
