@@ -68,6 +68,7 @@ GOOD = [
     ("**", None, "**"),
     ("*", None, "**"),
     ("**/*", None, "**"),
+    ("/*", None, "*"),  # the files at the root: a glob covers what it matches
     (".", None, "**"),
     ("./", None, "**"),
     ("*/*", None, "*/*"),
@@ -387,8 +388,11 @@ def pathspec_matches(gitignore_pattern: str, path: str) -> bool:
     for cls in (GitIgnoreBasicPattern, GitIgnoreSpecPattern):
         pattern = cls(gitignore_pattern)
         found = pattern.regex.match(path) if pattern.include and pattern.regex else None
-        # pathspec's regex may stop at a '/' where it matched a directory above the path
-        if found is not None and found.end() == len(path):
+        if found is None:
+            continue
+        # a regex that may end at a '/' or at the end matched a directory above the path
+        # unless it reached the end; one with no end ('.', '^a/') matches all it starts
+        if found.end() == len(path) or not pattern.regex.pattern.endswith("$)"):
             return True
     return False
 

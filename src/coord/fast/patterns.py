@@ -216,8 +216,8 @@ def _tidy(segments: list[str], pattern: str) -> str:
     """One spelling per reservation: 'a/**/**/b' is 'a/**/b'; 'src/' and 'src/**' are
     'src/**', the directory and everything beneath it."""
     tidy = [s for i, s in enumerate(segments) if not (s == "**" and i and segments[i - 1] == "**")]
-    # '**'s and at most one '*' match every top-level name, so they cover every path
-    if not tidy or (set(tidy) <= {"**", "*"} and tidy.count("*") <= 1):
+    # '**'s and at most one '*' match every path ('*' alone: only the files at the root)
+    if not tidy or (set(tidy) <= {"**", "*"} and tidy.count("*") <= 1 and "**" in tidy):
         return WHOLE_REPOSITORY
     wildcards = tidy.count("**")
     try:
