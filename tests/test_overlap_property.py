@@ -20,11 +20,10 @@ from itertools import product
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from coord.core.reservations import WorkingTree
 from coord.fast.patterns import is_literal, normalize, overlaps
+from test_patterns import pathspec_matches  # gitignore's match of the path itself
 
 NAMES = ["a", "b", "ab", "x.py", "y.md", ".h"]
 GLOB_SEGMENTS = ["*", "?", "**", "[ab]", "[!a]", "*.py", "a*", "?b", "*b", ".*"]
@@ -53,20 +52,6 @@ def raw_patterns(draw: st.DrawFn, existing: list[str]) -> str:
     else:
         path = draw(paths)
     return path + draw(st.sampled_from(["", "", "/", "/**"]))
-
-
-def pathspec_matches(raw_glob: str, path: str) -> bool:
-    """Does the glob match the path itself (gitignore, through pathspec)?"""
-    for cls in (GitIgnoreBasicPattern, GitIgnoreSpecPattern):
-        pattern = cls(raw_glob)
-        found = pattern.regex.match(path) if pattern.include and pattern.regex else None
-        if found is None:
-            continue
-        # a regex that may end at a '/' or at the end matched a directory above the path
-        # unless it reached the end; one with no end ('.', '^a/') matches all it starts
-        if found.end() == len(path) or not pattern.regex.pattern.endswith("$)"):
-            return True
-    return False
 
 
 class Named:
