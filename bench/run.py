@@ -26,7 +26,18 @@ import reservations
 import specs
 from common import CLEANUP, log
 
-BENCHES = ("plan", "claim-next", "cli", "drain", "guard", "reserve", "overlap", "plan-overlap", "spec", "hook")
+BENCHES = (
+    "plan",
+    "claim-next",
+    "cli",
+    "drain",
+    "guard",
+    "reserve",
+    "overlap",
+    "plan-overlap",
+    "spec",
+    "hook",
+)
 
 
 def _interrupt(signum: int, frame: object) -> None:
