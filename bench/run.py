@@ -20,11 +20,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import claims
 import cli_plan
 import hooks
+import overlap
+import plan_overlap
 import reservations
 import specs
 from common import CLEANUP, log
 
-BENCHES = ("plan", "claim-next", "blocked", "cli", "drain", "guard", "reserve", "spec", "hook")
+BENCHES = (
+    "plan",
+    "claim-next",
+    "cli",
+    "drain",
+    "guard",
+    "reserve",
+    "blocked",
+    "overlap",
+    "plan-overlap",
+    "spec",
+    "hook",
+)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -72,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
                 reservations.bench_guard(cli_runs, args.importtime)
             elif name == "reserve":
                 reservations.bench_reserve(items, args.quick, args.layout)
+            elif name == "overlap":
+                overlap.bench_overlap(5 if args.quick else 10)
+            elif name == "plan-overlap":
+                plan_overlap.bench_plan_overlap()
             elif name == "spec":
                 specs.bench_specs(args.packages, 5 if args.quick else 11)
             elif name == "hook":

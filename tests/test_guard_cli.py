@@ -160,7 +160,7 @@ def test_reserve_contract_and_who(daemon: Daemon) -> None:
         "reserve", "src/**", "--json", "--reason", "refactor", board_dir=bd, agent="alice"
     )
     assert granted.returncode == 0, granted.stderr
-    assert [r["pattern"] for r in json.loads(granted.stdout)["reservations"]] == ["src"]
+    assert [r["pattern"] for r in json.loads(granted.stdout)["reservations"]] == ["src/**"]
     refused = run_cli("reserve", "src/a.py", "README.md", "--json", board_dir=bd, agent="bob")
     assert refused.returncode == 3
     body = json.loads(refused.stdout)
@@ -168,9 +168,9 @@ def test_reserve_contract_and_who(daemon: Daemon) -> None:
     who = json.loads(run_cli("who", "src/a.py", "--json", board_dir=bd, agent="bob").stdout)
     assert who["may_edit"] is False and who["holders"][0]["agent"] == "alice"
     listed = json.loads(run_cli("reservations", "--json", board_dir=bd).stdout)
-    assert [(r["agent"], r["pattern"]) for r in listed["reservations"]] == [("alice", "src")]
+    assert [(r["agent"], r["pattern"]) for r in listed["reservations"]] == [("alice", "src/**")]
     freed = run_cli("unreserve", "--all", "--json", board_dir=bd, agent="alice")
-    assert json.loads(freed.stdout) == {"freed": ["src"]}
+    assert json.loads(freed.stdout) == {"freed": ["src/**"]}
     assert run_cli("reserve", "src/a.py", board_dir=bd, agent="bob").returncode == 0
 
 

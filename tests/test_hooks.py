@@ -505,7 +505,7 @@ def test_session_start_registers_the_agent_and_tells_it_the_board(
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert f"You are coord agent `{me}`" in context
     assert f'#{mine.id} "Rework the session store" (token 1' in context
-    assert "files src/auth)" in context
+    assert "files src/auth/**)" in context
     assert "the cookie name must stay SID" in context  # the inbox entry
     assert '"Document the new flow" [bug, priority 1]' in context  # ready
     assert "How to use coord" in context and f"coord next --as {me}" in context

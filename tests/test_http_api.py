@@ -423,10 +423,10 @@ def test_reservation_conflict_over_http_names_holder(api: TestClient) -> None:
     assert refused.status_code == 409
     body = refused.json()
     assert body["error"] == "files_reserved" and body["holders"] == ["a"]
-    assert body["conflicts"][0]["pattern"] == "src"
+    assert body["conflicts"][0]["pattern"] == "src/**"
     assert api.get("/v1/who", params={"path": "src/x.py", "agent": "b"}).json()["may_edit"] is False
     freed = post(api, "/v1/reservations:release", {"agent": "a", "all": True}).json()
-    assert freed == {"freed": ["src"]}
+    assert freed == {"freed": ["src/**"]}
     assert (
         post(api, "/v1/reservations", {"agent": "b", "patterns": ["src/x.py"]}).status_code == 201
     )

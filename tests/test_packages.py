@@ -122,7 +122,7 @@ def test_reimport_updates_changes_and_keeps_claims_replies_and_history(board: Bo
     assert result["updated"] == ["A2", "B1"]
     assert result["unchanged"] == ["A1"]
     a2 = board.get("A2")
-    assert (a2.title, a2.files, a2.checks) == ("package A2, renamed", ("src/a2.py", "src/x"), ())
+    assert (a2.title, a2.files, a2.checks) == ("package A2, renamed", ("src/a2.py", "src/x/**"), ())
     assert (a2.state, a2.claimed_by, a2.fencing_token) == ("claimed", "a", claim.token)
     assert board.get("B1").deps == ()
     shown = board.show("A2")

@@ -20,12 +20,14 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 from coord.errors import InvalidInput
 from coord.fast.patterns import (
     covers,
+    covers_rule1,
     escape,
     explain_rule,
     is_literal,
     literal_prefix,
     normalize,
     overlaps,
+    overlaps_rule1,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -49,23 +51,24 @@ def repo(tmp_path: Path) -> Path:
 GOOD = [
     # (pattern, cwd relative to the repo or None, canonical)
     ("src/a.py", None, "src/a.py"),
-    ("./src//a.py/", None, "src/a.py"),
+    ("./src//a.py/", None, "src/a.py/**"),  # written as a directory, so it is one
     ("src/./sub/../a.py", None, "src/a.py"),
-    ("src/", None, "src"),
-    ("src/**", None, "src"),
-    ("src/**/", None, "src"),
+    ("src/", None, "src/**"),  # the directory and everything beneath it
+    ("src/**", None, "src/**"),
+    ("src/**/", None, "src/**"),
     ("Makefile", None, "Makefile"),  # a literal is a path, not gitignore's any-depth name
     ("*.sql", None, "**/*.sql"),  # a slash-less glob matches at any depth
-    ("*.sql/", None, "**/*.sql"),
+    ("*.sql/", None, "**/*.sql/**"),
     ("./*.sql", None, "*.sql"),  # a slash makes it anchored
     ("/src/*.py", None, "src/*.py"),  # gitignore's leading-slash anchor
     ("/*.sql", None, "*.sql"),
     ("src/*.py", None, "src/*.py"),
     ("a/**/**/b", None, "a/**/b"),
-    ("**/x/**", None, "**/x"),
+    ("**/x/**", None, "**/x/**"),
     ("**", None, "**"),
     ("*", None, "**"),
     ("**/*", None, "**"),
+    ("/*", None, "*"),  # the files at the root: a glob covers what it matches
     (".", None, "**"),
     ("./", None, "**"),
     ("*/*", None, "*/*"),
@@ -95,7 +98,7 @@ def test_normalize_good(repo: Path, pattern: str, cwd: str | None, expected: str
 def test_normalize_absolute_paths(repo: Path, tmp_path: Path) -> None:
     assert normalize(str(repo / "src" / "a.py"), repo) == "src/a.py"
     assert normalize(str(repo) + "/src/*.py", repo) == "src/*.py"
-    assert normalize(str(repo) + "//src/../docs/", repo) == "docs"
+    assert normalize(str(repo) + "//src/../docs/", repo) == "docs/**"
     assert normalize(str(repo), repo) == "**"
     assert normalize(str(repo) + "/", repo) == "**"
     # the repository reached through a symlink (macOS /tmp vs /private/tmp) is the same one
@@ -179,14 +182,15 @@ COVERS = [
     ("src/a.py", "src/a.py", True),
     ("src/*.py", "src/a.py", True),
     ("src/*.py", "src/a/b.py", False),
-    ("src/*", "src/a/b.py", True),  # via the directory src/a
+    ("src/*", "src/a/b.py", False),  # a glob covers what it matches, not beneath
     ("src/*", "src", False),
     ("**/*.sql", "db/x.sql", True),
     ("**/*.sql", "x.sql", True),
     ("**/*.sql", "x.sql.bak", False),
     ("*.sql", "db/x.sql", False),  # canonical forms are anchored: root only
     ("a/**/b", "a/b", True),
-    ("a/**/b", "a/x/y/b/c", True),
+    ("a/**/b", "a/x/y/b/c", False),
+    ("a/**/b/**", "a/x/y/b/c", True),
     ("a/**/b", "a/x/c", False),
     ("**", "any/thing", True),
     ("src/?.py", "src/ab.py", False),
@@ -207,7 +211,8 @@ COVERS = [
     ("docs/*.md", "docs/api/x.md", False),
     ("**/test_*.py", "tests/unit/test_x.py", True),
     ("*/*", "a", False),
-    ("*/*", "a/b/c", True),
+    ("*/*", "a/b/c", False),
+    ("*/*/**", "a/b/c", True),
 ]
 
 
@@ -223,7 +228,8 @@ OVERLAPS = [
     ("src/a", "src/ab", False),
     ("src", "docs", False),
     ("src/*.py", "src/a/b.py", False),
-    ("src/*", "src/a/b.py", True),
+    ("src/*", "src/a/b.py", False),  # src/a/b.py/x: a glob covers no path beneath a match
+    ("src/*/**", "src/a/b.py", True),
     ("src/*.py", "src/a.py", True),
     ("src/*.py", "src/a.md", False),
     ("src/*.py", "src/[ab].py", True),
@@ -234,15 +240,20 @@ OVERLAPS = [
     ("src/**", "src/a.py", True),
     ("src", "README.md", False),
     ("docs/*.md", "docs/api/*.md", False),
-    ("docs/*.md", "docs/*/*.md", True),  # docs/x.md/y.md: a match may be a directory
-    ("docs/*", "docs/api/*.md", True),
+    ("docs/*.md", "docs/*/*.md", False),  # a match's contents are not covered
+    ("docs/*", "docs/api/*.md", False),
+    ("docs/**", "docs/api/*.md", True),
     ("docs/**/*.md", "docs/api/*.md", True),
     ("**", "anything", True),
-    ("**/x", "a/**/b", True),  # a/x/b
+    ("**/x", "a/**/b", False),
+    ("**/x/**", "a/**/b", True),  # a/x/b
     ("a/*/c", "*/b/*", True),  # a/b/c
     ("a/*/c", "*/b/d", False),
     ("*.py", "*.md", False),
-    ("**/*.py", "**/*.md", True),  # x.py/y.md
+    ("**/*.py", "**/*.md", False),
+    ("**/a.py", "src/b.py", True),  # without the tree, src/b.py might be a directory
+    ("**/c.py", "**/a.py", False),
+    ("src/*.py", "src/b.py", True),
     ("src/a*", "src/*b", True),
     ("src/a*", "src/b*", False),
     ("src/*a", "src/*b", False),
@@ -266,13 +277,31 @@ def test_overlaps(a: str, b: str, expected: bool) -> None:
     assert overlaps(b, a) is expected  # symmetric
 
 
-def test_overlaps_with_known_files_is_exact_for_literals() -> None:
+def test_overlaps_with_the_tree_is_exact_for_literals() -> None:
+    dirs = {"db", "src"}.__contains__
+    assert not overlaps("**/*.sql", "README.md", is_dir=dirs)
+    assert not overlaps("db/x.py", "**/*.sql", is_dir=dirs)
+    assert overlaps("**/*.sql", "db/x.sql", is_dir=dirs)
+    assert overlaps("**/*.sql", "db", is_dir=dirs)  # an existing directory
+    assert not overlaps("**/*.sql", "new", is_dir=dirs)  # a file to be created
+    assert overlaps("**/*.py", "db/x.py", is_dir=dirs)
+    assert overlaps("src", "src/new.py", is_dir=dirs)
+    assert overlaps("a.py", "a.py/x", is_dir=dirs)  # a file there and a path beneath it
+    assert not overlaps("a.py", "b.py", is_dir=dirs)  # two new root files, side by side
+    assert not overlaps("a.py", "src/*.py", is_dir=dirs)
+    assert not overlaps("**/a.py", "src/b.py", is_dir=dirs)
+
+
+def test_rule1_keeps_the_wider_meaning_of_old_holds() -> None:
     files = {"README.md", "db/x.py"}.__contains__
-    assert not overlaps("**/*.sql", "README.md", is_file=files)
-    assert not overlaps("db/x.py", "**/*.sql", is_file=files)
-    assert overlaps("**/*.sql", "db/x.sql", is_file=files)
-    assert overlaps("**/*.sql", "db", is_file=files)  # db is not a known file
-    assert overlaps("**/*.py", "db/x.py", is_file=files)
+    assert not overlaps_rule1("**/*.sql", "README.md", is_file=files)
+    assert not overlaps_rule1("db/x.py", "**/*.sql", is_file=files)
+    assert overlaps_rule1("**/*.sql", "db/x.sql", is_file=files)
+    assert overlaps_rule1("**/*.sql", "db", is_file=files)  # db is not a known file
+    assert overlaps_rule1("**/a.py", "src/b.py", is_file=files)  # src/b.py/a.py
+    assert overlaps_rule1("**/*.py", "**/*.md")  # x.py/y.md
+    assert covers_rule1("src/*", "src/a/b.py")
+    assert not covers("src/*", "src/a/b.py")
 
 
 def test_helpers() -> None:
@@ -354,6 +383,30 @@ def pathspec_covers(gitignore_pattern: str, path: str) -> bool:
     return False
 
 
+def pathspec_matches(gitignore_pattern: str, path: str) -> bool:
+    """Does pathspec match the path itself (not through a directory above it)?"""
+    for cls in (GitIgnoreBasicPattern, GitIgnoreSpecPattern):
+        pattern = cls(gitignore_pattern)
+        found = pattern.regex.match(path) if pattern.include and pattern.regex else None
+        if found is None:
+            continue
+        # a regex that may end at a '/' or at the end matched a directory above the path
+        # unless it reached the end; one with no end ('.', '^a/') matches all it starts
+        if found.end() == len(path) or not pattern.regex.pattern.endswith("$)"):
+            return True
+    return False
+
+
+def oracle_covers(raw: str, path: str) -> bool:
+    """What coord's ``covers`` means, in pathspec's terms: a literal (the edit guard's
+    reading) or a pattern written as a directory covers what lies beneath it; a glob covers
+    exactly the paths it matches."""
+    oracle = oracle_form(raw)
+    if is_literal(raw) or raw.endswith(("/", "/**")) or raw in ("*", "**"):  # "*": all
+        return pathspec_covers(oracle, path)
+    return pathspec_matches(oracle, path)
+
+
 PROPERTY = settings(
     max_examples=5000 if os.environ.get("COORD_SOAK") == "1" else 300, deadline=None
 )
@@ -365,9 +418,8 @@ def test_covers_never_misses_what_gitignore_matches(
     empty_repo: str, raw: str, tree: list[str]
 ) -> None:
     canonical = normalize(raw, empty_repo)
-    oracle = oracle_form(raw)
     for path in tree:
-        if pathspec_covers(oracle, path):
+        if oracle_covers(raw, path):
             assert covers(canonical, path), (raw, canonical, path)
 
 
@@ -380,9 +432,8 @@ def test_covers_is_exact_except_documented_widening(
     if raw.endswith("/") or raw.endswith("**"):
         return
     canonical = normalize(raw, empty_repo)
-    oracle = oracle_form(raw)
     for path in tree:
-        assert covers(canonical, path) == pathspec_covers(oracle, path), (raw, canonical, path)
+        assert covers(canonical, path) == oracle_covers(raw, path), (raw, canonical, path)
 
 
 @PROPERTY
@@ -391,8 +442,7 @@ def test_overlaps_never_misses_a_shared_path(
     empty_repo: str, a: str, b: str, tree: list[str]
 ) -> None:
     ca, cb = normalize(a, empty_repo), normalize(b, empty_repo)
-    oa, ob = oracle_form(a), oracle_form(b)
-    if any(pathspec_covers(oa, p) and pathspec_covers(ob, p) for p in tree):
+    if any(oracle_covers(a, p) and oracle_covers(b, p) for p in tree):
         assert overlaps(ca, cb), (a, b, ca, cb)
     assert overlaps(ca, cb) == overlaps(cb, ca)
 

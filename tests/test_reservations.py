@@ -37,7 +37,7 @@ def test_exclusive_refuses_overlap_and_names_every_holder(board: Board) -> None:
         board.reserve(["src/auth/login.py", "README.md", "docs/x.md"], agent="c")
     conflicts = refused.value.details["conflicts"]
     assert {(c["holder"], c["pattern"], c["requested"]) for c in conflicts} == {
-        ("a", "src/auth", "src/auth/login.py"),
+        ("a", "src/auth/**", "src/auth/login.py"),
         ("b", "README.md", "README.md"),
     }
     assert all(c["expires_at"] for c in conflicts)
@@ -64,8 +64,8 @@ def test_an_agent_never_conflicts_with_itself_and_renews_in_place(
     clock.now += 5
     board.reserve(["src/**"], agent="a", lease_seconds=100)
     patterns = [r.pattern for r in board.reservations("a")]
-    assert sorted(patterns) == ["src", "src/a.py"]  # src/** is the directory src
-    renewed = next(r for r in board.reservations("a") if r.pattern == "src")
+    assert sorted(patterns) == ["src/**", "src/a.py"]
+    renewed = next(r for r in board.reservations("a") if r.pattern == "src/**")
     assert renewed.expires_at == clock.now + 100
 
 
@@ -81,15 +81,15 @@ def test_unreserve_frees_named_patterns_or_all(board: Board) -> None:
     board.reserve(["a.py", "b.py", "c/**"], agent="a")
     assert board.unreserve(["./b.py"], agent="a") == ["b.py"]
     assert board.unreserve(["nothing.py"], agent="a") == []
-    assert board.unreserve(agent="a", everything=True) == ["a.py", "c"]
+    assert board.unreserve(agent="a", everything=True) == ["a.py", "c/**"]
     assert board.reservations() == []
     kinds = [e.kind for e in board.events()]
     assert kinds == ["reserved", "unreserved", "unreserved"]
 
 
 def test_paths_are_normalised_and_escapes_refused(board: Board) -> None:
-    board.reserve(["./src//x/../a.py/"], agent="a")
-    assert held(board) == [("a", "src/a.py", True)]
+    board.reserve(["./src//x/../a.py/"], agent="a")  # written as a directory
+    assert held(board) == [("a", "src/a.py/**", True)]
     assert board.repo_root is not None
     board.reserve([str(board.repo_root / "docs" / "b.md")], agent="a")
     for bad in ("../outside.py", "/etc/passwd", "!src/a.py"):
@@ -111,9 +111,9 @@ def test_claim_takes_the_items_files_in_the_same_transaction(board: Board) -> No
     assert board.last_seq() == seq
     board.unreserve(["src/auth/login.py"], agent="b")
     claim = board.claim(item.id, agent="a")
-    assert held(board) == [("a", "src/auth", True)]
+    assert held(board) == [("a", "src/auth/**", True)]
     assert board.reservations()[0].item_id == item.id
-    assert claim.item.files == ("src/auth",)
+    assert claim.item.files == ("src/auth/**",)
 
 
 def test_claim_is_granted_after_the_blocking_lease_expires(board: Board, clock: Clock) -> None:
@@ -199,3 +199,179 @@ def test_item_files_are_normalised_and_validated(board: Board) -> None:
         board.add("y", created_by="h", files=["../escape"])
     with pytest.raises(errors.InvalidInput):
         board.import_items([{"title": "z", "files": "src/a.py"}], created_by="h")
+
+
+# --- issue 12: the overlap rule judged against the working tree -------------------------------
+
+
+def test_two_new_root_files_are_held_side_by_side(board: Board) -> None:
+    """Neither file exists yet: each is one file to be created, not a possible directory."""
+    board.reserve(["a.py", "**/x.py"], agent="w1")
+    board.reserve(["b.py", "**/y.py"], agent="w2")  # no path ends in both x.py and y.py
+    board.reserve(["src/c.py"], agent="w3")  # src/c.py is no directory that could hold them
+    first = board.add("create a.py", created_by="h", files=["a.py"])
+    second = board.add("create b.py", created_by="h", files=["b.py"])
+    board.unreserve(agent="w1", everything=True)
+    board.unreserve(agent="w2", everything=True)
+    claims = board.claim_batch(2, agent="w4")
+    assert sorted(c.item.id for c in claims) == [first.id, second.id]
+
+
+def test_globs_cover_what_they_match_not_what_lies_beneath(board: Board) -> None:
+    board.reserve(["**/a.py"], agent="w1")
+    board.reserve(["src/b.py"], agent="w2")  # src/b.py is a file to be created
+    board.reserve(["**/c.py"], agent="w3")  # no path ends in both a.py and c.py
+    with pytest.raises(FilesReserved) as refused:
+        board.reserve(["src/*.py"], agent="w4")  # src/b.py; src/a.py and src/c.py
+    assert {c["holder"] for c in refused.value.details["conflicts"]} == {"w1", "w2", "w3"}
+    board.unreserve(agent="w1", everything=True)
+    board.unreserve(agent="w3", everything=True)
+    with pytest.raises(FilesReserved, match="held by w2"):
+        board.reserve(["src/*.py"], agent="w4")
+    board.reserve(["docs/*.md"], agent="w4")
+
+
+def test_an_existing_directory_or_a_trailing_slash_covers_what_lies_beneath(board: Board) -> None:
+    assert board.repo_root is not None
+    (board.repo_root / "lib").mkdir()
+    board.reserve(["lib"], agent="w1")  # a directory of the tree
+    board.reserve(["new/"], agent="w2")  # written as a directory: it will be one
+    for taken, holder in (("lib/x.py", "w1"), ("new/x.py", "w2"), ("**/x.py", "w1")):
+        with pytest.raises(FilesReserved, match=f"held by {holder}"):
+            board.reserve([taken], agent="w3")
+    board.reserve(["newer", "docs/x.md"], agent="w3")
+    with pytest.raises(FilesReserved, match="held by w1"):
+        board.reserve(["**/lib"], agent="w3")  # it names the directory lib itself
+
+
+def test_a_pattern_with_too_many_wildcards_is_refused_naming_the_limit(board: Board) -> None:
+    from coord.limits import MAX_PATTERN_WILDCARDS
+
+    with pytest.raises(errors.InvalidInput, match=f"the limit is {MAX_PATTERN_WILDCARDS}"):
+        board.reserve(["d/" + "*a" * (MAX_PATTERN_WILDCARDS + 1)], agent="w1")
+    board.reserve(["d/" + "*a" * MAX_PATTERN_WILDCARDS], agent="w1")
+
+
+def test_the_overlap_check_of_long_star_heavy_patterns_is_bounded_in_work() -> None:
+    """Ten patterns of 1 KB against ten held once froze the daemon for 82 s; each check is
+    now linear when both have stars, and every check stays within the step budget."""
+    from coord.fast import globmeet, patterns
+    from coord.limits import MAX_PATTERN, MAX_PATTERN_WILDCARDS
+
+    stars = MAX_PATTERN_WILDCARDS // 2
+    filler = "x" * ((MAX_PATTERN - 4 - 2 * stars) // stars)
+    held = ["d/*" + filler + chr(97 + n) + ("*" + filler) * (stars - 1) for n in range(10)]
+    ends = [chr(97 + n) for n in range(10)]
+    asked = ["d/" + ("*" + filler + "q") * (stars - 1) + "*" + filler + end for end in ends]
+    assert all(len(p) <= MAX_PATTERN for p in held + asked)
+    worst = 0
+    for a in asked:
+        for b in held:
+            patterns.overlaps(a, b)
+            worst = max(worst, globmeet.Work.steps)
+    # linear: a few passes over ~1,000 characters, far below the quadratic 10^6
+    assert 0 < worst <= 4 * MAX_PATTERN
+    # a star-free side is searched leftmost, and bounded by the budget whatever it costs
+    word = "d/" + "a" * (MAX_PATTERN - 3)
+    glob = "d/" + "*" + ("a" * 30 + "b*") * (MAX_PATTERN_WILDCARDS - 1)
+    patterns.covers(glob, word)
+    assert globmeet.Work.steps <= globmeet.STEP_BUDGET + MAX_PATTERN
+
+
+def _schema_4_board_with_a_hold(db: Path, pattern: str) -> None:
+    """A board as the release before issue 12 wrote it, with one live reservation."""
+    import sqlite3
+
+    from coord.storage.sqlite import SCHEMA_VERSION_TABLE, _migrations, _split_sql
+
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(SCHEMA_VERSION_TABLE)
+    for version, name, sql in _migrations():
+        if version <= 4:
+            for statement in _split_sql(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
+    conn.execute(
+        "INSERT INTO reservations (agent, pattern, prefix, exclusive, item_id, reason, "
+        "created_at, expires_at) VALUES ('old', ?, '', 1, NULL, 'before', 0, 1e12)",
+        (pattern,),
+    )
+    conn.close()
+
+
+def test_a_hold_stored_before_the_new_rule_keeps_its_old_meaning(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """Migration 0007 keeps the board's rows and marks them rule 1: never narrowed."""
+    db = tmp_path / "board.db"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _schema_4_board_with_a_hold(db, "**/a.py")
+    board = Board(SQLiteStorage(db), clock=clock, default_lease_seconds=60, repo_root=repo)
+    try:
+        (old,) = board.reservations()
+        assert (old.agent, old.pattern, old.rule) == ("old", "**/a.py", 1)
+        # under rule 1, src/b.py (not a file of the tree) might be a directory holding a.py
+        with pytest.raises(FilesReserved, match="held by old"):
+            board.reserve(["src/b.py"], agent="new")
+        board.reserve(["docs/b.md"], agent="old")
+        (fresh,) = [r for r in board.reservations() if r.pattern == "docs/b.md"]
+        assert fresh.rule == 2
+        # a plain file of the tree was never beneath it, under either rule
+        (repo / "README.md").write_text("")
+        board.reserve(["README.md"], agent="new")
+    finally:
+        board.close()
+
+
+def test_the_guard_refuses_an_edit_beneath_a_planned_file_that_became_a_directory(
+    tmp_path: Path,
+) -> None:
+    """The reservation check took ``src/new`` for a file to be created; when it turns out
+    to be a directory, the guard (which sees the tree at edit time) still refuses beneath it."""
+    from conftest import init_board_dir
+    from coord.fast import guard
+
+    board_dir = init_board_dir(tmp_path)
+    held_by_w1 = Board.open(board_dir)
+    try:
+        held_by_w1.reserve(["src/new"], agent="w1")
+        held_by_w1.reserve(["src/*.py"], agent="w1")
+        held_by_w1.reserve(["src/other.txt"], agent="w2")  # beside it: a file, not beneath
+    finally:
+        held_by_w1.close()
+    (tmp_path / "src" / "new").mkdir(parents=True)
+    for path in ("src/new/x.py", "src/new", "src/a.py"):
+        code, lines, _ = guard.check(board_dir, [path], "w2", cwd=str(tmp_path))
+        assert code == 2 and "held by w1" in lines[0], (path, lines)
+    # a glob covers what it matches, not beneath: src/lib/x.py is not src/*.py's
+    for path in ("src/lib/x.py", "src/newer.txt"):
+        assert guard.check(board_dir, [path], "w2", cwd=str(tmp_path))[0] == 0, path
+    assert guard.check(board_dir, ["src/new/x.py"], "w1", cwd=str(tmp_path))[0] == 0
+
+
+def test_one_request_of_many_long_patterns_is_bounded_as_a_whole() -> None:
+    """Each check has its budget, and all the checks of one request share one too: past it
+    the rest answer "overlap" (refused, never wrongly granted)."""
+    from coord.core.reservations import find_conflicts
+    from coord.fast import globmeet
+    from coord.model import Reservation
+
+    # a star-free 1 KB glob held, a long block to place leftmost in it asked: quadratic
+    held_word = "d/?" + "a" * 1000 + "c"
+    asked = ["d/*" + "a" * 470 + chr(98 + n) + "*c" for n in range(10)]
+    held = [Reservation(n, f"h{n}", held_word, True, None, "", 0, 1e12) for n in range(10)]
+    spent = []
+    original = globmeet.Work.spend
+
+    def counting(n: int = 1) -> None:
+        original(n)
+        spent.append(globmeet.Work.steps)
+
+    globmeet.Work.spend = counting  # type: ignore[method-assign]
+    try:
+        conflicts = find_conflicts("asker", asked, True, held)
+    finally:
+        globmeet.Work.spend = original  # type: ignore[method-assign]
+    assert len(conflicts) == 100  # every pair refused: too costly to tell, so the safe answer
+    assert max(spent) <= globmeet.REQUEST_BUDGET + 1024

@@ -162,6 +162,9 @@ class Reservation:
     reason: str
     created_at: float
     expires_at: float
+    # the overlap rule it was granted under: 1 before issue 12, kept until it ends (never
+    # narrowed); 2 since (coord.fast.patterns.RULE)
+    rule: int = 2
 
     def to_dict(self) -> dict[str, Any]:
         return {

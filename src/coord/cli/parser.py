@@ -243,7 +243,9 @@ def args_reserve(p: argparse.ArgumentParser) -> None:
         "patterns",
         nargs="+",
         metavar="PATTERN",
-        help="paths or gitignore-style patterns (src/auth/**, *.sql)",
+        help="paths or gitignore-style patterns: a path is one file (existing or to be "
+        "created) unless it is a directory or written dir/; a glob covers what it matches "
+        "(src/auth/, *.sql). a.py and b.py held by two agents do not overlap",
     )
     p.add_argument(
         "--shared",

@@ -196,7 +196,7 @@ class _Scan:
             requested = next(
                 f
                 for f in item.files
-                if patterns.overlaps(f, holds[0].pattern, is_file=self.is_file)
+                if reservations.meets_hold(f, holds[0], self.is_file)
             )
             self.first_holder = reservations.conflict_facts(requested, holds[0])
         return bool(holds)

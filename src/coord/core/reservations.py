@@ -3,8 +3,10 @@ for files (``Reservations``: reserve, free, list, who holds a path).
 
 Exclusive conflicts with any overlapping reservation of another agent; shared conflicts only
 with another agent's exclusive one. An agent never conflicts with itself. Whether two
-patterns overlap is ``coord.fast.patterns.overlaps`` (exact for literal paths and directories,
-conservative for globs).
+patterns overlap is ``coord.fast.patterns.overlaps``, judged against the working tree (a
+literal is one file unless it is a directory there), exact except where two globs could
+match one path the tree lacks. A reservation granted before issue 12 (``rule`` 1) keeps its
+wider meaning until it ends (``overlaps_rule1``): a live hold is never narrowed.
 """
 
 from __future__ import annotations
@@ -17,9 +19,16 @@ from typing import Any
 from coord.core import rules
 from coord.core.context import BoardContext, IsFile
 from coord.errors import FilesReserved, InvalidInput
-from coord.fast import patterns
+from coord.fast import globmeet, patterns
 from coord.model import Reservation
 from coord.times import iso
+
+
+def covers_by_rule(held: Reservation, path: str) -> bool:
+    """Does ``held`` cover the file ``path``, read by the rule it was granted under?"""
+    if held.rule == 1:
+        return patterns.covers_rule1(held.pattern, path)
+    return patterns.covers(held.pattern, path)
 
 
 def canonical(raw: Iterable[str], repo_root: Path | None) -> tuple[str, ...]:
@@ -41,14 +50,15 @@ def find_conflicts(
 ) -> list[dict[str, Any]]:
     """Every (requested pattern, held reservation) pair that refuses the request."""
     found = []
-    for reservation in held:
-        if reservation.agent == agent:
-            continue
-        if not (exclusive or reservation.exclusive):
-            continue
-        for pattern in requested:
-            if patterns.overlaps(pattern, reservation.pattern, is_file=is_file):
-                found.append(conflict_facts(pattern, reservation))
+    with globmeet.one_request():  # all of them within one bound of work
+        for reservation in held:
+            if reservation.agent == agent:
+                continue
+            if not (exclusive or reservation.exclusive):
+                continue
+            for pattern in requested:
+                if meets_hold(pattern, reservation, is_file):
+                    found.append(conflict_facts(pattern, reservation))
     return found
 
 
@@ -91,35 +101,58 @@ def holds_on(
     is_file: IsFile | None = None,
 ) -> tuple[Reservation, ...]:
     """Live reservations of others that would stop a claim of ``files`` (exclusive request)."""
-    return tuple(
-        r
-        for r in held
-        if r.agent != except_agent
-        and any(patterns.overlaps(f, r.pattern, is_file=is_file) for f in files)
-    )
+    with globmeet.one_request():
+        return tuple(
+            r
+            for r in held
+            if r.agent != except_agent and any(meets_hold(f, r, is_file) for f in files)
+        )
 
 
 def pairwise_disjoint(
     chosen: Sequence[Sequence[str]], candidate: Sequence[str], is_file: IsFile | None = None
 ) -> bool:
-    return not any(
-        patterns.overlaps(a, b, is_file=is_file)
-        for files in chosen
-        for a in files
-        for b in candidate
-    )
+    is_dir = getattr(is_file, "is_dir", None)
+    with globmeet.one_request():
+        return not any(
+            patterns.overlaps(a, b, is_dir=is_dir)
+            for files in chosen
+            for a in files
+            for b in candidate
+        )
 
 
-def working_tree_files(repo_root: Path | None) -> IsFile | None:
-    """Which literal paths are plain files in the repository's working tree.
+def meets_hold(requested: str, held: Reservation, tree: IsFile | None) -> bool:
+    """Could a path be covered both by ``requested`` (a new pattern) and by ``held``, read by
+    the rule it was granted under? ``tree`` is the board's ``WorkingTree`` (or None)."""
+    if held.rule == 1:
+        return patterns.overlaps_rule1(requested, held.pattern, is_file=tree)
+    return patterns.overlaps(requested, held.pattern, is_dir=getattr(tree, "is_dir", None))
 
-    Lets ``**/*.sql`` and ``README.md`` be judged disjoint: without it any literal might be a
-    directory with anything beneath it. A path that does not exist yet stays "might be".
-    """
+
+class WorkingTree:
+    """What the repository's working tree says about a literal path: called, is it a plain
+    file (rule 1's question); ``is_dir``, is it a directory (the current rule's: every other
+    literal is one file, existing or to be created)."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def __call__(self, path: str) -> bool:
+        return os.path.isfile(os.path.join(self.root, path))
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(os.path.join(self.root, path))
+
+
+def working_tree_files(repo_root: Path | None) -> WorkingTree | None:
+    """The board's view of its repository's working tree (None without a repository: then
+    any literal might be a directory, the safe reading)."""
     if repo_root is None:
         return None
-    root = str(repo_root)
-    return lambda path: os.path.isfile(os.path.join(root, path))
+    return WorkingTree(str(repo_root))
 
 
 class Reservations:
@@ -222,7 +255,7 @@ class Reservations:
         canonical_path = patterns.normalize(path, self.ctx.repo_root, literal=True)
         with self.ctx.storage.read() as tx:
             live = tx.live_reservations(self.ctx.clock(), near=[canonical_path])
-        holders = [r for r in live if patterns.covers(r.pattern, canonical_path)]
+        holders = [r for r in live if covers_by_rule(r, canonical_path)]
         blocking = blockers(canonical_path, live, agent)
         return {
             "path": canonical_path,

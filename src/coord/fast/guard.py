@@ -45,27 +45,36 @@ def blockers(
     agent: str | None,
     *,
     is_file: Callable[[str], bool] | None = None,
+    is_dir: Callable[[str], bool] | None = None,
 ) -> list[Held]:
     """The live reservations that forbid ``agent`` to write canonical ``target``.
 
     Without ``is_file``, ``target`` is one file (an edit tool's): a hold blocks it when it
-    covers it. With ``is_file`` (a shell command's target) it may be a directory or a glob
-    that writes everything beneath what it names: a hold blocks it when they could overlap,
-    literal plain files judged exactly (``is_file`` says which those are).
+    covers it; a held literal covers what is written beneath it (that makes it a directory
+    now, whatever it was when reserved). With ``is_file`` (a shell command's target) it may
+    be a directory or a glob that writes everything beneath what it names: a hold blocks it
+    when they could overlap, judged against the tree (``is_file``, ``is_dir``). Each hold is
+    read by the rule it was granted under (``rule``: 1 before issue 12, never narrowed).
     """
+    others = [r for r in held if r.exclusive and r.agent != agent]
     if is_file is None:
-        return [
-            r
-            for r in held
-            if r.exclusive and r.agent != agent and patterns.covers(r.pattern, target)
-        ]
+        return [r for r in others if _covers(r, target)]
+    reach = target if patterns.is_literal(target) else patterns.beneath(target)
     return [
         r
-        for r in held
-        if r.exclusive
-        and r.agent != agent
-        and patterns.overlaps(target, r.pattern, is_file=is_file)
+        for r in others
+        if (
+            patterns.overlaps_rule1(target, r.pattern, is_file=is_file)
+            if getattr(r, "rule", 1) == 1
+            else patterns.overlaps(reach, r.pattern, is_dir=is_dir)
+        )
     ]
+
+
+def _covers(held: HeldFiles, path: str) -> bool:
+    if getattr(held, "rule", 1) == 1:
+        return patterns.covers_rule1(held.pattern, path)
+    return patterns.covers(held.pattern, path)
 
 
 def judge(
@@ -81,8 +90,13 @@ def judge(
         db = os.path.join(board_dir, board_files.DB_FILENAME)
         live = holds.read_live(db, [t.name for t in mine])
         for target in mine:
-            is_file = None if target.one_file else target.is_file
-            found.append((target, blockers(target.name, live, agent, is_file=is_file)))
+            if target.one_file:
+                found.append((target, blockers(target.name, live, agent)))
+                continue
+            root = target.root
+            is_dir = lambda name, root=root: os.path.isdir(os.path.join(root, name))  # noqa: E731
+            blocking = blockers(target.name, live, agent, is_file=target.is_file, is_dir=is_dir)
+            found.append((target, blocking))
     return found
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-COLUMNS = "id, agent, pattern, exclusive, item_id, reason, created_at, expires_at"
+COLUMNS = "id, agent, pattern, exclusive, item_id, reason, created_at, expires_at, rule"
 # Past a few hundred prefixes (a page of listed items) one range per prefix would make
 # SQLite's expression tree too deep, while reading every live reservation stays cheap.
 MAX_NEAR_PREFIXES = 200
@@ -46,6 +46,7 @@ class Held:
         "item_id",
         "pattern",
         "reason",
+        "rule",
     )
 
     def __init__(
@@ -58,6 +59,7 @@ class Held:
         reason: str | None,
         created_at: float,
         expires_at: float,
+        rule: int,
     ) -> None:
         self.id = id
         self.agent = agent
@@ -67,6 +69,7 @@ class Held:
         self.reason = reason
         self.created_at = created_at
         self.expires_at = expires_at
+        self.rule = rule  # the overlap rule it was granted under (migration 0007)
 
 
 def select_live(

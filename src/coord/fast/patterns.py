@@ -3,7 +3,8 @@
 A reservation is stored in one canonical form: a repository-relative POSIX path or glob,
 anchored at the repository root (``src/a.py``, ``src/**/*.py``, ``**/*.sql``, ``**``).
 ``normalize`` turns what was typed into that form; ``covers`` and ``overlaps`` take only
-canonical forms. The edit guard imports this before every edit: stdlib ``os`` and ``re`` only.
+canonical forms; ``coord.fast.globmeet`` decides whether two globs meet, in bounded work.
+The edit guard imports this before every edit: stdlib ``os`` and ``re`` only.
 
 How ``normalize`` reads its input:
 
@@ -17,8 +18,9 @@ How ``normalize`` reads its input:
 * A leading ``/`` is an absolute path if it lies in the repository, else gitignore's root
   anchor (``/src/*.py`` is ``src/*.py``), unless its first name exists at the filesystem
   root but not at the repository root (``/etc/passwd``): refused as outside.
-* A trailing ``/`` (gitignore's "directories only") is dropped, erring on the safe side.
-  ``src/**`` is ``src``: a directory covers everything under it.
+* A trailing ``/`` says "a directory", existing or not: ``src/`` and ``src/**`` are both
+  ``src/**``, everything beneath ``src``. Without it a literal is one file unless the
+  working tree has a directory there (``overlaps`` asks ``is_dir``).
 * The repository itself (``.``, its absolute path, ``*``, ``**``) is ``**``.
 * Refused, saying what to write instead: empty, NUL, surrounding whitespace, negation
   (``!x``), outside the repository (``../x``, a symlink leading out), ``.git`` internals,
@@ -32,30 +34,34 @@ import re
 from functools import lru_cache
 
 from coord.errors import InvalidInput
-from coord.limits import MAX_PATTERN
+from coord.fast import globmeet
+from coord.limits import MAX_PATTERN, MAX_PATTERN_WILDCARDS
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the edit guard runs before every edit
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
-    from typing import TypeVar
+    from collections.abc import Callable
 
-    T = TypeVar("T")
-    S = TypeVar("S")
     Token = tuple[str, str]  # ("c", char) | ("*", "") | ("?", "") | ("[" or "[!", members)
 
-OVERLAP_RULE = """\
-A reservation covers the paths it names and everything beneath them: a directory covers its
-whole subtree, a glob covers every path it matches and everything beneath those. Two
-reservations overlap when some path could be covered by both. For literal paths the answer
-is exact: src overlaps src/a.py, src/a.py does not overlap src/a.pyc, src/a does not
-overlap src/ab. For globs it is conservative: it may report an overlap no real file has
-(src/*.py against src/[ab].py), never miss one a real file has. Globs follow gitignore: *, ?
-and [...] stay within one path segment, ** spans any number of directories, and a glob
-without a slash matches at any depth (*.sql means **/*.sql). Literal paths are plain paths,
-relative to where you are. Negations (!x) are refused.
+OVERLAP_RULE = f"""\
+A reservation covers the files it names. A literal path is one file, existing or to be
+created, unless it is a directory of the repository's working tree or is written with a
+trailing / (or /**): a directory covers everything beneath it. A glob covers the paths it
+matches, not what lies beneath a directory it matches (src/* does not cover src/lib/x.py;
+src/lib/ does). Two reservations overlap when some path could be covered by both. Two
+packages that create a.py and b.py run side by side; **/a.py does not overlap src/b.py,
+src/*.py does. The answer is exact wherever the working tree can tell; it is conservative
+only where two globs could match one path the tree lacks (src/*.py against src/[ab].py).
+Globs follow gitignore: *, ? and [...] stay within one path segment, ** spans any number of
+directories, and a glob without a slash matches at any depth (*.sql means **/*.sql). Literal
+paths are plain paths, relative to where you are. Negations (!x) are refused, and so is a
+pattern with more than {MAX_PATTERN_WILDCARDS} wildcards. A reservation made before this
+rule keeps its wider meaning until it ends.
 """
 
 WHOLE_REPOSITORY = "**"
+# The overlap rule new reservations are granted under (stored with each; see ``overlaps_rule1``)
+RULE = 2
 _GLOB_RE = re.compile(r"[*?\[\\]")
 # a backslash escapes a glob character; before anything else it is a mistyped path, refused.
 # This and _TOKEN_RE stay text until first used (re caches the compiled form): compiling
@@ -111,6 +117,8 @@ def normalize(
         start = _inside_segments(os.path.realpath(cwd), root) if cwd is not None else None
         floating = glob and "/" not in pattern.rstrip("/")  # gitignore: matches at any depth
         parts = (start or []) + ["**"] * floating + parts
+    if not literal and pattern.endswith("/"):
+        parts.append("**")  # 'dir/' names a directory, existing or not: everything beneath
     segments = _resolve_symlinks(_resolve_dots(parts, pattern, glob), root, glob, pattern)
     if any(segment.casefold() == ".git" for segment in segments):
         raise _refuse(pattern, "is inside .git, git's own metadata; reserve working-tree files")
@@ -205,19 +213,26 @@ def _resolve_symlinks(segments: list[str], root: str, glob: bool, pattern: str) 
 
 
 def _tidy(segments: list[str], pattern: str) -> str:
-    """One spelling per reservation: 'a/**/**/b' is 'a/**/b', 'src/**' is 'src'."""
+    """One spelling per reservation: 'a/**/**/b' is 'a/**/b'; 'src/' and 'src/**' are
+    'src/**', the directory and everything beneath it."""
     tidy = [s for i, s in enumerate(segments) if not (s == "**" and i and segments[i - 1] == "**")]
-    while len(tidy) > 1 and tidy[-1] == "**":
-        tidy.pop()  # a reservation already covers everything beneath what it matches
-    # '**'s and at most one '*' match every top-level name, so they cover every path
-    if not tidy or (set(tidy) <= {"**", "*"} and tidy.count("*") <= 1):
+    # '**'s and at most one '*' match every path ('*' alone: only the files at the root)
+    if not tidy or (set(tidy) <= {"**", "*"} and tidy.count("*") <= 1 and "**" in tidy):
         return WHOLE_REPOSITORY
+    wildcards = tidy.count("**")
     try:
-        for kind, members in (token for segment in tidy for token in _tokens(segment)):
+        for kind, members in (token for s in tidy if s != "**" for token in _tokens(s)):
+            wildcards += kind != "c"
             if kind.startswith("["):
                 _class_matcher(kind, members)
     except re.error as exc:
         raise _refuse(pattern, f"has a malformed [...] ({exc}); fix it or escape the '['") from None
+    if wildcards > MAX_PATTERN_WILDCARDS:
+        raise _refuse(
+            pattern,
+            f"has {wildcards} wildcards ('*', '?', '[...]', '**'); the limit is "
+            f"{MAX_PATTERN_WILDCARDS}: name the directory, or split it into simpler patterns",
+        )
     return "/".join(tidy)
 
 
@@ -266,64 +281,44 @@ def _chars_meet(t: Token, u: Token) -> bool:
     return any(_char_fits(t, c) and _char_fits(u, c) for c in (near | {"0"}) - {"/"})
 
 
-def _after_skips(states: set[int], stars: list[bool]) -> set[int]:
-    """Add the states reached by letting a '*' (or '**') match nothing."""
-    out = set(states)
-    for i in states:
-        while i < len(stars) and stars[i]:
-            i += 1
-            out.add(i)
-    return out
-
-
-def _walk(
-    items: Sequence[T], stars: list[bool], word: Iterable[S], fits: Callable[[T, S], bool]
-) -> bool:
-    """Does a glob (items, some of them stars) match a word? NFA walk: no backtracking."""
-    states = _after_skips({0}, stars)
-    for symbol in word:
-        moved = {
-            i + (not stars[i])
-            for i in states
-            if i < len(items) and (stars[i] or fits(items[i], symbol))
-        }
-        states = _after_skips(moved, stars)
-        if not states:
-            return False
-    return len(items) in states
-
-
-def _meet(x: Sequence[T], y: Sequence[T], star: T, items_meet: Callable[[T, T], bool]) -> bool:
-    """Do two globs (sequences with star items) match a common word?
-
-    A search over positions (i, j) in both, iterative so long patterns cannot overflow the
-    stack. Two stars eating together never needs a step of its own: the skips cover it.
-    """
-    todo, seen = [(0, 0)], {(0, 0)}
-    while todo:
-        i, j = todo.pop()
-        if i == len(x) and j == len(y):
-            return True
-        x_star, y_star = i < len(x) and x[i] == star, j < len(y) and y[j] == star
-        steps = [(i + 1, j)] * x_star + [(i, j + 1)] * y_star  # a star matches nothing
-        if i < len(x) and j < len(y) and not (x_star and y_star):
-            if x_star or y_star:  # a star eats what the other side produces
-                steps.append((i, j + 1) if x_star else (i + 1, j))
-            elif items_meet(x[i], y[j]):
-                steps.append((i + 1, j + 1))
-        for step in steps:
-            if step not in seen:
-                seen.add(step)
-                todo.append(step)
-    return False
+_STAR: Token = ("*", "")
 
 
 @lru_cache(maxsize=16384)
 def _segment_matches(glob: str, name: str) -> bool:
+    """Does a segment glob match a file name? ``globmeet.fits``'s leftmost placement, each
+    star-free block found by ``re`` (one character a token: no backtracking, C speed)."""
     if is_literal(glob):
         return glob == name
-    tokens = _tokens(glob)
-    return _walk(tokens, [kind == "*" for kind, _ in tokens], name, _char_fits)
+    blocks = [_block_regex(tuple(block)) for block in globmeet.blocks(_tokens(glob), _STAR)]
+    if len(blocks) == 1:
+        return blocks[0].fullmatch(name) is not None
+    head, tail = blocks[0], blocks[-1]
+    end = len(name) - tail.groups  # each block's length, kept in ``groups`` (see below)
+    if head.groups > end or not (head.match(name) and tail.fullmatch(name, end)):
+        return False
+    at = head.groups
+    for block in blocks[1:-1]:
+        found = block.search(name, at, end)
+        if found is None:
+            return False
+        at = found.end()
+    return True
+
+
+@lru_cache(maxsize=4096)
+def _block_regex(tokens: tuple[Token, ...]) -> re.Pattern[str]:
+    """A star-free run of tokens as a regex with one empty group per token, so ``groups``
+    is its length in characters."""
+    parts = []
+    for kind, text in tokens:
+        if kind == "c":
+            parts.append(re.escape(text))
+        elif kind == "?":
+            parts.append(".")
+        else:
+            parts.append(_class_matcher(kind, text).pattern)
+    return re.compile("".join(f"{part}()" for part in parts), re.DOTALL)
 
 
 @lru_cache(maxsize=65536)
@@ -331,38 +326,55 @@ def _segment_globs_meet(g: str, h: str) -> bool:
     """Is there a file name both segment globs match?"""
     if is_literal(g) or is_literal(h):
         return _segment_matches(h, g) if is_literal(g) else _segment_matches(g, h)
-    return _meet(_tokens(g), _tokens(h), ("*", ""), _chars_meet)
+    return globmeet.meet(_tokens(g), _tokens(h), _STAR, _chars_meet)
+
+
+def _bounded(check: Callable[[], bool]) -> bool:
+    """Run one overlap check within ``globmeet.STEP_BUDGET`` comparisons; past it, "they may
+    meet" (only two long globs get there, and refusing is the safe answer)."""
+    globmeet.Work.reset()
+    try:
+        return check()
+    except globmeet.OverBudget:
+        return True
 
 
 def covers(pattern: str, path: str) -> bool:
-    """Does canonical ``pattern`` match canonical file ``path`` or one of its directories?"""
+    """Does canonical ``pattern`` cover canonical file ``path``, as the guard judges an edit?
+
+    A glob covers the paths it matches (``src/**`` everything beneath ``src``). A literal
+    covers itself and, at edit time, everything beneath it: a path written beneath it means
+    it is a directory now, whatever it was when it was reserved.
+    """
     if is_literal(pattern):
         return path == pattern or path.startswith(pattern + "/")
     prefix = literal_prefix(pattern)
     if prefix and path != prefix and not path.startswith(prefix + "/"):
         return False
-    segments = [*pattern.split("/"), "**"]  # the final '**': everything beneath a match
-    return _walk(segments, [s == "**" for s in segments], path.split("/"), _segment_matches)
+    return _bounded(lambda: _path_matches(pattern, path))
 
 
-def overlaps(a: str, b: str, *, is_file: Callable[[str], bool] | None = None) -> bool:
+def overlaps(a: str, b: str, *, is_dir: Callable[[str], bool] | None = None) -> bool:
     """Could one path be covered by both canonical patterns? (``OVERLAP_RULE``.)
 
-    Without ``is_file`` any literal might be a directory, so ``**/*.sql`` overlaps
-    ``README.md`` (a ``README.md/x.sql`` could exist). Pass ``is_file`` (say, a check of the
-    working tree) to say which literals are plain files, with nothing beneath them.
+    ``is_dir`` says which literal paths are directories of the working tree (they cover
+    everything beneath); every other literal is one file, existing or to be created. Without
+    it the tree is unknown and any literal might be a directory (the safe reading).
     """
     if a == b:
         return True
     if not _nested(literal_prefix(a), literal_prefix(b)):
         return False
     if is_literal(a) and is_literal(b):
-        return True  # nested literal paths: the deeper one lies in the other
-    if is_file is not None and (is_literal(a) or is_literal(b)):
-        path, pattern = (a, b) if is_literal(a) else (b, a)
-        if is_file(path):
-            return covers(pattern, path)
-    return _patterns_meet(a, b)
+        return True  # equal, or one lies beneath the other: which then must be a directory
+    return _bounded(lambda: _path_meet(_reach(a, is_dir), _reach(b, is_dir)))
+
+
+def _reach(pattern: str, is_dir: Callable[[str], bool] | None) -> str:
+    """The pattern as the glob of every path it covers: a directory literal gains '/**'."""
+    if is_literal(pattern) and (is_dir is None or is_dir(pattern)):
+        return pattern + "/**"
+    return pattern
 
 
 def _nested(a: str, b: str) -> bool:
@@ -370,7 +382,47 @@ def _nested(a: str, b: str) -> bool:
     return not a or not b or a == b or a.startswith(b + "/") or b.startswith(a + "/")
 
 
+def _path_matches(pattern: str, path: str) -> bool:
+    return globmeet.matches(pattern.split("/"), path.split("/"), "**", _segment_matches)
+
+
 @lru_cache(maxsize=65536)
-def _patterns_meet(a: str, b: str) -> bool:
-    # Both cover everything beneath their matches: compare the languages of a/** and b/**.
-    return _meet([*a.split("/"), "**"], [*b.split("/"), "**"], "**", _segment_globs_meet)
+def _path_meet(a: str, b: str) -> bool:
+    return globmeet.meet(a.split("/"), b.split("/"), "**", _segment_globs_meet)
+
+
+# --- the rule before issue 12 ------------------------------------------------------------
+# Reservations stored before migration 0007 (``rule`` 1) keep this wider meaning until they
+# end: every literal may be a directory unless it is a known file, and a glob covers
+# everything beneath what it matches. A shell command's write target (``rm -rf src/*``) really
+# does reach beneath what it names, so the guard judges those by it too. Once no board can hold
+# a rule-1 row (the longest lease, MAX_LEASE_SECONDS, after the release that wrote rule 2),
+# the reservation half of this can go; the shell half stays.
+
+
+def covers_rule1(pattern: str, path: str) -> bool:
+    """``covers`` as rule 1 reads it: a glob also covers everything beneath its matches."""
+    if is_literal(pattern):
+        return covers(pattern, path)
+    return covers(beneath(pattern), path)
+
+
+def overlaps_rule1(a: str, b: str, *, is_file: Callable[[str], bool] | None = None) -> bool:
+    """``overlaps`` as rule 1 reads it: each pattern covers everything beneath it, except a
+    literal ``is_file`` says is a plain file."""
+    if a == b:
+        return True
+    if not _nested(literal_prefix(a), literal_prefix(b)):
+        return False
+    if is_literal(a) and is_literal(b):
+        return True
+    if is_file is not None and (is_literal(a) or is_literal(b)):
+        path, pattern = (a, b) if is_literal(a) else (b, a)
+        if is_file(path):
+            return covers_rule1(pattern, path)
+    return _bounded(lambda: _path_meet(beneath(a), beneath(b)))
+
+
+def beneath(pattern: str) -> str:
+    """The glob of what ``pattern`` names and everything beneath it."""
+    return pattern if pattern == WHOLE_REPOSITORY or pattern.endswith("/**") else pattern + "/**"

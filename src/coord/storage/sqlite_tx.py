@@ -52,6 +52,7 @@ class SQLiteTx(SQLiteItemTx):
                 reason=row[5],
                 created_at=row[6],
                 expires_at=row[7],
+                rule=row[8],
             )
             for row in self.conn.execute(*query)
         ]
@@ -150,7 +151,7 @@ class SQLiteTx(SQLiteItemTx):
     ) -> int:
         cursor = self.conn.execute(
             "INSERT INTO reservations (agent, pattern, prefix, exclusive, item_id, reason, "
-            "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "created_at, expires_at, rule) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 agent,
                 pattern,
@@ -160,6 +161,7 @@ class SQLiteTx(SQLiteItemTx):
                 reason,
                 now,
                 expires_at,
+                patterns.RULE,
             ),
         )
         return int(cursor.lastrowid or 0)
