@@ -291,7 +291,9 @@ POOL = ("src/a.py", "src/", "src/*.py", "**/a.py", "docs/x.md", "docs/**", "src/
 def test_the_batch_is_the_naive_greedy_set(
     entries: list[tuple[int, list[str]]], held: list[str]
 ) -> None:
-    """The batch's prefix index finds every overlap the plain pairwise check would."""
+    """The batch's prefix index finds every overlap the plain pairwise check would, judged
+    on the same working tree as the board (the temporary directory: no file of the pool
+    exists, so every literal is a file to be created)."""
     from coord.fast import patterns
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -310,7 +312,9 @@ def test_the_batch_is_the_naive_greedy_set(
             taken: list[str] = []
             for item in items:
                 if not any(
-                    patterns.overlaps(f, other) for f in item.files for other in holds + taken
+                    patterns.overlaps(f, other, is_dir=lambda p: (root / p).is_dir())
+                    for f in item.files
+                    for other in holds + taken
                 ):
                     expected.append(item.id)
                     taken.extend(item.files)
