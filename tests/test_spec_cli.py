@@ -343,3 +343,31 @@ def test_a_package_whose_files_the_document_holds_is_not_ready_after_a_plain_imp
     assert sorted(i["key"] for i in ready["items"]) == ["K2"]
     code, refused, _ = coord(daemon, "claim", "K1", agent="w1")
     assert code == 3 and refused["holder"] == "tess"
+
+
+KNOWN_FILE = """# Plan
+
+**Reserved: M1 by @mia.** Other agents must not pick M1.
+
+- [ ] **M1 — build.** Dependencies: none.
+  - Files: `tools/build.sh`
+- [ ] **D1 — docs.** Dependencies: none.
+  - Files: `**/*.md`
+"""
+
+
+def test_the_document_and_the_board_read_the_repository_the_same_way(daemon: Daemon) -> None:
+    """`tools/build.sh` is a file of the working tree, so it holds nothing beneath it and D1's
+    `**/*.md` is free beside it. The board reads its tree; `spec status` and the import's
+    `reserved_for` must read the same tree, not the unknown-tree reading (any literal might be
+    a directory), or the document keeps D1 from everyone while the board's rule would not."""
+    root = make_repo(daemon)
+    (root / "tools").mkdir()
+    (root / "tools" / "build.sh").write_text("make\n")
+    (root / "docs" / "known.md").write_text(KNOWN_FILE)
+    code, _, _ = coord(daemon, "spec", "import", "docs/known.md", agent="lead")
+    assert code == 0
+    _, status, _ = coord(daemon, "spec", "status", "docs/known.md")
+    _, ready, _ = coord(daemon, "ls", "--ready")
+    assert status["claimable"] == ["D1"], status["packages"]
+    assert [i["key"] for i in ready["items"]] == ["D1"]

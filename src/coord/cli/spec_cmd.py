@@ -101,7 +101,7 @@ def _problem_lines(path: str, problems: list[Problem]) -> str:
 
 def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
     from coord.spec.lint import lint
-    from coord.spec.protocol import kept_for
+    from coord.spec.protocol import kept_for, working_tree
 
     problems = lint(doc)
     blocking = [p for p in problems if p.code in BLOCKS_IMPORT]
@@ -112,7 +112,8 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
             problems=[p.to_dict() for p in blocking],
         )
     spec = ctx.session.document_path(args.doc)
-    reserved = kept_for(doc)  # the board keeps these from everyone else (one predicate)
+    # the board keeps these from everyone else (one predicate), reading its own tree
+    reserved = kept_for(doc, working_tree(ctx.board_dir.parent))
     tracks = {t.id: t for t in doc.tracks}
     adopt: list[dict[str, Any]] = []
     if args.adopt:

@@ -16,6 +16,7 @@ from typing import Any
 from coord.client import paths
 from coord.client.flow import Session
 from coord.spec.parse import parse_file
+from coord.spec.protocol import working_tree
 from coord.spec.status import status as merged_status
 
 TYPE_CHECKING = False
@@ -43,7 +44,9 @@ def status(
     if doc is None:
         doc = parse_file(paths.on_disk(session.board_dir, spec, workdir=session.workdir))
     board = board_items(session, spec, doc, prefix=prefix)
-    return merged_status(doc, board, given if as_typed else spec)
+    # the board's own reading of its repository's tree, so both answer alike
+    tree = working_tree(session.board_dir.parent)
+    return merged_status(doc, board, given if as_typed else spec, tree)
 
 
 def board_items(

@@ -194,9 +194,7 @@ class _Scan:
         self._blocked[item.files] = bool(holds)
         if holds and self.first_holder is None:
             requested = next(
-                f
-                for f in item.files
-                if reservations.meets_hold(f, holds[0], self.is_file)
+                f for f in item.files if reservations.meets_hold(f, holds[0], self.is_file)
             )
             self.first_holder = reservations.conflict_facts(requested, holds[0])
         return bool(holds)

@@ -33,7 +33,7 @@ from coord.errors import GitError
 from coord.fast.git import Git
 from coord.spec import age, graph
 from coord.spec.document import Package, Problem, SpecDocument
-from coord.spec.protocol import FileIndex, Hold, Rules, first_of_each_id
+from coord.spec.protocol import FileIndex, Hold, IsDir, Rules, first_of_each_id, working_tree
 
 _DAY = 86400.0
 
@@ -52,7 +52,10 @@ def lint(
     problems += _dependency_problems(doc.packages, packages)
     problems += _cycles(packages)
     problems += _reservation_problems(doc, packages)
-    problems += _conflicts(Rules(doc).holds)
+    # the board's reading of the repository's tree when there is one (a literal names one
+    # file unless it is a directory there), else the safe reading
+    is_dir = working_tree(repo_root) if repo_root is not None else None
+    problems += _conflicts(Rules(doc, is_dir).holds, is_dir)
     if repo_root is not None:
         current = time.time() if now is None else now
         problems += _stale(doc, Path(repo_root), stale_days, current)
@@ -171,8 +174,8 @@ def _reservation_problems(doc: SpecDocument, packages: dict[str, Package]) -> li
     return problems
 
 
-def _conflicts(holds: list[Hold]) -> list[Problem]:
-    indexes = [FileIndex((f, None) for f in hold.files) for hold in holds]
+def _conflicts(holds: list[Hold], is_dir: IsDir | None) -> list[Problem]:
+    indexes = [FileIndex(((f, None) for f in hold.files), is_dir) for hold in holds]
     problems = []
     for later_index, later in enumerate(holds):
         for earlier_index, earlier in enumerate(holds[:later_index]):

@@ -26,12 +26,15 @@ it, and ``--adopt`` turns the line into a claim with a lease.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from coord.fast.patterns import literal_prefix, overlaps
 from coord.spec.document import DocReservation, Package, SpecDocument
+
+IsDir = Callable[[str], bool]
 
 
 @dataclass(slots=True)
@@ -105,15 +108,21 @@ class Verdict:
 class Rules:
     """The protocol evaluated on one document: read its holds once, ask about any package."""
 
-    def __init__(self, doc: SpecDocument) -> None:
+    def __init__(self, doc: SpecDocument, is_dir: IsDir | None = None) -> None:
+        """``is_dir``: which literal paths are directories of the repository's working tree
+        (``working_tree``), as the board judges its own files; None when the tree is not
+        known (git mode judges a remote tip): then any literal might be a directory."""
         self.doc = doc
+        self.is_dir = is_dir
         self.packages = first_of_each_id(doc.packages)
         self.holds = _holds(doc, self.packages)
         self.holding: dict[str, list[int]] = {}  # package id -> the holds naming it
         for number, hold in enumerate(self.holds):
             for package in hold.packages:
                 self.holding.setdefault(package.id, []).append(number)
-        self.files = FileIndex((f, number) for number, h in enumerate(self.holds) for f in h.files)
+        self.files = FileIndex(
+            ((f, number) for number, h in enumerate(self.holds) for f in h.files), is_dir
+        )
 
     def verdict(self, package: Package) -> Verdict:
         own = self.holding.get(package.id, [])
@@ -122,7 +131,9 @@ class Rules:
         if package.done:
             return verdict  # a ticked package holds and wants no files
         clashing = sorted(self.files.owners_overlapping(package.files) - set(own))
-        verdict.clashes = [_first_clash(package, self.holds[number]) for number in clashing]
+        verdict.clashes = [
+            _first_clash(package, self.holds[number], self.is_dir) for number in clashing
+        ]
         return verdict
 
     def verdicts(self) -> list[Verdict]:
@@ -175,9 +186,9 @@ class Rules:
         return [d for d in package.dependencies if d not in packages or not packages[d].done]
 
 
-def claimable(doc: SpecDocument) -> list[str]:
+def claimable(doc: SpecDocument, is_dir: IsDir | None = None) -> list[str]:
     """Ids of the packages an agent may reserve now, in document order."""
-    return Rules(doc).claimable()
+    return Rules(doc, is_dir).claimable()
 
 
 def reserved_by(doc: SpecDocument) -> dict[str, str]:
@@ -185,9 +196,17 @@ def reserved_by(doc: SpecDocument) -> dict[str, str]:
     return Rules(doc).reserved_by()
 
 
-def kept_for(doc: SpecDocument) -> dict[str, str]:
+def kept_for(doc: SpecDocument, is_dir: IsDir | None = None) -> dict[str, str]:
     """Who the document keeps each package for (``Rules.kept_for``)."""
-    return Rules(doc).kept_for()
+    return Rules(doc, is_dir).kept_for()
+
+
+def working_tree(repo_root: str | os.PathLike[str]) -> IsDir:
+    """``is_dir`` for a repository's working tree: the board's own view of its files
+    (``coord.core.reservations.WorkingTree.is_dir``), so the document and the board judge
+    the same paths the same way."""
+    root = os.fspath(repo_root)
+    return lambda path: os.path.isdir(os.path.join(root, path))
 
 
 def first_of_each_id(packages: Iterable[Package]) -> dict[str, Package]:
@@ -198,12 +217,16 @@ def first_of_each_id(packages: Iterable[Package]) -> dict[str, Package]:
 
 
 def canonical(pattern: str) -> str:
-    """A document path in the canonical form ``patterns.overlaps`` expects: ``src/`` and
-    ``src/**`` are the directory ``src``."""
+    """A document path in the canonical form ``patterns.overlaps`` expects (as
+    ``patterns.normalize`` stores it): a directory written ``src/`` or ``src/**`` is
+    ``src/**``, everything beneath it."""
+    written_as_dir = pattern.endswith("/")
     pattern = pattern.rstrip("/")
     while pattern.endswith("/**"):
-        pattern = pattern[:-3]
-    return pattern or "**"
+        pattern, written_as_dir = pattern[:-3], True
+    if not pattern:
+        return "**"
+    return f"{pattern}/**" if written_as_dir else pattern
 
 
 def _holds(doc: SpecDocument, packages: dict[str, Package]) -> list[Hold]:
@@ -228,11 +251,11 @@ def _holds(doc: SpecDocument, packages: dict[str, Package]) -> list[Hold]:
     return holds
 
 
-def _first_clash(package: Package, hold: Hold) -> FileClash:
+def _first_clash(package: Package, hold: Hold, is_dir: IsDir | None) -> FileClash:
     """The first of the package's files (in its order) that meets one of the hold's."""
     for mine in package.files:
         for theirs in hold.files:
-            if overlaps(canonical(mine), canonical(theirs)):
+            if overlaps(canonical(mine), canonical(theirs), is_dir=is_dir):
                 return FileClash(hold.name, hold.user, theirs, mine)
     raise AssertionError("the index found an overlap that is not there")
 
@@ -245,7 +268,8 @@ class FileIndex:
     its own path and beneath it, not with every held file: the same narrowing the board's
     reservation query does with its indexed prefix column."""
 
-    def __init__(self, entries: Iterable[tuple[str, Any]]) -> None:
+    def __init__(self, entries: Iterable[tuple[str, Any]], is_dir: IsDir | None = None) -> None:
+        self.is_dir = is_dir
         self.by_prefix: dict[str, list[tuple[str, Any]]] = {}
         for pattern, owner in dict.fromkeys((canonical(f), o) for f, o in entries):
             self.by_prefix.setdefault(literal_prefix(pattern), []).append((pattern, owner))
@@ -255,7 +279,7 @@ class FileIndex:
 
     def overlaps_any(self, files: Iterable[str]) -> bool:
         return any(
-            overlaps(mine, other)
+            overlaps(mine, other, is_dir=self.is_dir)
             for mine in map(canonical, files)
             for other, _ in self._near(literal_prefix(mine))
         )
@@ -264,7 +288,7 @@ class FileIndex:
         found: set[Any] = set()
         for mine in map(canonical, files):
             for other, owner in self._near(literal_prefix(mine)):
-                if owner not in found and overlaps(mine, other):
+                if owner not in found and overlaps(mine, other, is_dir=self.is_dir):
                     found.add(owner)
         return found
 

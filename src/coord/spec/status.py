@@ -10,11 +10,14 @@ from dataclasses import replace
 from typing import Any
 
 from coord.spec.document import SpecDocument
-from coord.spec.protocol import Rules
+from coord.spec.protocol import IsDir, Rules
 
 
 def status(
-    doc: SpecDocument, board: dict[str, dict[str, Any]] | None, shown_path: str
+    doc: SpecDocument,
+    board: dict[str, dict[str, Any]] | None,
+    shown_path: str,
+    is_dir: IsDir | None = None,
 ) -> dict[str, Any]:
     """``board``: the board's items for this document by package id (as the HTTP API shows
     them), or None when it was never imported: then the predicate is the document's alone.
@@ -23,14 +26,14 @@ def status(
     then ``board`` when the board's own rules hold it back: a claim, held files, a
     dependency open on the board); ``claimable`` lists those with no reason. The document's
     tracks, ownership tables and merge orders come along as parsed."""
-    rules = Rules(doc)
+    rules = Rules(doc, is_dir)
     reserved = rules.reserved_by()  # by the document's own boxes
     done = {p.id for p in doc.packages if p.done}
     if board is not None:
         done |= {pid for pid, item in board.items() if item["state"] == "done"}
         # the document's rules (reservation lines, overlapping files) with the boxes as the
         # board has them
-        rules = Rules(_with_boxes(doc, done))
+        rules = Rules(_with_boxes(doc, done), is_dir)
     verdicts = rules.verdicts()  # one per id (lint reports an id used twice)
     blocked_by = {v.package.id: v.reasons() for v in verdicts}
     for v in verdicts:
