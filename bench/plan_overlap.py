@@ -26,6 +26,7 @@ from coord.core.board import Board
 from coord.errors import NothingReady
 from coord.limits import MAX_BATCH
 from coord.spec.parse import parse_file
+from coord.spec.protocol import kept_for, working_tree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from test_overlap_property import Named, ancestors, oracle_conflict
@@ -94,7 +95,7 @@ def conflict(mine: list[str], theirs: list[str], tree: list[str], dirs: set[str]
 
 def bench_plan_overlap() -> None:
     print(f"\n== plan figure: a generated {PACKAGES}-package plan, imported")
-    print(f"  `coord next --count` in rounds of {MAX_BATCH} (the CLI's cap on this branch)")
+    print(f"  `coord next --count` in rounds of {MAX_BATCH} (its cap)")
     for root, how in (("", "bare names"), ("/", "bare names written /name")):
         _one_plan(root, how)
 
@@ -112,7 +113,9 @@ def _one_plan(anchor: str, how: str) -> None:
     board = Board.open(new_board_dir("plan-overlap"), repo_root=root)
     handed: list[str] = []
     try:
-        board.import_packages("docs/plan.md", [_wire(p) for p in parsed.packages], created_by="b")
+        kept = kept_for(parsed, working_tree(root))  # as `coord spec import` sends it
+        wired = [_wire(p, kept.get(p.id)) for p in parsed.packages]
+        board.import_packages("docs/plan.md", wired, created_by="b")
         order = [p.id for p in parsed.packages]
         for round_ in range(PACKAGES):
             try:
@@ -126,9 +129,8 @@ def _one_plan(anchor: str, how: str) -> None:
         board.close()
     log(f"plan: {len(handed)} packages handed out; the oracle's greedy sets next")
     dirs = {d for f in tree for d in ancestors(f)}
-    # the oracle reads a bare name as a root file (the issue's reading); on a board that
-    # still reads it as **/name (before the document half of issue 12 is merged) those are
-    # globs, judged conservatively beside other globs: the gap of the first line
+    # the oracle reads a bare name as a root file, as the parser now does: both lines should
+    # hand out the same set
     greedy = oracle_greedy(order, files, tree)
     unsafe = sum(conflict(files[a], files[b], tree, dirs) for a, b in combinations(handed, 2))
     ratio = len(handed) / len(greedy)
