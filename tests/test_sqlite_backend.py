@@ -305,3 +305,22 @@ def test_the_wal_starts_over_during_a_storm_of_writes(tmp_path: Path) -> None:
     grows = _storm(tmp_path / "plain" / "board.db", rewind=False)
     rewinds = _storm(tmp_path / "rewind" / "board.db", rewind=True)
     assert rewinds * 3 <= grows, (rewinds, grows)
+
+
+def test_the_near_holds_query_searches_the_prefix_index_however_many_files(
+    tmp_path: Path,
+) -> None:
+    """A claim-next page or a batch asks which holds are near hundreds of files. Written as
+    one WHERE with an OR per prefix, SQLite scanned every reservation from three prefixes on:
+    the batch's cost grew with everything the board held."""
+    from coord.fast import holds
+
+    storage = SQLiteStorage(tmp_path / "board.db")
+    conn = storage._conn()
+    for count in (1, 3, 50, holds.MAX_NEAR_PREFIXES):
+        query = holds.select_live(1.0, near=[f"src/m{n}.py" for n in range(count)])
+        assert query is not None
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + query[0], query[1])]
+        assert not any(step.startswith("SCAN reservations") for step in plan), (count, plan)
+        assert sum("USING INDEX reservations_prefix" in step for step in plan) == 2, plan
+    storage.close()

@@ -89,6 +89,7 @@ def select_live(
     if agent is not None:
         where.append("agent = ?")
         params.append(agent)
+    live = " AND ".join(where)
     if near is not None:
         prefixes = {patterns.literal_prefix(p) for p in near}
         if not prefixes:
@@ -101,11 +102,19 @@ def select_live(
                 parts = prefix.split("/")
                 ancestors.update("/".join(parts[: i + 1]) for i in range(len(parts)))
                 ranges += [prefix + "/", prefix + "0"]  # '0' is the character after '/'
+            # Two index searches, not one WHERE with an OR per prefix: past two prefixes
+            # SQLite's planner scans the whole table for that OR, and a claim-next page or
+            # a batch asks about hundreds of files while the board holds thousands.
             marks = ",".join("?" * len(ancestors))
-            spans = " OR ".join(["(prefix >= ? AND prefix < ?)"] * len(prefixes))
-            where.append(f"(prefix IN ({marks}) OR {spans})")
-            params += [*sorted(ancestors), *ranges]
-    sql = f"SELECT {COLUMNS} FROM reservations WHERE {' AND '.join(where)} ORDER BY id"
+            spans = ",".join(["(?,?)"] * len(prefixes))
+            sql = (
+                f"SELECT {COLUMNS} FROM reservations WHERE {live} AND prefix IN ({marks}) "
+                f"UNION SELECT {COLUMNS} FROM (VALUES {spans}) AS span "
+                f"JOIN reservations ON prefix >= span.column1 AND prefix < span.column2 "
+                f"WHERE {live} ORDER BY id"
+            )
+            return sql, [*params, *sorted(ancestors), *ranges, *params]
+    sql = f"SELECT {COLUMNS} FROM reservations WHERE {live} ORDER BY id"
     return sql, params
 
 
