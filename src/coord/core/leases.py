@@ -1,5 +1,6 @@
 """What becomes of a live claim: kept (heartbeat), given back (release), finished (done, with
-the evidence of its checks judged), or paused while a human is asked (escalate, answer).
+the evidence of its checks judged), or held while a human is asked, up to the escalation
+bound (escalate, answer).
 
 Every write about a claim carries its fencing token; a stale token changes nothing and is
 refused as ``lease_lost`` (the zombie check, ``rules.ensure_holder``).

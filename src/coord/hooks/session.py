@@ -107,7 +107,7 @@ def stop_notice(client: str, data: dict[str, Any]) -> str | None:
     lost: list[Item] = []
     for item in _claimed_by(daemon, name):
         if item["question"] is not None:
-            waiting.append(item)  # needs_human: the lease is paused meanwhile
+            waiting.append(item)  # needs_human: held until answered, up to the escalation bound
         elif item["lease_expired"]:  # on the board's clock, not this process's
             lost.append(item)
         else:
