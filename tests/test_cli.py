@@ -304,3 +304,15 @@ def test_help_lists_every_command() -> None:
     assert len(COMMANDS) >= 24
     for command in COMMANDS:
         assert f"    {command}" in result.stdout, command
+
+
+def test_escalate_says_the_day_its_hold_ends(daemon: Daemon) -> None:
+    """The bound is days away: a time of day alone ("until 14:46:14Z") reads as today."""
+    bd = daemon.board_dir
+    assert run_cli("add", "t", board_dir=bd, agent="a").returncode == 0
+    assert run_cli("claim", "1", board_dir=bd, agent="a").returncode == 0
+    said = run_cli("escalate", "1", "which flow?", board_dir=bd, agent="a")
+    assert said.returncode == 0, said.stderr
+    shown = json.loads(run_cli("show", "1", "--json", board_dir=bd).stdout)
+    day, clock = shown["lease_expires_at"][:10], shown["lease_expires_at"][11:19]
+    assert f"at most until {day} {clock}Z" in said.stdout, said.stdout

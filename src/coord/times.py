@@ -44,3 +44,9 @@ def clock(ts: float) -> str:
 def clock_of_iso(value: str | None) -> str:
     """ "2026-11-30T04:08:05.929Z" -> "04:08:05Z" for a time that came as text; "-" for none."""
     return value[11:19] + "Z" if value else "-"
+
+
+def day_and_clock_of_iso(value: str | None) -> str:
+    """ "2026-12-08T04:08:05.929Z" -> "2026-12-08 04:08:05Z": for a time days away (an
+    escalation's bound), where the time of day alone would read as today."""
+    return f"{value[:10]} {value[11:19]}Z" if value else "-"

@@ -15,7 +15,7 @@ from coord.cli import render
 from coord.client import flow
 from coord.errors import InvalidInput
 from coord.fast import board_files
-from coord.times import clock_of_iso
+from coord.times import day_and_clock_of_iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ def _progress(line: str) -> None:
 def cmd_escalate(args: argparse.Namespace, ctx: Context) -> Result:
     item = flow.escalate(ctx.session, ctx.agent(), args.id, " ".join(args.question), args.token)
     contact = f"; ask {item['escalate_to']}" if item.get("escalate_to") else ""
-    until = clock_of_iso(item.get("lease_expires_at"))
+    until = day_and_clock_of_iso(item.get("lease_expires_at"))
     return item, (
         f"{_ref(item)} needs a human{contact}. You keep the claim and its files until an "
         f"answer (watch `coord inbox`), at most until {until}: past that the question stays "
