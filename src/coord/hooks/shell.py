@@ -128,7 +128,8 @@ def _command(words: list[str], cwd: str, found: Writes, depth: int) -> str:
             # a hard link is the source under another name, writable there: making one
             # writes the source (a symbolic link resolves back to it, so is judged there)
             sources = _operands(args, _COPY_VALUE)
-            targets += sources if _option_values(args, ("-t", "--target-directory")) else sources[:-1]
+            into = _option_values(args, ("-t", "--target-directory"))
+            targets += sources if into else sources[:-1]
     elif name == "install":
         takes = _COPY_VALUE | {"-m", "-o", "-g", "--mode", "--owner", "--group"}
         if "-d" in args or "--directory" in args:
