@@ -99,12 +99,14 @@ def test_guard_judges_a_path_where_it_leads_and_allows_what_no_board_holds(
         "../etc/passwd",
         "/etc/passwd",
         "link/file.py",
+        "link/../src/auth/x.py",  # the '..' of outside/: beside it, not in the repository
         str(outside / "x.py"),
         str(outside / "stray" / "x.py"),
     ):
         result = guard(board_dir, path, agent="bob")
         assert (result.returncode, result.stderr) == (0, ""), path
-    for path in (str(outside / "alias" / "session.py"), "link/../src/auth/x.py"):
+    # each symlink followed before the '..' after it, as the OS does: link/alias/.. is src/
+    for path in (str(outside / "alias" / "session.py"), "link/alias/../auth/x.py"):
         result = guard(board_dir, path, agent="bob")
         assert result.returncode == 2 and "is held by alice (src/auth)" in result.stderr, path
     for extra in ((), ("--fail-open",)):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from coord.errors import InvalidInput
-from coord.fast import board_files, holds, patterns, targets
+from coord.fast import board_files, hardlinks, holds, patterns, targets
 from coord.times import clock, iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
@@ -90,13 +90,14 @@ def judge(
         db = os.path.join(board_dir, board_files.DB_FILENAME)
         live = holds.read_live(db, [t.name for t in mine])
         for target in mine:
+            aliases = hardlinks.held_aliases(target, db, agent)  # the file's other names
             if target.one_file:
-                found.append((target, blockers(target.name, live, agent)))
+                found.append((target, blockers(target.name, live, agent) + aliases))
                 continue
             root = target.root
             is_dir = lambda name, root=root: os.path.isdir(os.path.join(root, name))  # noqa: E731
             blocking = blockers(target.name, live, agent, is_file=target.is_file, is_dir=is_dir)
-            found.append((target, blocking))
+            found.append((target, blocking + aliases))
     return found
 
 

@@ -4,7 +4,8 @@ One answer for every way of editing (an edit tool's file, an ``apply_patch`` pat
 shell command writes, ``coord guard PATH``), so that they cannot disagree:
 
 - The path is read as the operating system will: relative to the directory the write runs
-  in, ``..`` taken lexically and then symlinks resolved (as ``coord.fast.patterns`` does).
+  in, each symlink followed before the ``..`` after it (``deep/../a.py``, with
+  ``deep -> src/sub``, is ``src/a.py``).
 - A path that resolves into the repository of the board found from where the agent stands
   (``COORD_DIR`` or the nearest ``.coord/``) is judged by that board, under its repository
   path, however it was spelled: through a symlink, ``..``, or another worktree of the same
@@ -56,15 +57,19 @@ def place(raw: str, cwd: str, home: str | None, *, shell: bool = False) -> Targe
     characters match as the shell's do, and it may name a directory. ``InvalidInput`` for a
     path coord refuses inside a repository.
     """
-    path = os.path.normpath(os.path.join(cwd, raw))  # an absolute raw stays as it is
-    glob = shell and not patterns.is_literal(path)
-    known = os.path.dirname(path[: _first_glob(path)]) if glob else path
-    real = os.path.realpath(known)
+    joined = os.path.join(cwd, raw)  # an absolute raw stays as it is
+    glob = shell and not patterns.is_literal(joined)
+    # No normpath before realpath: the OS follows a symlink before the '..' after it
+    # (with deep -> src/sub, deep/../a.py is src/a.py), and realpath walks the same way.
+    # Only the glob's own part, which names no one directory yet, is tidied lexically.
+    cut = joined.rfind("/", 0, _first_glob(joined)) if glob else len(joined)
+    real = os.path.realpath(joined[:cut] or "/")
     board_dir, root = _board_of(real, home)
     if board_dir is None:
         return None
     if shell and not glob and real == root:
         return Target(raw, board_dir, root, patterns.WHOLE_REPOSITORY, False)  # rm -rf . at root
+    path = os.path.normpath(os.path.join(real, joined[cut + 1 :])) if glob else real
     # absolute, so never gitignore's root anchor nor a floating glob: a shell's globs match
     # where the command runs
     name = patterns.normalize(path, root, literal=not glob)

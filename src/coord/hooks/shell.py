@@ -10,7 +10,9 @@ knows what the commands do. What it reads:
   left alone, as for an edit tool (``coord.fast.targets``);
 - ``tee``, ``touch``, ``truncate``, ``rm``, ``rmdir``, ``unlink``, ``shred``: their operands;
 - ``mv``: every operand (the sources disappear, the destination is written); ``cp``, ``install``
-  and ``ln``: the destination (``DIR/name`` of each source when it is a directory, or ``-t DIR``);
+  and ``ln``: the destination (``DIR/name`` of each source when it is a directory, or ``-t DIR``),
+  and the sources of a hard link (``ln`` without ``-s``, ``cp -l``): the link makes the source
+  writable under another name;
 - ``sed -i`` / ``perl -i``: the files after the script; ``dd of=FILE``;
 - ``git commit --no-verify`` / ``-n`` (also ``-anm msg``, abbreviations like ``--no-veri``) and
   ``git -c core.hooksPath=... commit``: they would skip coord's pre-commit guard;
@@ -122,6 +124,12 @@ def _command(words: list[str], cwd: str, found: Writes, depth: int) -> str:
         targets = _operands(args, _COPY_VALUE) + _option_values(args, ("-t", "--target-directory"))
     elif name in ("cp", "ln"):
         targets = _destinations(args, _COPY_VALUE, cwd)
+        if _hard_links(name, args):
+            # a hard link is the source under another name, writable there: making one
+            # writes the source (a symbolic link resolves back to it, so is judged there)
+            sources = _operands(args, _COPY_VALUE)
+            into = _option_values(args, ("-t", "--target-directory"))
+            targets += sources if into else sources[:-1]
     elif name == "install":
         takes = _COPY_VALUE | {"-m", "-o", "-g", "--mode", "--owner", "--group"}
         if "-d" in args or "--directory" in args:
@@ -219,6 +227,14 @@ def _destinations(args: list[str], takes: frozenset[str], cwd: str) -> list[str]
         return []
     names = [os.path.basename(s.rstrip("/")) for s in sources]
     return [os.path.join(directory, n) for n in names if n] or [directory]
+
+
+def _hard_links(name: str, args: list[str]) -> bool:
+    """Does this ``ln`` (not ``-s``) or ``cp -l`` / ``--link`` make hard links?"""
+    short = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    if name == "ln":
+        return "s" not in short and "--symbolic" not in args
+    return "l" in short or "--link" in args
 
 
 def _in_place(name: str, args: list[str]) -> list[str]:
