@@ -5,7 +5,9 @@ to ``coord.fast.guard.check``, as ``coord guard`` does). ``coord.hooks.shell`` f
 the command would write; each is placed as an edit tool's path is (``coord.fast.targets``)
 and judged by the same rule on the same read-only look at the board
 (``coord.fast.guard.judge``), so an edit tool and a shell command writing the same file get
-the same answer. A refusal is the reason to show the agent; ``None`` allows.
+the same answer. Whoever holds what, a command that writes into coord's board directory or
+deletes it (``rm -rf .coord``, ``git clean -fdx``) is refused (``coord.fast.own_files``). A
+refusal is the reason to show the agent; ``None`` allows.
 
 Stdlib only and no daemon: it runs before every shell command.
 """
