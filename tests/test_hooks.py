@@ -814,10 +814,11 @@ def test_when_no_json_can_be_written_the_guard_exits_2(
 def test_identity_remember_and_recorded(board_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COORD_AGENT", raising=False)
     assert identity.recorded(board_dir) is None
-    assert identity.remember(board_dir, "codex", "019a3c5e-7d21") == "codex-019a3c5e"
-    assert identity.recorded(board_dir) == "codex-019a3c5e"
-    assert identity.agent_name(board_dir) == "codex-019a3c5e"
-    assert identity.agent_name(board_dir, "claude", "a/b c;d") == "claude-abcd"
+    codex = identity.session_name("codex", "019a3c5e-7d21")
+    assert identity.remember(board_dir, "codex", "019a3c5e-7d21") == codex
+    assert identity.recorded(board_dir) == identity.agent_name(board_dir) == codex
+    claude = identity.agent_name(board_dir, "claude", "a/b c;d")
+    assert claude is not None and claude.startswith("claude-") and len(claude) == 15
     monkeypatch.setenv("COORD_AGENT", "lead")
     assert identity.remember(board_dir, "codex", "another") == "lead"
     assert identity.agent_name(board_dir, "claude", "4f1c2a9e") == "lead"

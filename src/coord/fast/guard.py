@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from coord.errors import InvalidInput
-from coord.fast import board_files, hardlinks, holds, patterns, targets
+from coord.fast import board_files, hardlinks, holds, own_files, patterns, targets
 from coord.times import clock, iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
@@ -115,7 +115,8 @@ def check(
     ``board_dir``: the board found from where the agent stands; None means none was found,
     which ``coord guard`` refuses (it was asked to check) and a hook (``home_required``
     False) does not: coord is not in use there. Exit 0 allows every path; 2 refuses. A path
-    in no board's repository is allowed (``coord.fast.targets``).
+    in no board's repository is allowed (``coord.fast.targets``); a path inside a board
+    directory is refused, whoever holds what (``coord.fast.own_files``).
     """
     if not given:
         return 2, ["coord guard: name the paths to check, or --staged"], _verdict([], "no paths")
@@ -124,6 +125,10 @@ def check(
     placed: list[targets.Target] = []
     home = os.fspath(board_dir) if board_dir is not None else None
     for raw in given if home is not None or not home_required else ():
+        if own_files.board_holding(raw, cwd, home) is not None:
+            refusals.append({"path": raw, "reason": own_files.WHY})
+            lines.append(f"coord guard: {raw}: {own_files.WHY}; refusing the edit")
+            continue
         try:
             target = targets.place(raw, cwd, home)
         except InvalidInput as err:

@@ -5,8 +5,12 @@ child processes. The hooks see the client's session id; the MCP server does not.
 SessionStart hook records "the client process P is agent NAME" in ``.coord/sessions/P.json``,
 and every later hook or MCP server started by that same client process finds the name there.
 
-The name: ``COORD_AGENT`` when set (always wins), else ``<client>-<first 8 of the session id>``
-(``claude-4f1c2a9e``): readable in ``coord agents`` and stable for the whole session.
+The name: ``COORD_AGENT`` when set (always wins), else ``<client>-<8 hex of a digest of the
+whole session id>`` (``codex-b1ba07e5``): readable in ``coord agents`` and stable for the whole
+session. A digest, not the id's first characters: Codex's ids are UUIDv7, whose first
+characters are a timestamp, so sessions started in the same minute shared one name (issue 13).
+A session whose SessionStart recorded another name (coord before that change) keeps it until
+it ends: the record for its client process wins when it names the same session.
 
 Stdlib only: hooks run before every edit.
 """
@@ -28,9 +32,6 @@ if TYPE_CHECKING:
 _LAUNCHERS = frozenset(
     {"sh", "bash", "dash", "zsh", "fish", "env", "timeout", "nohup", "npx", "uv", "uvx"}
 )
-# what an agent name may hold (coord.model.check_agent); a set, not a regex to compile: this
-# runs before every edit
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@:+-")
 
 
 def from_env() -> str | None:
@@ -38,9 +39,14 @@ def from_env() -> str | None:
 
 
 def session_name(client: str, session_id: str) -> str:
-    """``claude-4f1c2a9e``: the client and the start of its session id, as a valid name."""
-    short = "".join(c for c in session_id if c in _NAME_CHARS)[:8] or "session"
-    return f"{client}-{short}"
+    """``codex-b1ba07e5``: the client and 8 hex characters of a BLAKE2b digest of the whole
+    session id, so ids that share a prefix (UUIDv7's timestamp) get different names."""
+    try:  # the builtin module: hashlib would load OpenSSL (~13 ms) before every edit
+        from _blake2 import blake2b
+    except ImportError:  # a Python built without it
+        from hashlib import blake2b
+    digest = blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=4)
+    return f"{client}-{digest.hexdigest()}"
 
 
 def client_pid() -> int:
@@ -58,7 +64,7 @@ def remember(board_dir: Path, client: str, session_id: str) -> str:
     """Record this session's name for the client process; returns the name."""
     from coord.fast import board_files
 
-    name = from_env() or session_name(client, session_id)
+    name = agent_name(board_dir, client, session_id) or session_name(client, session_id)
     record = {"agent": name, "client": client, "session_id": session_id}
     folder = board_files.sessions_dir(board_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -77,6 +83,12 @@ def _forget_ended(folder: Path) -> None:
 
 def recorded(board_dir: str | os.PathLike[str]) -> str | None:
     """The name the SessionStart hook recorded for the client that started this process."""
+    name = _record(board_dir).get("agent")
+    return name if isinstance(name, str) and name else None
+
+
+def _record(board_dir: str | os.PathLike[str]) -> dict[str, object]:
+    """The SessionStart record of the client that started this process ({} when none)."""
     from coord.fast import board_files
 
     record = os.path.join(board_dir, board_files.SESSIONS_DIRNAME, f"{client_pid()}.json")
@@ -84,9 +96,8 @@ def recorded(board_dir: str | os.PathLike[str]) -> str | None:
         with open(record, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError):
-        return None
-    name = data.get("agent") if isinstance(data, dict) else None
-    return name if isinstance(name, str) and name else None
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def agent_name(
@@ -99,6 +110,12 @@ def agent_name(
     if name:
         return name
     if client and session_id:
+        if board_dir is not None:  # a session named by an older coord keeps its name
+            record = _record(board_dir)
+            old = record.get("agent")
+            same = record.get("session_id") == session_id and record.get("client") == client
+            if same and isinstance(old, str) and old:
+                return old
         return session_name(client, session_id)
     return recorded(board_dir) if board_dir is not None else None
 

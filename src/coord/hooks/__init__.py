@@ -9,10 +9,10 @@ JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``, `
   silence (no output: an explicit "allow" would skip the user's permission prompts), and a
   shell command is refused when it writes a held file or skips coord's pre-commit guard
   (``coord.hooks.shell``). The guard fails closed: unreadable input, an unreadable board, a
-  path coord refuses (``.git/...``) or a crash refuse the call with a one-line reason. Every
-  way of writing a path meets one rule (``coord.fast.targets``): a path in the repository,
-  however spelled, is judged by its board, and a path in no coord repository (``/tmp/x``)
-  is allowed, by an edit tool as by a shell command. Refusals
+  path coord refuses (``.git/...``, the board in ``.coord/``) or a crash refuse the call with a
+  one-line reason. Every way of writing a path meets one rule (``coord.fast.targets``): a
+  path in the repository, however spelled, is judged by its board, and a path in no coord
+  repository (``/tmp/x``) is allowed, by an edit tool as by a shell command. Refusals
   are the client's JSON decision on stdout with exit 0; only when even that cannot be written
   does it exit 2 with the reason on stderr, which every one of these clients also reads as a
   refusal (exit 1 would let the call through). Where no board is found from the hook's

@@ -67,13 +67,17 @@ _MAX_DEPTH = 4
 
 class Writes:
     """What a command would do to files: ``targets`` as (path as written, directory it is
-    relative to); ``bypass``: why it would skip coord's pre-commit guard."""
+    relative to); ``bypass``: why it would skip coord's pre-commit guard; ``removed``: the
+    targets that ``rm`` and its kin delete, with all beneath them; ``git``: each ``git``
+    command's arguments and directory (``coord.hooks.shell_guard`` reads ``git clean``)."""
 
-    __slots__ = ("bypass", "targets")
+    __slots__ = ("bypass", "git", "removed", "targets")
 
     def __init__(self) -> None:
         self.targets: list[tuple[str, str]] = []
         self.bypass: list[str] = []
+        self.removed: list[tuple[str, str]] = []
+        self.git: list[tuple[list[str], str]] = []
 
 
 def analyse(command: str, cwd: str) -> Writes:
@@ -116,6 +120,8 @@ def _command(words: list[str], cwd: str, found: Writes, depth: int) -> str:
     targets: list[str] = []
     if name in _REMOVERS or name == "tee":
         targets = _operands(args, frozenset())
+        if name in _REMOVERS:
+            found.removed += [(t, cwd) for t in targets]
     elif name == "touch":
         targets = _operands(args, frozenset({"-d", "-t", "-r", "--date", "--reference"}))
     elif name == "truncate":
@@ -141,6 +147,7 @@ def _command(words: list[str], cwd: str, found: Writes, depth: int) -> str:
     elif name == "dd":
         targets = [a[3:] for a in args if a.startswith("of=")]
     elif name == "git":
+        found.git.append((args, cwd))
         _git(args, found)
     elif name in _SHELLS and depth < _MAX_DEPTH:
         script = _shell_script(args)

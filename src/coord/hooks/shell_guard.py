@@ -5,7 +5,9 @@ to ``coord.fast.guard.check``, as ``coord guard`` does). ``coord.hooks.shell`` f
 the command would write; each is placed as an edit tool's path is (``coord.fast.targets``)
 and judged by the same rule on the same read-only look at the board
 (``coord.fast.guard.judge``), so an edit tool and a shell command writing the same file get
-the same answer. A refusal is the reason to show the agent; ``None`` allows.
+the same answer. Whoever holds what, a command that writes into coord's board directory or
+deletes it (``rm -rf .coord``, ``git clean -fdx``) is refused (``coord.fast.own_files``). A
+refusal is the reason to show the agent; ``None`` allows.
 
 Stdlib only and no daemon: it runs before every shell command.
 """
@@ -15,8 +17,15 @@ from __future__ import annotations
 import os
 
 from coord.errors import InvalidInput
-from coord.fast import guard, holds, targets
+from coord.fast import board_files, guard, holds, own_files, targets
 from coord.times import clock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coord.hooks.shell import Writes
+
+# git clean's options that take a value (as the next word, or attached)
+_CLEAN_VALUE = frozenset({"-e", "--exclude"})
 
 
 def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str | None:
@@ -30,6 +39,9 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
             f"coord: `{found.bypass[0]}` would skip coord's pre-commit guard (`coord guard "
             "--staged`), which refuses commits of files another agent holds; commit without it"
         )
+    own = _own_files_refusal(found, home)
+    if own is not None:
+        return own
     placed: dict[tuple[str, str], targets.Target] = {}  # one per board and canonical name
     for raw, where in found.targets:
         if not raw or "$" in raw or "`" in raw:
@@ -62,3 +74,104 @@ def _shell_line(raw: str, r: holds.Held) -> str:
         f"coord: this command writes {raw}, and {r.agent} holds {r.pattern}{item} until {until}; "
         f"do not change it: pick other work or ask {r.agent}"
     )
+
+
+def _own_files_refusal(found: Writes, home: str | None) -> str | None:
+    """Why the command would delete or overwrite a board directory (``coord.fast.own_files``):
+    a write into it, a removal of it or of a directory above it, a ``git clean`` that
+    reaches it."""
+    for raw, where in found.targets:
+        if (raw, where) in found.removed:
+            continue  # judged below: deleting a symlink is not writing through it
+        for path in _expanded(raw, where):
+            if own_files.board_holding(path, where, home) is not None:
+                return f"coord: this command would change {raw}: {own_files.WHY}; refusing it"
+    for raw, where in found.removed:
+        for path in _expanded(raw, where):
+            if own_files.board_beneath(path, where, home) is not None:
+                return f"coord: this command would delete {raw}: {own_files.WHY}; refusing it"
+    for args, where in found.git:
+        cleaned = _git_clean_reach(args, where, home)
+        if cleaned is not None:
+            return f"coord: this `git clean` would delete {cleaned}: {own_files.WHY}; refusing it"
+    return None
+
+
+def _expanded(raw: str, where: str) -> list[str]:
+    """``raw`` as the shell expands it: a glob's matches (``rm -rf .c*``), else itself."""
+    if not raw or "$" in raw or "`" in raw or not set(raw) & set("*?["):
+        return [raw] if raw and "$" not in raw and "`" not in raw else []
+    import glob
+
+    # the shell's rules: a leading-dot name only for a pattern that starts with a dot
+    return glob.glob(raw, root_dir=where) or [raw]
+
+
+def _git_clean_reach(args: list[str], cwd: str, home: str | None) -> str | None:
+    """The board that ``git ARGS`` run in ``cwd`` would delete when it is ``git clean``.
+
+    ``git clean`` deletes untracked files; ``-x`` or ``-X`` ignored ones too, and a board is
+    ignored (its own ``.gitignore`` says ``*``). Without a pathspec it cleans the current
+    directory and enters untracked directories only with ``-d``; a pathspec reaches what it
+    names whatever ``-d`` says (git's documentation, and what git 2.x does). ``-n`` deletes
+    nothing; ``-e .coord`` keeps it.
+    """
+    if home is None:
+        return None
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] == "-C" and i + 1 < len(args):
+            cwd = os.path.join(cwd, os.path.expanduser(args[i + 1]))
+        i += 2 if args[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
+    if i >= len(args) or args[i] != "clean":
+        return None
+    letters, excludes, pathspecs = "", [], []
+    rest = iter(args[i + 1 :])
+    for arg in rest:
+        if arg == "--":
+            pathspecs += list(rest)
+        elif arg in _CLEAN_VALUE:
+            excludes.append(next(rest, ""))
+        elif arg.startswith("--exclude="):
+            excludes.append(arg.partition("=")[2])
+        elif arg.startswith("--"):
+            letters += {"--dry-run": "n", "--force": "f"}.get(arg, "")
+        elif arg.startswith("-") and arg != "-":
+            head, _, attached = arg[1:].partition("e")
+            letters += head
+            if "e" in arg[1:]:
+                excludes.append(attached or next(rest, ""))
+        else:
+            pathspecs.append(arg)
+    if "n" in letters or any(e.strip("/") == board_files.BOARD_DIRNAME for e in excludes):
+        return None
+    if not pathspecs and "d" not in letters:
+        return None  # untracked directories are not entered
+    if "x" not in letters and "X" not in letters and _ignored(home):
+        return None
+    for spec in pathspecs or ["."]:
+        glob_at = min((spec.find(c) for c in "*?[" if c in spec), default=-1)
+        if glob_at >= 0:  # a glob may match the board: judge the directory it starts in
+            spec = os.path.dirname(spec[:glob_at])
+        if own_files.board_beneath(spec or ".", cwd, home) is not None:
+            return os.path.basename(home) + "/"
+    return None
+
+
+def _ignored(board: str) -> bool:
+    """Is the board ignored by git, so that ``git clean`` without ``-x`` keeps it? ``coord
+    init`` writes ``.coord/.gitignore`` (``*``); a board without it is asked about."""
+    if os.path.isfile(os.path.join(board, ".gitignore")):
+        return True
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "check-ignore", "-q", board],
+            cwd=os.path.dirname(board),
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0

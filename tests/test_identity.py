@@ -1,0 +1,88 @@
+"""Every agent its own name (issue 13 item 9): a digest of the whole session id, not its start.
+
+Codex session ids are UUIDv7: the first 48 bits are a millisecond timestamp, so ids made in
+the same minute share their first 8 hex characters, which coord once took as the name.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from pathlib import Path
+
+import pytest
+
+from coord.fast import identity
+from test_hooks import GUARDS, allowed, denied, fixture, hook, reserve
+
+
+def uuid7(ms: int) -> str:
+    """A UUIDv7 for the millisecond ``ms``, as Codex makes them (RFC 9562)."""
+    value = (ms << 80) | (0x7 << 76) | (secrets.randbits(12) << 64) | (0b10 << 62)
+    value |= secrets.randbits(62)
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def test_five_codex_sessions_of_one_minute_get_five_names() -> None:
+    start = (int(time.time() * 1000) >> 16) << 16  # the start of a 65.5-second span
+    ids = [uuid7(start + i * 9_000) for i in range(5)]  # 5 sessions within 45 seconds
+    assert len({i[:8] for i in ids}) == 1  # what coord used to name them after
+    names = [identity.session_name("codex", i) for i in ids]
+    assert len(set(names)) == 5
+    for session_id, name in zip(ids, names, strict=True):
+        assert identity.session_name("codex", session_id) == name  # stable
+        assert name.startswith("codex-") and len(name) == len("codex-") + 8
+        assert all(c in "0123456789abcdef" for c in name[len("codex-") :])
+
+
+def test_a_session_recorded_under_its_old_name_keeps_it_until_it_ends(
+    board_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COORD_AGENT", raising=False)
+    session_id = uuid7(int(time.time() * 1000))
+    old = f"codex-{session_id[:8]}"  # what coord before issue 13 recorded at SessionStart
+    folder = board_dir / "sessions"
+    folder.mkdir(exist_ok=True)
+    record = {"agent": old, "client": "codex", "session_id": session_id}
+    import json
+
+    (folder / f"{identity.client_pid()}.json").write_text(json.dumps(record))
+    assert identity.agent_name(board_dir, "codex", session_id) == old
+    assert identity.remember(board_dir, "codex", session_id) == old  # a resumed session too
+    # another session of the same client process is named afresh
+    other = uuid7(int(time.time() * 1000))
+    assert identity.agent_name(board_dir, "codex", other) == identity.session_name("codex", other)
+    assert identity.remember(board_dir, "codex", other) == identity.session_name("codex", other)
+    assert identity.recorded(board_dir) == identity.session_name("codex", other)
+
+
+@pytest.mark.parametrize("client", sorted(GUARDS))
+def test_two_sessions_started_together_keep_out_of_each_others_files(
+    board_dir: Path, client: str
+) -> None:
+    repo = board_dir.parent
+    (repo / "src" / "auth").mkdir(parents=True)
+    now = int(time.time() * 1000)
+    first, second = uuid7(now), uuid7(now + 3_000)
+    name = {
+        "claude": "claude/pre_tool_use_edit.json",
+        "codex": "codex/pre_tool_use_apply_patch.json",
+    }
+    edit = fixture(name.get(client, "gemini/before_tool_write_file.json"), repo)
+    reserve(board_dir, ["src/auth"], identity.session_name(client, first))
+    edit["session_id"] = second
+    reason = denied(hook(client, GUARDS[client], edit, board_dir=board_dir, cwd=repo), client)
+    assert identity.session_name(client, first) in reason
+    edit["session_id"] = first
+    allowed(hook(client, GUARDS[client], edit, board_dir=board_dir, cwd=repo))
+
+
+def test_the_name_costs_no_openssl_import() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from coord.fast import identity; identity.session_name('codex', 'x'); "
+    code += "print('_hashlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
