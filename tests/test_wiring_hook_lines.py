@@ -294,3 +294,21 @@ def test_rerunning_init_replaces_an_older_bare_hook_and_uninstall_still_restores
     assert (repo / ".claude/settings.json").read_bytes() == wired
     assert run_cli("uninstall", board_dir=repo / ".coord", cwd=repo).returncode == 0
     assert (repo / ".claude/settings.json").read_bytes() == original
+
+
+def test_without_coord_the_pre_commit_hook_refuses_and_says_why(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path)
+    assert init(repo, "--cursor").returncode == 0
+    (repo / "a.py").write_text("x = 1\n")
+    env = {"PATH": NO_COORD, "HOME": str(tmp_path)}
+    env.update({f"GIT_{who}_NAME": "t" for who in ("AUTHOR", "COMMITTER")})
+    env.update({f"GIT_{who}_EMAIL": "t@e" for who in ("AUTHOR", "COMMITTER")})
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
+
+    assert git("add", "a.py").returncode == 0
+    done = git("commit", "-q", "-m", "x")
+    assert done.returncode != 0
+    assert "coord is not found, so the commit is refused" in done.stderr
+    assert git("rev-parse", "-q", "--verify", "HEAD").returncode != 0  # no commit was made
