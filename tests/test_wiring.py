@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -116,11 +117,12 @@ def hook_commands(groups: list[dict]) -> list[str]:  # type: ignore[type-arg]
 
 
 def runs(line: str) -> str:
-    if line.startswith("command -v "):
-        head, _, command = line.rpartition("; exec ")
-        assert head and "exit" in head, line
-        return command
-    return line
+    if not line.startswith("sh -c "):
+        return line
+    _sh, _c, script, reason = shlex.split(line)
+    assert reason.startswith("coord: ") and "exit" in script, line
+    _check, _, rest = script.partition("}; ")
+    return rest.removeprefix("exec ").split(" || ")[0]
 
 
 # --- the main scenario ----------------------------------------------------------------------

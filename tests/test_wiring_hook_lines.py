@@ -42,6 +42,10 @@ OTHERS = [
 ]
 
 
+SH = ("/bin/sh", "-c")  # Claude Code and Gemini CLI
+LOGIN_BASH = ("/bin/bash", "-lc")  # Codex: the user's $SHELL -lc
+
+
 def fixture(name: str, repo: Path) -> dict[str, Any]:
     """A documented hook input, with the repository at /REPO."""
     text = (FIXTURES / name).read_text().replace('"/REPO', json.dumps(str(repo))[:-1])
@@ -79,13 +83,13 @@ def wired_line(repo: Path, config: str, event: str) -> str:
 
 
 def run_line(
-    line: str, payload: dict[str, Any], repo: Path, path: str
+    line: str, payload: dict[str, Any], repo: Path, path: str, shell: tuple[str, ...] = SH
 ) -> subprocess.CompletedProcess[str]:
     """The hook as the client runs it: its shell, the command line, the JSON on stdin."""
     env = {k: v for k, v in os.environ.items() if k not in ("COORD_DIR", "COORD_AGENT")}
     env["PATH"] = path
     return subprocess.run(
-        ["/bin/sh", "-c", line],
+        [*shell, line],
         input=json.dumps(payload),
         env=env,
         cwd=repo,
@@ -122,12 +126,42 @@ def test_without_coord_on_path_the_wired_guard_refuses(
     line = wired_line(repo, config, event)
     payload = fixture(name, repo)
 
-    done = run_line(line, payload, repo, NO_COORD)
-    # exit 2: the code all three clients read as "refuse this tool call", reason on stderr
+    for shell in (SH, LOGIN_BASH):
+        done = run_line(line, payload, repo, NO_COORD, shell)
+        # exit 2: the code all three clients read as "refuse this tool call", reason on stderr
+        assert done.returncode == 2, (shell, done.returncode, done.stderr)
+        assert "coord is not on PATH" in done.stderr and "refused" in done.stderr
+        assert "coord init --command" in done.stderr
+        assert done.stderr.count("\n") == 1 and done.stdout == ""
+
+
+def fake_coord(tmp_path: Path, body: str) -> Path:
+    """A directory holding a `coord` that does what ``body`` says (a broken install)."""
+    folder = tmp_path / "fake"
+    folder.mkdir(exist_ok=True)
+    exe = folder / "coord"
+    exe.write_text(body)
+    exe.chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ("#!/bin/sh\necho crashed >&2\nexit 1\n", 1),  # a traceback's exit 1: not a refusal
+        ("#!/nonexistent/python\n", 127),  # its interpreter gone: the shell's 127
+        ("#!/bin/sh\nkill -9 $$\n", 137),  # killed
+    ],
+    ids=["crash", "no-interpreter", "killed"],
+)
+def test_a_coord_that_fails_makes_the_guard_refuse(tmp_path: Path, body: str, code: int) -> None:
+    repo = new_repo(tmp_path)
+    assert init(repo, "--claude").returncode == 0
+    line = wired_line(repo, ".claude/settings.json", "PreToolUse")
+    path = f"{fake_coord(tmp_path, body)}:{NO_COORD}"
+    done = run_line(line, fixture("claude/pre_tool_use_edit.json", repo), repo, path)
     assert done.returncode == 2, (done.returncode, done.stderr)
-    assert "coord is not on PATH" in done.stderr and "refused" in done.stderr
-    assert "coord init --command" in done.stderr
-    assert done.stderr.count("\n") == 1 and done.stdout == ""
+    assert f"the coord hook exited {code}, so this call is refused" in done.stderr
 
 
 @pytest.mark.parametrize(("client", "config", "event", "name"), GUARDS, ids=[g[0] for g in GUARDS])
@@ -194,7 +228,8 @@ def test_the_wired_lines_name_no_machine_path(tmp_path: Path) -> None:
     for _client, config, event, _name in GUARDS + OTHERS:
         line = wired_line(repo, config, event)
         assert str(tmp_path) not in line and str(COORD.parent) not in line
-        assert line.endswith(f"; exec coord hook {_client} {event}")
+        assert line.startswith("sh -c 'command -v coord ")
+        assert f" coord hook {_client} {event}" in line
 
 
 # --- what `coord init` says -----------------------------------------------------------------
@@ -280,9 +315,8 @@ def test_rerunning_init_replaces_an_older_bare_hook_and_uninstall_still_restores
     assert init(repo, "--all").returncode == 0
     for client, config, event, _name in GUARDS + OTHERS:
         line = wired_line(repo, config, event)  # exactly one of ours: replaced, not added
-        assert line.startswith("command -v coord ") and line.endswith(
-            f"coord hook {client} {event}"
-        )
+        assert line.startswith("sh -c 'command -v coord ")
+        assert f" coord hook {client} {event}" in line
     hooks = json.loads((repo / ".claude/settings.json").read_text())["hooks"]
     assert hooks["PreToolUse"][0] == settings["hooks"]["PreToolUse"][0]
     assert len(hooks["PreToolUse"]) == 2

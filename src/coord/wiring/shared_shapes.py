@@ -9,6 +9,7 @@ exits 127, which Claude Code, Codex and Gemini CLI all take for a non-blocking e
 edit would go through. The wired line first looks for the command and, when it is missing,
 says so and exits with the code each of them reads as a refusal (``hook_line``). It names no
 absolute path, so a config a team commits works on every machine that has coord on its PATH.
+(coord runs on POSIX systems only: the line needs ``sh``.)
 """
 
 from __future__ import annotations
@@ -53,21 +54,31 @@ def hook_group(command: str, matcher: str | None, name: str | None = None) -> di
 
 
 def hook_line(shell: str, client: str, event: str, *, guard: bool) -> str:
-    """The POSIX-sh line a client runs for one event: ``exec <coord> hook CLIENT EVENT`` when the
-    coord command is found, else a one-line reason on stderr and a refusal (``guard``) or a
-    non-blocking error. ``exec`` keeps the process tree as a bare command had it: the hook's
-    parent is still the client's shell, through which coord finds the agent's process."""
+    """The line a client runs for one event: ``sh -c SCRIPT REASON``.
+
+    The script runs ``<coord> hook CLIENT EVENT`` when the command is found, else prints the
+    reason and exits with a refusal (``guard``) or a non-blocking error. The guard also turns
+    any failure of coord itself (a broken install's 126 or 127, a crash, a signal) into a
+    refusal; the other events ``exec`` coord and keep its answer. ``sh -c`` because Codex runs
+    hooks with the user's ``$SHELL -lc``, which need not be a POSIX shell (fish); the reason
+    is ``$0``, so the script holds no text to quote twice."""
     program = shlex.split(shell)[0]
     shown = program if _PLAIN_WORD.fullmatch(program) else "the coord command"
     missing = f"{shown} is not found" if "/" in program else f"{shown} is not on PATH"
     effect = "this call is refused" if guard else "coord is not running here"
     reason = f"coord: {missing}, so {effect}: {FIX}"
-    code = EXIT_BLOCKS if guard else EXIT_WARNS
-    return (
-        f"command -v {shlex.quote(program)} >/dev/null 2>&1 "
-        f"|| {{ echo {shlex.quote(reason)} >&2; exit {code}; }}; "
-        f"exec {shell} hook {client} {event}"
-    )
+    run = f"{shell} hook {client} {event}"
+    found = f"command -v {shlex.quote(program)} >/dev/null 2>&1"
+    if guard:
+        failed = "the coord hook exited $s, so this call is refused"
+        script = (
+            f'{found} || {{ echo "$0" >&2; exit {EXIT_BLOCKS}; }}; '
+            f'{run} || {{ s=$?; [ $s = {EXIT_BLOCKS} ] || echo "{failed}" >&2; '
+            f"exit {EXIT_BLOCKS}; }}"
+        )
+    else:
+        script = f'{found} || {{ echo "$0" >&2; exit {EXIT_WARNS}; }}; exec {run}'
+    return f"sh -c {shlex.quote(script)} {shlex.quote(reason)}"
 
 
 def hook_entries(
