@@ -82,6 +82,15 @@ def wired_line(repo: Path, config: str, event: str) -> str:
     return str(lines[0])
 
 
+def wired_guard(
+    tmp_path: Path, client: str, config: str, event: str, name: str
+) -> tuple[Path, str, dict[str, Any]]:
+    """A repository wired for ``client``, its guard line and an edit input for it."""
+    repo = new_repo(tmp_path)
+    assert init(repo, f"--{client}").returncode == 0
+    return repo, wired_line(repo, config, event), fixture(name, repo)
+
+
 def run_line(
     line: str, payload: dict[str, Any], repo: Path, path: str, shell: tuple[str, ...] = SH
 ) -> subprocess.CompletedProcess[str]:
@@ -121,10 +130,7 @@ def test_the_system_path_used_here_has_no_coord() -> None:
 def test_without_coord_on_path_the_wired_guard_refuses(
     tmp_path: Path, client: str, config: str, event: str, name: str
 ) -> None:
-    repo = new_repo(tmp_path)
-    assert init(repo, f"--{client}").returncode == 0
-    line = wired_line(repo, config, event)
-    payload = fixture(name, repo)
+    repo, line, payload = wired_guard(tmp_path, client, config, event, name)
 
     for shell in (SH, LOGIN_BASH):
         done = run_line(line, payload, repo, NO_COORD, shell)
@@ -168,10 +174,7 @@ def test_a_coord_that_fails_makes_the_guard_refuse(tmp_path: Path, body: str, co
 def test_with_coord_on_path_the_wired_guard_answers_as_before(
     tmp_path: Path, client: str, config: str, event: str, name: str
 ) -> None:
-    repo = new_repo(tmp_path)
-    assert init(repo, f"--{client}").returncode == 0
-    line = wired_line(repo, config, event)
-    payload = fixture(name, repo)
+    repo, line, payload = wired_guard(tmp_path, client, config, event, name)
     path = f"{bin_with_coord(tmp_path)}:{NO_COORD}"
 
     free = run_line(line, payload, repo, path)  # nobody holds the file: allowed in silence
