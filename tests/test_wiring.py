@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -110,7 +111,18 @@ def load(repo: Path, rel: str) -> dict:  # type: ignore[type-arg]
 
 
 def hook_commands(groups: list[dict]) -> list[str]:  # type: ignore[type-arg]
-    return [h["command"] for g in groups for h in g["hooks"]]
+    """What each hook runs; for coord's, the command its line runs once coord is found (the
+    line's refusal without coord is tests/test_wiring_hook_lines.py's)."""
+    return [runs(h["command"]) for g in groups for h in g["hooks"]]
+
+
+def runs(line: str) -> str:
+    if not line.startswith("sh -c "):
+        return line
+    _sh, _c, script, reason = shlex.split(line)
+    assert reason.startswith("coord: ") and "exit" in script, line
+    _check, _, rest = script.partition("}; ")
+    return rest.removeprefix("exec ").split(" || ")[0]
 
 
 # --- the main scenario ----------------------------------------------------------------------
@@ -136,13 +148,11 @@ def test_init_all_keeps_everything_adds_ours_once_and_uninstall_restores_every_b
     assert settings["hooks"]["PostToolUse"] == CLAUDE_SETTINGS["hooks"]["PostToolUse"]
     pre = settings["hooks"]["PreToolUse"]
     assert pre[0] == CLAUDE_SETTINGS["hooks"]["PreToolUse"][0]
-    assert pre[1] == {
-        "matcher": "Edit|Write|MultiEdit|NotebookEdit|Bash",
-        "hooks": [{"type": "command", "command": "coord hook claude PreToolUse"}],
-    }
-    assert settings["hooks"]["SessionStart"] == [
-        {"hooks": [{"type": "command", "command": "coord hook claude SessionStart"}]}
-    ]
+    assert pre[1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit|Bash"
+    assert set(pre[1]) == {"matcher", "hooks"} and set(pre[1]["hooks"][0]) == {"type", "command"}
+    assert hook_commands(pre[1:]) == ["coord hook claude PreToolUse"]
+    assert hook_commands(settings["hooks"]["SessionStart"]) == ["coord hook claude SessionStart"]
+    assert "matcher" not in settings["hooks"]["SessionStart"][0]
     assert hook_commands(settings["hooks"]["Stop"]) == ["coord hook claude Stop"]
     assert (repo / ".claude/settings.json").read_text().startswith('{\n  "permissions"')
 
@@ -161,12 +171,8 @@ def test_init_all_keeps_everything_adds_ours_once_and_uninstall_restores_every_b
     config = tomllib.loads((repo / ".codex/config.toml").read_text())
     assert config == {"mcp_servers": {"coord": {"command": "coord", "args": ["mcp"]}}}
     codex_hooks = load(repo, ".codex/hooks.json")["hooks"]
-    assert codex_hooks["PreToolUse"] == [
-        {
-            "matcher": "apply_patch|Bash",
-            "hooks": [{"type": "command", "command": "coord hook codex PreToolUse"}],
-        }
-    ]
+    assert [g["matcher"] for g in codex_hooks["PreToolUse"]] == ["apply_patch|Bash"]
+    assert hook_commands(codex_hooks["PreToolUse"]) == ["coord hook codex PreToolUse"]
     assert set(codex_hooks) == set(EVENTS["codex"])
     # every hook coord wired is one `coord hook` answers
     assert set(settings["hooks"]) - {"PostToolUse"} == set(EVENTS["claude"])

@@ -18,7 +18,7 @@ from coord.wiring import json_merge, text_blocks
 from coord.wiring.command import command_words
 from coord.wiring.json_merge import JsonSpec
 from coord.wiring.plan import Plan
-from coord.wiring.shared_shapes import hook_entries, mcp_server_entry
+from coord.wiring.shared_shapes import hook_entries, hook_line, mcp_server_entry
 from coord.wiring.text_blocks import BlockSpec
 
 CLAUDE_EVENTS: dict[str, str | None] = {"PreToolUse": "Edit|Bash", "Stop": None}
@@ -50,20 +50,23 @@ def test_merge_keeps_the_users_keys_in_their_order_and_adds_ours_after_them() ->
 
 def test_an_entry_the_user_wrote_like_ours_is_not_taken_for_coords() -> None:
     """Uninstall removes what init recorded: the user's own wiring must never be recorded."""
+    # the very lines init writes (a hand-wired bare `coord hook` is not ours: ours is added)
+    pre_tool_use = hook_line("coord", "claude", "PreToolUse", guard=True)
+    stop = hook_line("coord", "claude", "Stop", guard=False)
     users = {
         "mcpServers": {"coord": {"command": "coord", "args": ["mcp"]}},
         "hooks": {
             "PreToolUse": [
                 {
                     "matcher": "Bash",  # another matcher, the same command: already wired
-                    "hooks": [{"type": "command", "command": "coord hook claude PreToolUse"}],
+                    "hooks": [{"type": "command", "command": pre_tool_use}],
                 }
             ],
             "Stop": [
                 {
                     "hooks": [
                         {"type": "command", "command": "notify"},
-                        {"type": "command", "command": "coord hook claude Stop"},
+                        {"type": "command", "command": stop},
                     ]
                 }
             ],

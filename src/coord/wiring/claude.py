@@ -6,6 +6,8 @@
   "command", "command"}]}]}}``; the matcher is a tool-name regex (``Edit|Write``) and is left
   out for events without tools (SessionStart, Stop). Wired: PreToolUse (the guard), SessionStart
   and Stop. https://docs.claude.com/en/docs/claude-code/hooks
+- a project-scoped server of ``.mcp.json`` runs once the user approves it.
+  https://code.claude.com/docs/en/mcp#project-scope
 - instructions: ``CLAUDE.md`` imports other files with ``@path``.
   https://docs.claude.com/en/docs/claude-code/memory
 """
@@ -25,7 +27,10 @@ if TYPE_CHECKING:
     from coord.wiring.plan import Plan
 
 FLAG_HELP = "Claude Code: .mcp.json, .claude/settings.json hooks, CLAUDE.md"
-NOTES: tuple[str, ...] = ()
+NOTES: tuple[str, ...] = (
+    "Claude Code starts coord's MCP server from .mcp.json only once you approve it (asked at "
+    "start; /mcp shows it)",
+)
 
 
 def config(root: Path, argv: list[str], shell: str) -> list[Target]:

@@ -31,9 +31,17 @@ if TYPE_CHECKING:
 CONFIG = ".codex/config.toml"
 HOOKS = ".codex/hooks.json"
 FLAG_HELP = "Codex CLI: .codex/config.toml, .codex/hooks.json"
+# Codex skips project config and untrusted hooks without a word, so init says so plainly
 NOTES: tuple[str, ...] = (
-    "Codex reads .codex/config.toml only in a trusted project and runs a new hook once you "
-    "trust it (/hooks in codex)",
+    "Codex reads .codex/config.toml and .codex/hooks.json only in a trusted project (trust "
+    'this folder when codex asks, or set `trust_level = "trusted"` for it under [projects] '
+    "in ~/.codex/config.toml) and runs each new or changed hook only once you trust it "
+    "(/hooks in codex): until then coord's guard is off in Codex",
+)
+# a hook's trust is kept per its content: any change (another --command) drops it
+CHANGED_HOOKS_NOTE = (
+    f"coord's hooks in {HOOKS} changed: Codex skips a changed hook, silently, until you trust "
+    "it again (/hooks in codex)"
 )
 
 

@@ -12,6 +12,8 @@ import argparse
 import contextlib
 import os
 import shlex
+import shutil
+import sys
 
 from coord.errors import InvalidInput
 from coord.fast import board_files
@@ -104,6 +106,24 @@ def command_words(cmd: str | None) -> tuple[list[str], str]:
     return argv, " ".join(shlex.quote(a) for a in argv)
 
 
+def _not_found(program: str) -> str | None:
+    """The warning when the command written everywhere is not found here: the hooks then
+    refuse every guarded call and the MCP server does not start."""
+    if shutil.which(program):
+        return None
+    fix = "install coord on the PATH or re-run `coord init` with `--command /path/to/coord`"
+    running = sys.argv[0]
+    if os.path.basename(running) == "coord" and os.path.isfile(running):
+        fix = (
+            f"install coord on the PATH or re-run `coord init --command {os.path.abspath(running)}`"
+        )
+    where = "is not found" if "/" in program else "is not on PATH"
+    return (
+        f"`{program}` {where} here: the hooks wired refuse every edit they guard, and the MCP "
+        f"server does not start, until it is; {fix}"
+    )
+
+
 def _chosen(args: argparse.Namespace) -> list[str]:
     if getattr(args, "all", False):
         return list(CLIENTS)
@@ -152,8 +172,13 @@ def cmd_init(
     plan = Plan()
     targets = _targets(root, clients, argv, shell, plan)
     plan_init(plan, root, targets, record, clients, shell)  # refuses before anything is written
+    missing = _not_found(argv[0])
+    if missing:
+        plan.warnings.append(missing)
     for module in (CLIENT_MODULES[c] for c in clients):
         plan.notes.extend(module.NOTES)
+    if any(c.key == codex.HOOKS and c.before is not None for c in plan.changes):
+        plan.notes.append(codex.CHANGED_HOOKS_NOTE)
     plan.notes.append("restart the clients that are running to load the changes")
     changes = [(c, c.action) for c in plan.changes]
     docs, lines = report(changes, plan.warnings, plan.notes, dry_run)

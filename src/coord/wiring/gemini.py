@@ -8,6 +8,8 @@
   (the end of a turn, its Stop) take no matcher. https://geminicli.com/docs/hooks/reference
 - instructions: ``GEMINI.md``, which imports other files with ``@./file.md``.
   https://geminicli.com/docs/cli/gemini-md https://geminicli.com/docs/reference/memport
+- trust: with folder trust on, an untrusted folder's ``.gemini/settings.json`` is ignored (no
+  hooks, no MCP server). https://geminicli.com/docs/cli/trusted-folders
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ if TYPE_CHECKING:
     from coord.wiring.plan import Plan
 
 FLAG_HELP = "Gemini CLI: .gemini/settings.json (MCP and hooks), GEMINI.md"
-NOTES: tuple[str, ...] = ()
+# Gemini drops project settings in a folder it does not trust, without a word
+NOTES: tuple[str, ...] = (
+    "Gemini CLI ignores .gemini/settings.json (coord's guard, hooks and MCP server) in a "
+    "folder it does not trust: trust this folder when gemini asks (or /permissions in "
+    "gemini), and do not run it with --skip-trust, which drops them too",
+)
 SETTINGS = ".gemini/settings.json"
 
 

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 from coord.errors import GitError
 from coord.fast.git import Git
 from coord.wiring.plan import Target, key_of
+from coord.wiring.shared_shapes import FIX
 from coord.wiring.text_blocks import BlockSpec, block
 
 TYPE_CHECKING = False
@@ -73,7 +75,15 @@ def targets(root: Path, shell: str, plan: Plan) -> list[Target]:
 
 
 def hook_body(shell_cmd: str) -> str:
-    return f"{shell_cmd} guard --staged || exit $?\n"
+    # git stops the commit on any non-zero exit, so a missing coord already refuses; the first
+    # line says why instead of `coord: not found`
+    program = shlex.split(shell_cmd)[0]
+    reason = f"coord: {program} is not found, so the commit is refused: {FIX}"
+    return (
+        f"command -v {shlex.quote(program)} >/dev/null 2>&1 "
+        f"|| {{ echo {shlex.quote(reason)} >&2; exit 1; }}\n"
+        f"{shell_cmd} guard --staged || exit $?\n"
+    )
 
 
 def config_item(shell_cmd: str, indent: int) -> str:
