@@ -138,7 +138,7 @@ def command_words(command: str) -> list[str]:
     be a path; ``-Path:src/a.py`` gives ``src/a.py``.
     """
     words: list[str] = []
-    word = []
+    word: list[str] = []
     for char in command + " ":
         if char in _WORD_BREAKS:
             if word:
