@@ -148,7 +148,7 @@ def test_init_all_keeps_everything_adds_ours_once_and_uninstall_restores_every_b
     assert settings["hooks"]["PostToolUse"] == CLAUDE_SETTINGS["hooks"]["PostToolUse"]
     pre = settings["hooks"]["PreToolUse"]
     assert pre[0] == CLAUDE_SETTINGS["hooks"]["PreToolUse"][0]
-    assert pre[1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit|Bash"
+    assert pre[1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit|Bash|Monitor|PowerShell|mcp__.*"
     assert set(pre[1]) == {"matcher", "hooks"} and set(pre[1]["hooks"][0]) == {"type", "command"}
     assert hook_commands(pre[1:]) == ["coord hook claude PreToolUse"]
     assert hook_commands(settings["hooks"]["SessionStart"]) == ["coord hook claude SessionStart"]

@@ -14,7 +14,8 @@ CLIENTS = (*HOOK_CLIENTS, "cursor")
 # Each event coord answers, and the tool matcher its guard needs (None: every call).
 EVENTS: dict[str, dict[str, str | None]] = {
     "claude": {
-        "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit|Bash",
+        # the edit tools, the shell (Bash, Monitor, PowerShell) and every MCP server's tools
+        "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit|Bash|Monitor|PowerShell|mcp__.*",
         "SessionStart": None,
         "Stop": None,
     },

@@ -122,6 +122,13 @@ def _guard(spec: ModuleType, client: str, raw: bytes) -> str | None:
             raise Refusal(f"found no file in the {tool} patch")
     elif tool in spec.QUIET_TOOLS:
         return None
+    elif hasattr(spec, "named_paths"):  # Claude Code's PowerShell and MCP tools
+        try:
+            given = spec.named_paths(tool, tool_input)
+        except ValueError as err:
+            raise Refusal(str(err)) from None
+        if not given:
+            return None
     else:  # a tool coord does not know: if it names a file, guard it as an edit
         fields = [f for f in ("file_path", "notebook_path") if f in tool_input]
         if not fields:

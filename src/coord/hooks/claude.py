@@ -9,6 +9,16 @@ Hooks reference: https://code.claude.com/docs/en/hooks
   "permissionDecisionReason": "..."}}``; the reason is shown to Claude. An allowed call gets
   no output at all: ``"allow"`` would skip the user's permission prompts, which is not coord's
   call to make.
+- Tools coord's matcher adds past the edit tools (``coord.fast.clients.EVENTS``), judged
+  conservatively because their writes are not spelled out: ``Monitor`` runs a Bash command in
+  the background (input ``command``, "the same permission rules as Bash"), so it meets the
+  Bash guard; ``PowerShell`` (Windows; input ``command``, read like Bash's) is not parsed as
+  a shell: every word of it is judged as a path, so a command naming a held path is refused
+  even if it only reads it, and one naming none is allowed (``$var``, ``-f`` formatting and
+  other spellings PowerShell computes are not seen: the README lists this). MCP tools
+  (``mcp__SERVER__TOOL``) are judged on the path arguments they name (``PATH_FIELDS``);
+  one that names none is allowed, so a server writing files under other argument names is
+  not covered. coord's own MCP server (``mcp__coord__``) answers for itself.
 - ``SessionStart``: ``hookSpecificOutput.additionalContext`` is added to Claude's context.
 - ``Stop``: ``decision: "block"`` would keep Claude working (and ``stop_hook_active`` says a
   Stop hook already did); coord never blocks a stop. Its reminder is ``systemMessage``,
@@ -33,7 +43,26 @@ EDIT_TOOLS: dict[str, tuple[str, ...]] = {
     "NotebookEdit": ("notebook_path",),
 }
 PATCH_TOOLS: frozenset[str] = frozenset()
-SHELL_TOOLS = frozenset({"Bash"})
+# Monitor runs its `command` through Bash, in the background
+SHELL_TOOLS = frozenset({"Bash", "Monitor"})
+# tools whose whole command line is judged word by word (no parser of their language here)
+WORD_TOOLS = frozenset({"PowerShell"})
+# the tool_input fields that name files, for tools coord has no table for (MCP servers'):
+# a string each, or a list of strings for those in PATH_LISTS
+PATH_LISTS = frozenset({"paths"})
+PATH_FIELDS = (
+    "file_path",
+    "notebook_path",
+    "path",
+    "paths",
+    "filePath",
+    "source",
+    "destination",
+)
+# coord's own MCP tools: the board answers them (a reserve of a held path says who holds it)
+OWN_MCP_PREFIX = "mcp__coord__"
+# what splits a PowerShell command line into words; quotes are dropped, not honoured
+_WORD_BREAKS = " \t\r\n;|&(){}[],=<>'\"`"
 # tools that read or talk but never write files (some name a file_path: Read)
 QUIET_TOOLS = frozenset(
     {
@@ -76,6 +105,55 @@ def context(event: str, text: str) -> dict[str, Any]:
 
 def notice(text: str) -> dict[str, Any]:
     return {"systemMessage": text}
+
+
+def named_paths(tool: str, tool_input: dict[str, Any]) -> list[str]:
+    """The paths a tool with no table of its own names, for the guard to judge as edits.
+
+    Raises ``ValueError`` (the guard then refuses) for a path field it cannot read.
+    """
+    if tool.startswith(OWN_MCP_PREFIX):
+        return []
+    if tool in WORD_TOOLS:
+        command = tool_input.get("command")
+        if not isinstance(command, str):
+            raise ValueError(f"the {tool} input has no command string")
+        return command_words(command)
+    given: list[str] = []
+    for field in PATH_FIELDS:
+        value = tool_input.get(field)
+        if value is None:
+            continue
+        values = value if field in PATH_LISTS and isinstance(value, list) else [value]
+        if not values or not all(isinstance(v, str) for v in values):
+            raise ValueError(f"the {tool} input has no {field} string")
+        given.extend(values)
+    return given
+
+
+def command_words(command: str) -> list[str]:
+    """Every word of a command line that could name a path (Windows ``\\`` read as ``/``).
+
+    Options (``-Path``), variables (``$x``) and bare words are kept out only when they cannot
+    be a path; ``-Path:src/a.py`` gives ``src/a.py``.
+    """
+    words: list[str] = []
+    word: list[str] = []
+    for char in command + " ":
+        if char in _WORD_BREAKS:
+            if word:
+                words.append("".join(word))
+                word = []
+        else:
+            word.append(char)
+    paths = []
+    for text in words:
+        if text.startswith("-") and ":" in text:
+            text = text.split(":", 1)[1]
+        if not text or text.startswith(("-", "$", "@")):
+            continue
+        paths.append(text.replace("\\", "/"))
+    return paths
 
 
 def shell_cwd(tool_input: dict[str, Any], cwd: str) -> str:
