@@ -54,15 +54,17 @@ FROM_CLAUDE = {"PreToolUse": GUARD_EVENT, "SessionStart": START_EVENT, "Stop": S
 
 
 def is_cursor(data: dict[str, Any]) -> bool:
-    """Cursor's input shape: a ``conversation_id`` or ``workspace_roots``, no ``session_id``."""
-    return "session_id" not in data and ("conversation_id" in data or "workspace_roots" in data)
+    """Cursor's input shape: Claude Code sends neither ``conversation_id`` nor
+    ``workspace_roots``; Cursor sends both with every event."""
+    return "conversation_id" in data or "workspace_roots" in data
 
 
 def adapt(event: str, data: dict[str, Any]) -> dict[str, Any]:
     """Cursor's input in the shape ``coord.hooks`` reads (``session_id``, ``cwd``, a tool)."""
     out = dict(data)
     conversation = data.get("conversation_id")
-    if "session_id" not in out and isinstance(conversation, str) and conversation:
+    if isinstance(conversation, str) and conversation:
+        # every event names the conversation (sessionStart also a session_id): one name for all
         out["session_id"] = conversation
     roots = data.get("workspace_roots")
     if not isinstance(out.get("cwd"), str) or not out.get("cwd"):
