@@ -1,10 +1,10 @@
 """`coord hook CLIENT EVENT`: an agent client's hook, answered from the board.
 
-The client (``claude``, ``codex``, ``gemini``, ``cursor``) runs ``coord hook CLIENT EVENT`` with its hook
-JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``, ``.codex``,
-``.gemini``, ``.cursor`` say which, with the documentation they follow; Cursor's input is
-first put in the others' shape, also when Cursor runs Claude Code's hooks). Three kinds of
-event:
+The client (``claude``, ``codex``, ``gemini``, ``cursor``) runs ``coord hook CLIENT EVENT``
+with its hook JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``,
+``.codex``, ``.gemini``, ``.cursor`` say which, with the documentation they follow; Cursor's
+input is first put in the others' shape, also when Cursor runs Claude Code's hooks). Three
+kinds of event:
 
 - **the guard** (Claude Code and Codex ``PreToolUse``, Gemini ``BeforeTool``, Cursor
   ``preToolUse`` and ``beforeShellExecution``), before a tool

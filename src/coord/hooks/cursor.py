@@ -67,16 +67,16 @@ def adapt(event: str, data: dict[str, Any]) -> dict[str, Any]:
         # every event names the conversation (sessionStart also a session_id): one name for all
         out["session_id"] = conversation
     roots = data.get("workspace_roots")
-    if not isinstance(out.get("cwd"), str) or not out.get("cwd"):
-        if isinstance(roots, list) and roots and isinstance(roots[0], str):
-            out["cwd"] = roots[0]  # the first open folder: Cursor's agent works from there
+    no_cwd = not isinstance(out.get("cwd"), str) or not out.get("cwd")
+    if no_cwd and isinstance(roots, list) and roots and isinstance(roots[0], str):
+        out["cwd"] = roots[0]  # the first open folder: Cursor's agent works from there
     if event == SHELL_EVENT or ("tool_name" not in data and isinstance(data.get("command"), str)):
         out["tool_name"] = "Shell"
         out["tool_input"] = {"command": data.get("command")}
     tool_input = out.get("tool_input")
-    if isinstance(tool_input, dict) and "file_path" not in tool_input:
-        if isinstance(tool_input.get("path"), str):  # some releases name the file `path`
-            out["tool_input"] = {**tool_input, "file_path": tool_input["path"]}
+    # some tools name the file `path`
+    if isinstance(tool_input, dict) and isinstance(tool_input.get("path"), str):
+        out["tool_input"] = {"file_path": tool_input["path"], **tool_input}
     return out
 
 
@@ -96,7 +96,7 @@ def shell_cwd(tool_input: dict[str, Any], cwd: str) -> str:
     return cwd
 
 
-class IN_CLAUDE:  # noqa: N801 - a spec, read like the client modules
+class IN_CLAUDE:
     """Cursor's input reaching the Claude hook: Cursor's tools, both clients' answers (the
     docs do not say which format Cursor reads back from a Claude hook, so each is there)."""
 
