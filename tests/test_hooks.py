@@ -371,8 +371,8 @@ def test_other_events_and_clients(board_dir: Path) -> None:
     allowed(hook("claude", "PostToolUse", post, board_dir=board_dir, cwd=repo))
     # Gemini's guard event is BeforeTool: its PreToolUse is not an event coord answers
     allowed(hook("gemini", "PreToolUse", "", board_dir=board_dir, cwd=repo))
-    unknown = hook("cursor", "PreToolUse", "{}", board_dir=board_dir, cwd=repo)
-    assert unknown.returncode == 2 and "cursor" in unknown.stderr and unknown.stdout == ""
+    unknown = hook("copilot", "PreToolUse", "{}", board_dir=board_dir, cwd=repo)
+    assert unknown.returncode == 2 and "copilot" in unknown.stderr and unknown.stdout == ""
 
 
 # What the edit hook and `coord guard`, run before every edit, must not pay for: pathlib (with

@@ -113,7 +113,7 @@ def load(repo: Path, rel: str) -> dict:  # type: ignore[type-arg]
 def hook_commands(groups: list[dict]) -> list[str]:  # type: ignore[type-arg]
     """What each hook runs; for coord's, the command its line runs once coord is found (the
     line's refusal without coord is tests/test_wiring_hook_lines.py's)."""
-    return [runs(h["command"]) for g in groups for h in g["hooks"]]
+    return [runs(h["command"]) for g in groups for h in g.get("hooks", [g])]  # Cursor: flat
 
 
 def runs(line: str) -> str:
@@ -245,6 +245,7 @@ def test_init_json_reports_what_it_did(tmp_path: Path) -> None:
     actions = {c["path"]: c["action"] for c in doc["changes"]}
     assert actions == {
         ".cursor/mcp.json": "create",
+        ".cursor/hooks.json": "create",
         "AGENTS.md": "create",
         ".git/hooks/pre-commit": "create",
     }
@@ -376,7 +377,12 @@ def test_command_replaces_coord_everywhere(tmp_path: Path) -> None:
     assert codex["mcp_servers"]["coord"] == server
     commands = [
         command
-        for rel in (".claude/settings.json", ".codex/hooks.json", ".gemini/settings.json")
+        for rel in (
+            ".claude/settings.json",
+            ".codex/hooks.json",
+            ".gemini/settings.json",
+            ".cursor/hooks.json",
+        )
         for groups in load(repo, rel)["hooks"].values()
         for command in hook_commands(groups)
     ]
@@ -697,6 +703,7 @@ def test_a_worktree_wires_the_repository_hooks(tmp_path: Path) -> None:
     hook = main / ".git/hooks/pre-commit"
     assert {c["path"] for c in json.loads(done.stdout)["changes"]} == {
         ".cursor/mcp.json",
+        ".cursor/hooks.json",
         "AGENTS.md",
         str(hook),
     }

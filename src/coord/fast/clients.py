@@ -7,9 +7,12 @@ One list for the two sides that must agree on it: ``coord hook`` answers these e
 from __future__ import annotations
 
 # clients whose hooks coord answers (`coord hook CLIENT EVENT`)
-HOOK_CLIENTS = ("claude", "codex", "gemini")
-# clients `coord init` can wire; Cursor gets the MCP server and its rules, no hooks
-CLIENTS = (*HOOK_CLIENTS, "cursor")
+HOOK_CLIENTS = ("claude", "codex", "gemini", "cursor")
+# clients `coord init` can wire
+CLIENTS = HOOK_CLIENTS
+# Cursor's two guards: every tool call (edits matched by name) and each shell command, whose
+# event takes no tool matcher
+CURSOR_GUARDS = ("preToolUse", "beforeShellExecution")
 
 # Each event coord answers, and the tool matcher its guard needs (None: every call).
 EVENTS: dict[str, dict[str, str | None]] = {
@@ -24,5 +27,11 @@ EVENTS: dict[str, dict[str, str | None]] = {
         "BeforeTool": "write_file|replace|run_shell_command",
         "SessionStart": None,
         "AfterAgent": None,
+    },
+    "cursor": {
+        "preToolUse": "Write|StrReplace|Edit|MultiEdit|Delete|EditNotebook",
+        "beforeShellExecution": None,
+        "sessionStart": None,
+        "stop": None,
     },
 }

@@ -1,10 +1,13 @@
 """`coord hook CLIENT EVENT`: an agent client's hook, answered from the board.
 
-The client (``claude``, ``codex``, ``gemini``) runs ``coord hook CLIENT EVENT`` with its hook
-JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``, ``.codex``,
-``.gemini`` say which, with the documentation they follow). Three kinds of event:
+The client (``claude``, ``codex``, ``gemini``, ``cursor``) runs ``coord hook CLIENT EVENT``
+with its hook JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``,
+``.codex``, ``.gemini``, ``.cursor`` say which, with the documentation they follow; Cursor's
+input is first put in the others' shape, also when Cursor runs Claude Code's hooks). Three
+kinds of event:
 
-- **the guard** (Claude Code and Codex ``PreToolUse``, Gemini ``BeforeTool``), before a tool
+- **the guard** (Claude Code and Codex ``PreToolUse``, Gemini ``BeforeTool``, Cursor
+  ``preToolUse`` and ``beforeShellExecution``), before a tool
   runs: a file edit another agent holds is refused, the holder and free files are allowed in
   silence (no output: an explicit "allow" would skip the user's permission prompts), and a
   shell command is refused when it writes a held file or skips coord's pre-commit guard
@@ -21,8 +24,9 @@ JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``, `
 - **session start** (``SessionStart``): records which agent this client process is
   (``coord.fast.identity.remember``) and tells the agent its name, claims, inbox, what is ready
   and how to use coord (``coord.hooks.session``).
-- **stop** (Claude Code and Codex ``Stop``, Gemini ``AfterAgent``): heartbeats the agent's
-  claims and reminds it of what it still holds. It never blocks the stop.
+- **stop** (Claude Code and Codex ``Stop``, Gemini ``AfterAgent``, Cursor ``stop``):
+  heartbeats the agent's claims and reminds it of what it still holds. It never blocks the
+  stop.
 
 Session start and stop never break a session: on any error they print one line to stderr
 and exit 0. Other events are answered with nothing.
@@ -58,9 +62,10 @@ def run_hook(client: str, event: str) -> int:
             f"coord hook: unknown client {client!r}: use {', '.join(HOOK_CLIENTS)}", file=sys.stderr
         )
         return EXIT_REFUSED
-    if event == spec.GUARD_EVENT:
+    if event in getattr(spec, "GUARD_EVENTS", (spec.GUARD_EVENT,)):
         try:
-            reason = _guard(spec, client, _stdin())
+            spec, client, event, data = _shape(spec, client, event, _event(_stdin()))
+            reason = _guard(spec, client, data)
         except Refusal as refusal:
             reason = f"coord hook: {refusal}; refusing the call"
         except BaseException as err:  # fail closed, whatever happened
@@ -70,7 +75,7 @@ def run_hook(client: str, event: str) -> int:
         _stdin()
         return 0
     try:
-        data = _event(_stdin())
+        spec, client, event, data = _shape(spec, client, event, _event(_stdin()))
         from coord.hooks import session
 
         if event == spec.START_EVENT:
@@ -97,12 +102,35 @@ def _client(client: str) -> ModuleType | None:
         from coord.hooks import gemini
 
         return gemini
+    if client == "cursor":
+        from coord.hooks import cursor
+
+        return cursor
     return None
 
 
-def _guard(spec: ModuleType, client: str, raw: bytes) -> str | None:
+def _shape(
+    spec: Any, client: str, event: str, data: dict[str, Any]
+) -> tuple[Any, str, str, dict[str, Any]]:
+    """(spec, client, event, input) in the shape the guard and session read.
+
+    Cursor runs Claude Code's hooks too, with its own input (``conversation_id``,
+    ``workspace_roots``, its tool names): read as Claude Code's, every call would lack a
+    ``cwd`` and be refused. Such a call is answered as Cursor's, under Cursor's agent name."""
+    if client == "claude" and event in _CLAUDE_EVENTS_CURSOR_RUNS:
+        from coord.hooks import cursor
+
+        if cursor.is_cursor(data):
+            spec, client, event = cursor.IN_CLAUDE, "cursor", cursor.FROM_CLAUDE[event]
+    adapt = getattr(spec, "adapt", None)
+    return spec, client, event, (adapt(event, data) if adapt is not None else data)
+
+
+_CLAUDE_EVENTS_CURSOR_RUNS = ("PreToolUse", "SessionStart", "Stop")
+
+
+def _guard(spec: Any, client: str, data: dict[str, Any]) -> str | None:
     """The guard's whole decision: the reason to refuse, or None to allow."""
-    data = _event(raw)
     tool = data.get("tool_name")
     if not isinstance(tool, str) or not tool:
         raise Refusal("the hook input names no tool_name")
@@ -179,7 +207,7 @@ def _text(tool_input: dict[str, Any], fields: tuple[str, ...], tool: str) -> str
     raise Refusal(f"the {tool} input has no {fields[0]} string")
 
 
-def _refuse(spec: ModuleType, reason: str) -> int:
+def _refuse(spec: Any, reason: str) -> int:
     try:
         _print(spec.deny(reason))
         return 0

@@ -1,10 +1,10 @@
 """Coord's entries in a JSON file it does not own: added beside the user's, taken out alone.
 
 Used for ``.mcp.json``, ``.claude/settings.json``, ``.codex/hooks.json``,
-``.gemini/settings.json`` and ``.cursor/mcp.json``. The file is parsed and coord's entries
-added only where no equal entry is there yet; it is written back with two-space indentation
-and a final newline, the user's keys in their order, and not rewritten at all when nothing
-changes. Two kinds of entry:
+``.gemini/settings.json``, ``.cursor/mcp.json`` and ``.cursor/hooks.json``. The file is parsed
+and coord's entries added only where no equal entry is there yet; it is written back with
+two-space indentation and a final newline, the user's keys in their order, and not rewritten
+at all when nothing changes. Two kinds of entry:
 
 - a **key**: an object member (``mcpServers.coord``). A member of that name that is not
   coord's is left alone, with a warning; one coord wrote with another ``--command`` is
@@ -101,6 +101,8 @@ def _walk(
 
 
 def _hooks_of(group: Any) -> list[Any] | None:
+    if isinstance(group, dict) and "hooks" not in group and "command" in group:
+        return [group]  # Cursor's hooks.json: the entry is the hook itself
     hooks = group.get("hooks") if isinstance(group, dict) else None
     return hooks if isinstance(hooks, list) else None
 

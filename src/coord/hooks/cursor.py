@@ -1,0 +1,130 @@
+"""Cursor: its hook events, the tools that write files, its answers, and its input shape.
+
+Hooks reference: https://cursor.com/docs/hooks (and, for Claude Code's hooks run by Cursor,
+https://cursor.com/docs/reference/third-party-hooks).
+
+Every event's input carries ``conversation_id`` (the session) and ``workspace_roots`` (the
+open folders) instead of Claude Code's ``session_id`` and ``cwd``; ``adapt`` turns it into the
+shape the rest of ``coord.hooks`` reads, so one guard and one session text serve every client.
+
+- ``preToolUse`` (the guard for edits): ``tool_name`` and ``tool_input`` of every tool
+  (``Write``, ``StrReplace``, ``Edit``, ``Delete``: the file in ``file_path``, ``path`` in
+  some releases). A refusal is ``{"permission": "deny", "agent_message": "..."}`` on stdout,
+  exit 0 (``user_message`` is what the user sees); exit 2 also blocks. An allowed call prints
+  nothing: an explicit ``"allow"`` would skip the user's approval, not coord's call.
+- ``beforeShellExecution`` (the shell guard): ``command`` and ``cwd``, the same answer.
+- ``sessionStart``: ``additional_context`` is added to the agent's context.
+- ``stop``: its only answer, ``followup_message``, would send the agent another turn, so coord
+  heartbeats the claims and answers ``{}``.
+- ``beforeReadFile`` and ``afterFileEdit`` are not wired: reading a held file is allowed, and
+  an edit already made is the guard's business before it, not after.
+
+Cursor also runs Claude Code's hooks (``.claude/settings.json``, under its own names) with
+this input; ``is_cursor`` tells that shape apart so the Claude hook answers it (``IN_CLAUDE``).
+"""
+
+from __future__ import annotations
+
+from coord.fast.clients import CURSOR_GUARDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+GUARD_EVENT, SHELL_EVENT = CURSOR_GUARDS
+GUARD_EVENTS = CURSOR_GUARDS
+START_EVENT = "sessionStart"
+STOP_EVENT = "stop"
+
+EDIT_TOOLS: dict[str, tuple[str, ...]] = {
+    "Write": ("file_path",),
+    "StrReplace": ("file_path",),
+    "Edit": ("file_path",),
+    "MultiEdit": ("file_path",),
+    "Delete": ("file_path",),
+    "EditNotebook": ("file_path",),
+}
+PATCH_TOOLS: frozenset[str] = frozenset()
+SHELL_TOOLS = frozenset({"Shell"})
+QUIET_TOOLS = frozenset(
+    {"Read", "Grep", "Glob", "LS", "SemanticSearch", "WebSearch", "WebFetch", "Task", "TodoWrite"}
+)
+# Claude Code's event names, as Cursor maps them when it runs .claude/settings.json
+FROM_CLAUDE = {"PreToolUse": GUARD_EVENT, "SessionStart": START_EVENT, "Stop": STOP_EVENT}
+
+
+def is_cursor(data: dict[str, Any]) -> bool:
+    """Cursor's input shape: Claude Code sends neither ``conversation_id`` nor
+    ``workspace_roots``; Cursor sends both with every event."""
+    return "conversation_id" in data or "workspace_roots" in data
+
+
+def adapt(event: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Cursor's input in the shape ``coord.hooks`` reads (``session_id``, ``cwd``, a tool)."""
+    out = dict(data)
+    conversation = data.get("conversation_id")
+    if isinstance(conversation, str) and conversation:
+        # every event names the conversation (sessionStart also a session_id): one name for all
+        out["session_id"] = conversation
+    roots = data.get("workspace_roots")
+    no_cwd = not isinstance(out.get("cwd"), str) or not out.get("cwd")
+    if no_cwd and isinstance(roots, list) and roots and isinstance(roots[0], str):
+        out["cwd"] = roots[0]  # the first open folder: Cursor's agent works from there
+    if event == SHELL_EVENT or ("tool_name" not in data and isinstance(data.get("command"), str)):
+        out["tool_name"] = "Shell"
+        out["tool_input"] = {"command": data.get("command")}
+    tool_input = out.get("tool_input")
+    # some tools name the file `path`
+    if isinstance(tool_input, dict) and isinstance(tool_input.get("path"), str):
+        out["tool_input"] = {"file_path": tool_input["path"], **tool_input}
+    return out
+
+
+def deny(reason: str) -> dict[str, Any]:
+    return {"permission": "deny", "agent_message": reason, "user_message": reason}
+
+
+def context(event: str, text: str) -> dict[str, Any]:
+    return {"additional_context": text}
+
+
+def notice(text: str) -> dict[str, Any]:
+    return {}  # followup_message would make the agent go on: the claims were heartbeaten
+
+
+def shell_cwd(tool_input: dict[str, Any], cwd: str) -> str:
+    return cwd
+
+
+class IN_CLAUDE:
+    """Cursor's input reaching the Claude hook: Cursor's tools, both clients' answers (the
+    docs do not say which format Cursor reads back from a Claude hook, so each is there)."""
+
+    GUARD_EVENT = GUARD_EVENT
+    GUARD_EVENTS = GUARD_EVENTS
+    START_EVENT = START_EVENT
+    STOP_EVENT = STOP_EVENT
+    EDIT_TOOLS = EDIT_TOOLS
+    PATCH_TOOLS = PATCH_TOOLS
+    SHELL_TOOLS = SHELL_TOOLS
+    QUIET_TOOLS = QUIET_TOOLS
+    adapt = staticmethod(adapt)
+    shell_cwd = staticmethod(shell_cwd)
+
+    @staticmethod
+    def deny(reason: str) -> dict[str, Any]:
+        from coord.hooks import claude
+
+        return {**claude.deny(reason), **deny(reason)}
+
+    @staticmethod
+    def context(event: str, text: str) -> dict[str, Any]:
+        from coord.hooks import claude
+
+        return {**claude.context("SessionStart", text), **context(event, text)}
+
+    @staticmethod
+    def notice(text: str) -> dict[str, Any]:
+        from coord.hooks import claude
+
+        return claude.notice(text)
