@@ -20,6 +20,9 @@ Hooks reference: https://code.claude.com/docs/en/hooks
   one that names none is allowed, so a server writing files under other argument names is
   not covered. coord's own MCP server (``mcp__coord__``) answers for itself.
 - ``SessionStart``: ``hookSpecificOutput.additionalContext`` is added to Claude's context.
+  Its hooks may also append ``export VAR=value`` lines to the file named by
+  ``CLAUDE_ENV_FILE``, sourced before each Bash command: coord exports ``COORD_AGENT`` there
+  (``coord.hooks.session``).
 - ``Stop``: ``decision: "block"`` would keep Claude working (and ``stop_hook_active`` says a
   Stop hook already did); coord never blocks a stop. Its reminder is ``systemMessage``,
   which Claude Code shows to the user.

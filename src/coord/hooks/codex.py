@@ -10,7 +10,10 @@ openai/codex ``codex-rs/hooks/src/events/pre_tool_use.rs`` and
   lines, relative to ``cwd``. A refusal is ``hookSpecificOutput.permissionDecision: "deny"``
   with a non-empty ``permissionDecisionReason``, exit 0 (Codex rejects ``"allow"`` without
   ``updatedInput`` and ``"ask"``); an allowed call prints nothing.
-- ``SessionStart``: ``hookSpecificOutput.additionalContext``.
+- ``SessionStart``: ``hookSpecificOutput.additionalContext``. Like Claude Code, Codex names an
+  env file (``CODEX_ENV_FILE``, with ``CLAUDE_ENV_FILE`` as an alias; openai/codex
+  ``codex-rs/hooks/src/events/session_start_env_file.rs``) that coord exports ``COORD_AGENT``
+  to (``coord.hooks.session``).
 - ``Stop``: ``decision: "block"`` would make Codex continue the turn; coord only reminds, with
   ``systemMessage`` (shown as a warning).
 """

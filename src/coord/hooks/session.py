@@ -7,6 +7,10 @@ which starts the daemon when none runs): a hook is never a second writer beside 
   for this client process (``coord.fast.identity.remember``, so the MCP server and later hooks
   started by the same client find it), then asks the daemon for the agent's claims and files,
   its inbox (peeked: not marked read) and a few ready items, and ends with how to use coord.
+  Where the client reads environment for later shell commands from a file a SessionStart hook
+  appends to (``ENV_FILE_VARS``), it also exports ``COORD_AGENT`` there, so the agent's own
+  ``coord`` commands carry the hooks' name even where the client process cannot be found
+  (no ``/proc``, a wrapper that does not ``exec``).
   With no board it says so in one line; when the daemon cannot be reached it says that, and
   the rest of the text still stands (a session start is no guard: it never stops a session).
 - ``stop_notice``: at the end of a turn, heartbeats every live claim the agent holds (the
@@ -36,6 +40,10 @@ if TYPE_CHECKING:
 
     Item = dict[str, Any]  # an item as the HTTP API answers it
 
+# Claude Code sources CLAUDE_ENV_FILE before each Bash command; Codex does the same with
+# CODEX_ENV_FILE, and sets CLAUDE_ENV_FILE as an alias (openai/codex
+# codex-rs/hooks/src/events/session_start_env_file.rs)
+ENV_FILE_VARS = ("CLAUDE_ENV_FILE", "CODEX_ENV_FILE")
 REQUEST_SECONDS = 5.0  # the daemon answers in milliseconds; a session must not wait long
 SHOWN_INBOX = 5
 SHOWN_READY = 5
@@ -81,6 +89,10 @@ def start_context(client: str, data: dict[str, Any]) -> str:
         f"You are coord agent `{name}`: pass `--as {name}` to every coord command "
         f"(or set COORD_AGENT={name})."
     )
+    try:
+        _export_name(name)
+    except OSError as err:  # the agent still has `--as NAME`, said just above
+        lines.append(f"(coord could not set COORD_AGENT for your shell: {err.strerror})")
     try:
         lines += _summary(board_dir, name)
     except Exception as err:  # the context still helps without the board's news
@@ -147,6 +159,37 @@ def stop_notice(client: str, data: dict[str, Any]) -> str | None:
             f"`coord unreserve --all --as {name}`."
         )
     return "\n".join(parts) or None
+
+
+def _export_name(name: str) -> None:
+    """Append ``export COORD_AGENT=<name>`` to the client's env file, once.
+
+    Nothing when COORD_AGENT is already set (the name came from it) or no env file is named.
+    A file that already exports COORD_AGENT (a resumed session) is left as it is: a second,
+    different line would rename the agent halfway through its work.
+    """
+    if identity.from_env() is not None:
+        return
+    path = next((os.environ[v] for v in ENV_FILE_VARS if os.environ.get(v)), None)
+    if path is None:
+        return
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = ""
+    if any(_exports_agent(line) for line in text.splitlines()):
+        return
+    from shlex import quote
+
+    with open(path, "a", encoding="utf-8") as f:
+        gap = "\n" if text and not text.endswith("\n") else ""
+        f.write(f"{gap}export COORD_AGENT={quote(name)}\n")
+
+
+def _exports_agent(line: str) -> bool:
+    words = line.split()
+    return len(words) >= 2 and words[0] == "export" and words[1].startswith("COORD_AGENT=")
 
 
 def _summary(board_dir: Path, name: str) -> list[str]:
