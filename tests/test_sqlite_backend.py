@@ -324,3 +324,30 @@ def test_the_near_holds_query_searches_the_prefix_index_however_many_files(
         assert not any(step.startswith("SCAN reservations") for step in plan), (count, plan)
         assert sum("USING INDEX reservations_prefix" in step for step in plan) == 2, plan
     storage.close()
+
+
+def test_holds_near_more_files_than_one_query_narrows_are_still_only_the_near_ones(
+    tmp_path: Path,
+) -> None:
+    """Past MAX_NEAR_PREFIXES one query reads every live hold; the storage asks in slices so
+    a claim-next page or a batch of 200 items reads only what lies near its files."""
+    from coord.fast import holds
+
+    storage = SQLiteStorage(tmp_path / "board.db")
+    asked = [f"src/m{n}.py" for n in range(holds.MAX_NEAR_PREFIXES + 50)]
+    with storage.write() as tx:
+        for pattern in [*asked, *(f"lib/x{n}.py" for n in range(300))]:
+            tx.insert_reservation(
+                agent="other",
+                pattern=pattern,
+                exclusive=True,
+                item_id=None,
+                reason="",
+                now=1.0,
+                expires_at=100.0,
+            )
+    with storage.read() as tx:
+        near = tx.live_reservations(2.0, near=asked)
+    assert sorted(r.pattern for r in near) == sorted(asked)
+    assert [r.id for r in near] == sorted(r.id for r in near)  # oldest first
+    storage.close()

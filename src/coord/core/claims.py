@@ -15,7 +15,7 @@ from coord import model
 from coord.core import reservations, rules
 from coord.core.context import BoardContext
 from coord.errors import NothingReady
-from coord.fast import holds, patterns
+from coord.fast import patterns
 from coord.limits import MAX_CLAIM_SCAN
 from coord.model import Claim, Item, Reservation
 from coord.storage.base import WriteTx
@@ -166,18 +166,8 @@ class _Scan:
             page = min(page * 4, 256)
             # One read of the holds near the whole page, not one per candidate: a claim earlier
             # in this batch adds only this agent's own holds, which never block it.
-            unknown = sorted(
-                {f for item in batch if item.files not in self._blocked for f in item.files}
-            )
-            # in slices the storage narrows by prefix: past MAX_NEAR_PREFIXES one read
-            # returns every live hold, which grows with the board, not with this page
-            step = holds.MAX_NEAR_PREFIXES
-            found = {
-                held.id: held
-                for start in range(0, len(unknown), step)
-                for held in self.tx.live_reservations(self.now, near=unknown[start : start + step])
-            }
-            live = [found[key] for key in sorted(found)]  # oldest first, as one read gives
+            unknown = {f for item in batch if item.files not in self._blocked for f in item.files}
+            live = self.tx.live_reservations(self.now, near=sorted(unknown))
             near = _ByPrefix((held.pattern, held) for held in live)
             for item in batch:
                 if self.skipped >= MAX_CLAIM_SCAN:  # a batch skips overlapping items too

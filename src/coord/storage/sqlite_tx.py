@@ -39,6 +39,18 @@ class SQLiteTx(SQLiteItemTx):
     def live_reservations(
         self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
     ) -> list[Reservation]:
+        if near is not None and len(near) > holds.MAX_NEAR_PREFIXES:
+            # in slices the query narrows by prefix: past MAX_NEAR_PREFIXES one query reads
+            # every live hold, which grows with the board, not with what was asked
+            step = holds.MAX_NEAR_PREFIXES
+            found = {
+                held.id: held
+                for start in range(0, len(near), step)
+                for held in self.live_reservations(
+                    now, near=near[start : start + step], agent=agent
+                )
+            }
+            return [found[key] for key in sorted(found)]  # oldest first, as one query gives
         query = holds.select_live(now, near=near, agent=agent)  # the guard's query too
         if query is None:
             return []
