@@ -21,8 +21,8 @@ from itertools import product
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coord.core.reservations import WorkingTree
 from coord.fast.patterns import is_literal, normalize, overlaps
+from coord.fast.tree import WorkingTree
 from test_patterns import pathspec_matches  # gitignore's match of the path itself
 
 NAMES = ["a", "b", "ab", "x.py", "y.md", ".h"]

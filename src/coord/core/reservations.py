@@ -11,7 +11,6 @@ wider meaning until it ends (``overlaps_rule1``): a live hold is never narrowed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from coord.core import rules
 from coord.core.context import BoardContext, IsFile
 from coord.errors import FilesReserved, InvalidInput
 from coord.fast import globmeet, patterns
+from coord.fast.tree import WorkingTree
 from coord.model import Reservation
 from coord.times import iso
 
@@ -128,23 +128,6 @@ def meets_hold(requested: str, held: Reservation, tree: IsFile | None) -> bool:
     if held.rule == 1:
         return patterns.overlaps_rule1(requested, held.pattern, is_file=tree)
     return patterns.overlaps(requested, held.pattern, is_dir=getattr(tree, "is_dir", None))
-
-
-class WorkingTree:
-    """What the repository's working tree says about a literal path: called, is it a plain
-    file (rule 1's question); ``is_dir``, is it a directory (the current rule's: every other
-    literal is one file, existing or to be created)."""
-
-    __slots__ = ("root",)
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-
-    def __call__(self, path: str) -> bool:
-        return os.path.isfile(os.path.join(self.root, path))
-
-    def is_dir(self, path: str) -> bool:
-        return os.path.isdir(os.path.join(self.root, path))
 
 
 def working_tree_files(repo_root: Path | None) -> WorkingTree | None:

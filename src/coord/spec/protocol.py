@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coord.fast.patterns import literal_prefix, overlaps
+from coord.fast.tree import WorkingTree
 from coord.spec.document import DocReservation, Package, SpecDocument
 
 IsDir = Callable[[str], bool]
@@ -202,11 +203,10 @@ def kept_for(doc: SpecDocument, is_dir: IsDir | None = None) -> dict[str, str]:
 
 
 def working_tree(repo_root: str | os.PathLike[str]) -> IsDir:
-    """``is_dir`` for a repository's working tree: the board's own view of its files
-    (``coord.core.reservations.WorkingTree.is_dir``), so the document and the board judge
-    the same paths the same way."""
-    root = os.fspath(repo_root)
-    return lambda path: os.path.isdir(os.path.join(root, path))
+    """``is_dir`` for a repository's working tree: the board's own reading of its files
+    (``coord.fast.tree.WorkingTree``), so the document and the board judge the same paths
+    the same way."""
+    return WorkingTree(os.fspath(repo_root)).is_dir
 
 
 def first_of_each_id(packages: Iterable[Package]) -> dict[str, Package]:
