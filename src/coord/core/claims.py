@@ -7,21 +7,18 @@ Each claim returns a fencing token one higher than the item's last.
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from coord import model
 from coord.core import reservations, rules
 from coord.core.context import BoardContext
 from coord.errors import NothingReady
-from coord.fast import patterns
+from coord.fast.prefix_index import PrefixIndex
 from coord.limits import MAX_CLAIM_SCAN
 from coord.model import Claim, Item, Reservation
 from coord.storage.base import WriteTx
 from coord.times import iso
-
-T = TypeVar("T")
 
 
 class Claims:
@@ -62,13 +59,13 @@ class Claims:
         candidates are judged against) or held by someone else. One transaction."""
         kinds = (kind,) if kind else model.WORK_KINDS
         claims: list[Claim] = []
-        taken: _ByPrefix[str] = _ByPrefix()  # the files of this batch's claims
+        taken: PrefixIndex[str] = PrefixIndex()  # the files of this batch's claims
         with self.ctx.storage.write() as tx:
             now = self.ctx.clock()
             scan = _Scan(self, tx, agent, now)
             for item, live in scan.ready(kinds, label):
                 if reservations.pairwise_disjoint(
-                    [taken.near(item.files)], item.files, self.ctx.is_file
+                    [taken.near_any(item.files)], item.files, self.ctx.is_file
                 ):
                     claims.append(self.take(tx, item, agent, lease, now, live))
                     for pattern in item.files:
@@ -168,14 +165,14 @@ class _Scan:
             # in this batch adds only this agent's own holds, which never block it.
             unknown = {f for item in batch if item.files not in self._blocked for f in item.files}
             live = self.tx.live_reservations(self.now, near=sorted(unknown))
-            near = _ByPrefix((held.pattern, held) for held in live)
+            near = PrefixIndex((held.pattern, held) for held in live)
             for item in batch:
                 if self.skipped >= MAX_CLAIM_SCAN:  # a batch skips overlapping items too
                     return
                 if self._blocked.get(item.files):  # files others hold: known this request
                     self.skipped += 1
                     continue
-                live = near.near(item.files)
+                live = near.near_any(item.files)
                 if item.files and self._blocked_by_others(item, live):
                     self.skipped += 1
                     continue
@@ -198,44 +195,3 @@ class _Scan:
             )
             self.first_holder = reservations.conflict_facts(requested, holds[0])
         return bool(holds)
-
-
-class _ByPrefix(Generic[T]):
-    """Patterns (each with what it stands for) indexed by literal prefix. ``near(files)``
-    gives what ``live_reservations(near=files)`` would of them: every entry whose prefix is an
-    ancestor of, equal to, or beneath the prefix of one of ``files`` (only those can overlap
-    them), so a check reads a few entries, not all of them."""
-
-    def __init__(self, entries: Iterable[tuple[str, T]] = ()) -> None:
-        self.count = 0
-        self.by_prefix: dict[str, list[T]] = {}
-        self.prefixes: list[str] = []
-        for pattern, value in entries:
-            self.add(pattern, value)
-
-    def add(self, pattern: str, value: T) -> None:
-        prefix = patterns.literal_prefix(pattern)
-        if prefix not in self.by_prefix:
-            bisect.insort(self.prefixes, prefix)
-        self.by_prefix.setdefault(prefix, []).append(value)
-        self.count += 1
-
-    def near(self, files: Sequence[str]) -> list[T]:
-        if not files or not self.count:
-            return []
-        found: dict[int, T] = {}
-        for pattern in files:
-            prefix = patterns.literal_prefix(pattern)
-            if not prefix:  # a pattern that starts with a glob may meet anything
-                return [v for values in self.by_prefix.values() for v in values]
-            parts = prefix.split("/")
-            for ancestor in ["", *("/".join(parts[: n + 1]) for n in range(len(parts)))]:
-                for value in self.by_prefix.get(ancestor, ()):
-                    found[id(value)] = value
-            start = bisect.bisect_left(self.prefixes, prefix + "/")
-            for beneath in self.prefixes[start:]:
-                if not beneath.startswith(prefix + "/"):
-                    break
-                for value in self.by_prefix[beneath]:
-                    found[id(value)] = value
-        return list(found.values())

@@ -25,13 +25,13 @@ it, and ``--adopt`` turns the line into a claim with a lease.
 
 from __future__ import annotations
 
-import bisect
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coord.fast.patterns import literal_prefix, overlaps
+from coord.fast.patterns import overlaps
+from coord.fast.prefix_index import PrefixIndex
 from coord.fast.tree import WorkingTree
 from coord.spec.document import DocReservation, Package, SpecDocument
 
@@ -261,52 +261,27 @@ def _first_clash(package: Package, hold: Hold, is_dir: IsDir | None) -> FileClas
 
 
 class FileIndex:
-    """Held patterns by their literal prefix (the part before any glob), each with its owner.
-
-    Two patterns can overlap only if one literal prefix is the other's ancestor or equal
-    (``coord.fast.patterns.literal_prefix``), so a pattern is compared with the held ones along
-    its own path and beneath it, not with every held file: the same narrowing the board's
-    reservation query does with its indexed prefix column."""
+    """Held patterns (each with its owner), read by the overlap rule: which owners' files
+    overlap a package's (``coord.fast.prefix_index`` narrows what is compared)."""
 
     def __init__(self, entries: Iterable[tuple[str, Any]], is_dir: IsDir | None = None) -> None:
         self.is_dir = is_dir
-        self.by_prefix: dict[str, list[tuple[str, Any]]] = {}
-        for pattern, owner in dict.fromkeys((canonical(f), o) for f, o in entries):
-            self.by_prefix.setdefault(literal_prefix(pattern), []).append((pattern, owner))
-        self.prefixes = sorted(self.by_prefix)
-        # every directory above a held prefix: only these have held patterns beneath them
-        self.above = {p[:i] for p in self.prefixes for i, c in enumerate(p) if c == "/"}
+        self.index: PrefixIndex[tuple[str, Any]] = PrefixIndex(
+            (pattern, (pattern, owner))
+            for pattern, owner in dict.fromkeys((canonical(f), o) for f, o in entries)
+        )
 
     def overlaps_any(self, files: Iterable[str]) -> bool:
         return any(
             overlaps(mine, other, is_dir=self.is_dir)
             for mine in map(canonical, files)
-            for other, _ in self._near(literal_prefix(mine))
+            for other, _ in self.index.near(mine)
         )
 
     def owners_overlapping(self, files: Iterable[str]) -> set[Any]:
         found: set[Any] = set()
         for mine in map(canonical, files):
-            for other, owner in self._near(literal_prefix(mine)):
+            for other, owner in self.index.near(mine):
                 if owner not in found and overlaps(mine, other, is_dir=self.is_dir):
                     found.add(owner)
         return found
-
-    def _near(self, prefix: str) -> list[tuple[str, Any]]:
-        """The held patterns whose prefix is ``prefix``, an ancestor of it, or beneath it."""
-        by_prefix = self.by_prefix
-        if not prefix:  # a glob from the top may meet anything
-            return [entry for p in self.prefixes for entry in by_prefix[p]]
-        near = list(by_prefix.get("", ()))  # held patterns that start with a glob
-        slash = prefix.find("/")
-        while slash >= 0:  # the ancestors
-            near += by_prefix.get(prefix[:slash], ())
-            slash = prefix.find("/", slash + 1)
-        near += by_prefix.get(prefix, ())
-        if prefix in self.above:  # beneath it: a range of the sorted prefixes
-            prefixes, beneath = self.prefixes, prefix + "/"
-            index = bisect.bisect_left(prefixes, beneath)
-            while index < len(prefixes) and prefixes[index].startswith(beneath):
-                near += by_prefix[prefixes[index]]
-                index += 1
-        return near
