@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 0
 
-.PHONY: serve test test-long lint format bench clean
+.PHONY: serve test test-long test-clients lint format bench clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ test: $(VENV)/.dev
 ## test-long: the soak variants of the race tests
 test-long: $(VENV)/.dev
 	COORD_SOAK=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+## test-clients: the real-clients tier (installs the pinned clients from npm into ~/.cache once)
+test-clients: $(VENV)/.dev
+	$(PY) -m pytest -m real_clients tests/real_clients $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test-clients: no tests ran" >&2; exit 1; fi; exit $$rc
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check src tests bench examples
