@@ -86,3 +86,71 @@ def test_the_name_costs_no_openssl_import() -> None:
     code += "print('_hashlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# A process tree as a client makes it, with /proc hidden as on macOS: the client runs its
+# SessionStart hook behind `sh -c` and its MCP server directly. Both must find the client.
+_AS_MACOS = (
+    "import sys\n"
+    "from coord.fast import identity\n"
+    "identity._PROC = '/nonexistent-proc'  # no /proc: as on macOS\n"
+    "from coord.cli.entry import main\n"
+)
+_HOOK = _AS_MACOS + "sys.exit(main(['hook', 'claude', 'SessionStart']))\n"
+_MCP_NAME = _AS_MACOS + "print(identity.agent_name(sys.argv[1]) or '')\n"
+_CLIENT = """
+import json, os, shlex, subprocess, sys
+hook, mcp_name, board, repo, session = sys.argv[1:]
+payload = json.dumps({"session_id": session, "cwd": repo, "hook_event_name": "SessionStart",
+                      "source": "startup"})
+line = f"{shlex.quote(sys.executable)} {shlex.quote(hook)}"
+subprocess.run(["sh", "-c", line], input=payload, text=True, check=True, capture_output=True)
+print(subprocess.run([sys.executable, mcp_name, board], text=True, capture_output=True,
+                     check=True).stdout.strip())
+"""
+
+
+def test_without_proc_the_hooks_and_the_mcp_server_agree_on_the_agents_name(
+    board_dir: Path, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    scripts = {}
+    for name, text in {"hook": _HOOK, "mcp_name": _MCP_NAME, "client": _CLIENT}.items():
+        scripts[name] = tmp_path / f"{name}.py"
+        scripts[name].write_text(text)
+    session = uuid7(int(time.time() * 1000))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COORD_")}
+    env["COORD_DIR"] = str(board_dir)
+    done = subprocess.run(
+        [
+            sys.executable,
+            scripts["client"],
+            scripts["hook"],
+            scripts["mcp_name"],
+            str(board_dir),
+            str(board_dir.parent),
+            session,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == identity.session_name("claude", session)
+
+
+def test_the_ps_table_gives_what_proc_gives() -> None:
+    import os
+
+    identity._ps_table = None
+    try:
+        table = identity._ps_processes()
+    finally:
+        identity._ps_table = None
+    name, parent = identity._process(os.getpid())
+    assert table[os.getpid()][1] == parent == os.getppid()
+    assert name is not None and table[os.getpid()][0].startswith(name[:15])

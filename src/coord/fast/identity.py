@@ -120,13 +120,52 @@ def agent_name(
     return recorded(board_dir) if board_dir is not None else None
 
 
+# Where the process table is read from; tests point it elsewhere to act as macOS, which has
+# no /proc.
+_PROC = "/proc"
+_ps_table: dict[int, tuple[str, int]] | None = None
+
+
 def _process(pid: int) -> tuple[str | None, int]:
-    """(command name, parent pid) from /proc; (None, 0) where there is no /proc."""
+    """(command name, parent pid), from /proc or, where there is none (macOS), from ``ps``;
+    (None, 0) for a process that is gone."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+        with open(f"{_PROC}/{pid}/stat", encoding="utf-8", errors="replace") as f:
             stat = f.read()
     except OSError:
-        return None, 0
+        if os.path.isdir(_PROC):  # /proc is there: the process is gone
+            return None, 0
+        return _ps_processes().get(pid, (None, 0))
     name = stat[stat.find("(") + 1 : stat.rfind(")")]
     fields = stat[stat.rfind(")") + 2 :].split()
     return name, int(fields[1]) if len(fields) > 1 else 0
+
+
+def _ps_processes() -> dict[int, tuple[str, int]]:
+    """Every process's (command name, parent pid), from one ``ps`` run for the whole walk.
+
+    Without this, a hook behind ``sh -c`` would take the shell for the client on macOS and
+    record the session under the shell's pid, where the MCP server (the client's direct
+    child) never looks: the two faces would name one agent twice (issue 13, item 10).
+    """
+    global _ps_table
+    if _ps_table is None:
+        _ps_table = {}
+        import subprocess  # only without /proc: not on Linux's hot path
+
+        try:
+            listing = subprocess.run(
+                ["ps", "-A", "-o", "pid=", "-o", "ppid=", "-o", "comm="],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            listing = ""
+        for line in listing.splitlines():
+            words = line.split(None, 2)
+            if len(words) == 3 and words[0].isdigit() and words[1].isdigit():
+                # macOS prints the executable's path, a login shell a leading "-"
+                name = os.path.basename(words[2].strip()).lstrip("-")
+                _ps_table[int(words[0])] = (name, int(words[1]))
+    return _ps_table
