@@ -12,8 +12,11 @@ from coord.server.openapi import OPENAPI
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
 
 
-def test_readme_starts_with_the_two_newcomer_commands() -> None:
-    first_block = README.split("```", 2)[1]
+def test_readme_starts_with_what_coord_is_how_to_install_it_and_the_two_clone_commands() -> None:
+    headings = re.findall(r"^## (.+)$", README, flags=re.M)
+    assert headings[:2] == ["Install it into your repository", "Working on coord itself"]
+    clone = README.split("## Working on coord itself", 1)[1].split("## ", 1)[0]
+    first_block = clone.split("```", 2)[1]
     assert "make serve" in first_block and "make test" in first_block
 
 
