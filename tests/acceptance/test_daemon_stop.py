@@ -31,3 +31,30 @@ def test_sigterm_stops_the_daemon_cleanly_and_a_new_one_starts(board_dir: Path) 
         assert (status, shown["title"]) == (200, "kept")
     finally:
         again.stop()
+
+
+def test_coord_stop_returns_once_the_daemon_is_gone_so_serve_can_follow(board_dir: Path) -> None:
+    import fcntl
+    import json
+    import os
+
+    from conftest import run_cli
+    from coord.fast.processes import _ended, alive
+
+    for _round in range(3):  # "coord stop; coord serve" failed 3 of 3
+        added = run_cli("add", "keep me", board_dir=board_dir)  # starts a daemon
+        assert added.returncode == 0, added.stderr
+        pid = json.loads(board_files.daemon_record_path(board_dir).read_text())["pid"]
+        stopped = run_cli("stop", board_dir=board_dir)
+        assert stopped.returncode == 0, stopped.stderr
+        # the moment `coord stop` returns, the daemon has let go of the board
+        fd = os.open(board_dir / "daemon.lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while a daemon holds it
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+        assert not alive(pid) or _ended(pid)  # exited (a zombie until its reaper collects it)
+        assert not board_files.daemon_record_path(board_dir).exists()
+        served = Daemon(board_dir).start()  # `coord serve` right after: no "already runs"
+        served.stop()

@@ -13,9 +13,12 @@ import sys
 
 from coord.cli import render
 from coord.client import flow
-from coord.errors import InvalidInput
-from coord.fast import board_files
+from coord.errors import CoordError, InvalidInput
+from coord.fast import board_files, processes
 from coord.times import day_and_clock_of_iso
+
+# how long `coord stop` waits for the daemon to finish its requests and close the board
+STOP_WAIT_SECONDS = 30.0
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -59,7 +62,19 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
     url = client.daemon_url()
     if url is None:
         return {"stopped": False, "running": False}, "no daemon is running"
+    pid = (client.daemon_record() or {}).get("pid")
     client.post("/v1/shutdown", {})
+    client.close()  # an open keep-alive connection would hold up the daemon's shutdown
+    # Return once it is gone: a `coord serve` or any command right after `coord stop` would
+    # otherwise find the dying daemon still holding the board (it takes up to a few seconds
+    # to finish its open requests and close the board).
+    if not processes.wait_for_daemon_exit(
+        ctx.board_dir, pid if isinstance(pid, int) else None, STOP_WAIT_SECONDS
+    ):
+        raise CoordError(
+            f"asked the daemon at {url} to stop, but it still runs after "
+            f"{STOP_WAIT_SECONDS:.0f} s; its pid is in {board_files.daemon_record_path(ctx.board_dir)}"
+        )
     return {"stopped": True, "url": url}, f"stopped the daemon at {url}"
 
 
