@@ -72,8 +72,8 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
         ctx.board_dir, pid if isinstance(pid, int) else None, STOP_WAIT_SECONDS
     ):
         raise CoordError(
-            f"asked the daemon at {url} to stop, but it still runs after "
-            f"{STOP_WAIT_SECONDS:.0f} s; its pid is in {board_files.daemon_record_path(ctx.board_dir)}"
+            f"asked the daemon at {url} (pid {pid}) to stop, but it still runs after "
+            f"{STOP_WAIT_SECONDS:.0f} s; end it with `kill {pid}`"
         )
     return {"stopped": True, "url": url}, f"stopped the daemon at {url}"
 
