@@ -274,20 +274,23 @@ def test_a_question_held_forever_gets_the_escalation_bound_on_upgrade(tmp_path: 
     storage.close()
 
 
-def _storm(db: Path, rewind: bool, transactions: int = 6000) -> int:
+def _storm(db: Path, rewind: bool, transactions: int = 6000, checkpoints: bool = True) -> int:
     """Write like the daemon in a storm, with its Checkpointer; returns the WAL's peak size in
     frames (the file grows only past its largest extent, so its size is the peak)."""
     storage = SQLiteStorage(db, wal_autocheckpoint=0)
     checkpointer = Checkpointer(
         db, interval=0.01, rewind_frames=300, on_big_log=storage.rewind_soon if rewind else None
-    ).start()
+    )
+    if checkpoints:
+        checkpointer.start()
     try:
         for n in range(transactions):
             with storage.write() as tx:
                 details = {"n": n, "text": "x" * 200}
                 tx.append_event(at=float(n), agent="a", item_id=None, kind="note", details=details)
     finally:
-        checkpointer.stop()
+        if checkpoints:
+            checkpointer.stop()
     peak = (db.parent / f"{db.name}-wal").stat().st_size // (4096 + 24)
     with storage.read() as tx:
         assert [e.seq for e in tx.events_after(0, transactions)] == list(range(1, transactions + 1))
@@ -299,12 +302,17 @@ def _storm(db: Path, rewind: bool, transactions: int = 6000) -> int:
 def test_the_wal_starts_over_during_a_storm_of_writes(tmp_path: Path) -> None:
     """Background PASSIVE checkpoints alone never let the log start over while writes keep
     coming: it grew by ~70 MB a second under the claim bench. With the writer copying the
-    last short tail after a commit, the log stays a fraction of what was written."""
-    (tmp_path / "plain").mkdir()
+    last short tail after a commit, the log stays a fraction of what was written.
+
+    Measured against everything the storm wrote (the same storm with no checkpoints at all,
+    whose log keeps every frame), not against one with background checkpoints only: on a
+    loaded machine the writer stalls, a passive checkpoint catches up and that log starts
+    over too, so the reference shrank and the test failed at random."""
+    (tmp_path / "all").mkdir()
     (tmp_path / "rewind").mkdir()
-    grows = _storm(tmp_path / "plain" / "board.db", rewind=False)
+    written = _storm(tmp_path / "all" / "board.db", rewind=False, checkpoints=False)
     rewinds = _storm(tmp_path / "rewind" / "board.db", rewind=True)
-    assert rewinds * 3 <= grows, (rewinds, grows)
+    assert rewinds * 3 <= written, (rewinds, written)
 
 
 def test_the_near_holds_query_searches_the_prefix_index_however_many_files(

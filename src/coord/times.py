@@ -1,7 +1,8 @@
 """How coord writes a time: one formatter for every face (a noun: stdlib only, cheap to import).
 
 Board times are seconds since the epoch on the board's clock; they travel as ISO 8601 UTC with
-milliseconds and a "Z", and people read the time of day of a lease's end.
+milliseconds and a "Z", and people read the time of day of a lease's end, with its date when
+that is not today.
 """
 
 from __future__ import annotations
@@ -36,17 +37,22 @@ def iso(ts: float | None) -> str | None:
     return f"{text}.{micros // 1000:03d}Z"
 
 
-def clock(ts: float) -> str:
-    """The time of day in UTC, "14:05:00Z": how a lease's end reads in a one-line message."""
-    return time.strftime("%H:%M:%SZ", time.gmtime(ts))
+def clock(ts: float, now: float | None = None) -> str:
+    """When ``ts`` is, for a one-line message: "14:05:00Z" today (UTC), "2026-12-08 14:05:00Z"
+    on any other day, so a lease or a reservation seven days away does not read as one that
+    ran out this morning."""
+    moment = time.gmtime(ts)
+    today = time.gmtime(time.time() if now is None else now)
+    if moment[:3] == today[:3]:
+        return time.strftime("%H:%M:%SZ", moment)
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", moment)
 
 
-def clock_of_iso(value: str | None) -> str:
-    """ "2026-11-30T04:08:05.929Z" -> "04:08:05Z" for a time that came as text; "-" for none."""
-    return value[11:19] + "Z" if value else "-"
-
-
-def day_and_clock_of_iso(value: str | None) -> str:
-    """ "2026-12-08T04:08:05.929Z" -> "2026-12-08 04:08:05Z": for a time days away (an
-    escalation's bound), where the time of day alone would read as today."""
-    return f"{value[:10]} {value[11:19]}Z" if value else "-"
+def clock_of_iso(value: str | None, now: float | None = None) -> str:
+    """ "2026-11-30T04:08:05.929Z" as ``clock`` writes it, for a time that came as text ("-"
+    for none)."""
+    if not value:
+        return "-"
+    today = time.strftime("%Y-%m-%d", time.gmtime(time.time() if now is None else now))
+    clock_text = value[11:19] + "Z"
+    return clock_text if value[:10] == today else f"{value[:10]} {clock_text}"

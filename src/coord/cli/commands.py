@@ -15,7 +15,7 @@ from coord.cli import render
 from coord.client import flow
 from coord.errors import CoordError, InvalidInput
 from coord.fast import board_files, processes
-from coord.times import day_and_clock_of_iso
+from coord.times import clock_of_iso
 
 # how long `coord stop` waits for the daemon to finish its requests and close the board
 STOP_WAIT_SECONDS = 30.0
@@ -174,7 +174,7 @@ def cmd_next(args: argparse.Namespace, ctx: Context) -> Result:
 
 def cmd_heartbeat(args: argparse.Namespace, ctx: Context) -> Result:
     claim = flow.heartbeat(ctx.session, ctx.agent(), args.id, args.token, args.lease)
-    return claim, f"lease on {claim['id']} extended until {claim['lease_expires_at']}"
+    return claim, f"lease on {_ref(claim)} extended until {clock_of_iso(claim['lease_expires_at'])}"
 
 
 def cmd_release(args: argparse.Namespace, ctx: Context) -> Result:
@@ -205,13 +205,14 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
 
 def _progress(line: str) -> None:
     """The checks as they run, on stderr: stdout holds the answer (one JSON document)."""
-    print(line if line.startswith(" ") else f"coord: {line}", file=sys.stderr)
+    line = line if line.startswith(" ") else f"coord: {line}"
+    print(render.for_terminal(line), file=sys.stderr)
 
 
 def cmd_escalate(args: argparse.Namespace, ctx: Context) -> Result:
     item = flow.escalate(ctx.session, ctx.agent(), args.id, " ".join(args.question), args.token)
     contact = f"; ask {item['escalate_to']}" if item.get("escalate_to") else ""
-    until = day_and_clock_of_iso(item.get("lease_expires_at"))
+    until = clock_of_iso(item.get("lease_expires_at"))
     return item, (
         f"{_ref(item)} needs a human{contact}. You keep the claim and its files until an "
         f"answer (watch `coord inbox`), at most until {until}: past that the question stays "
@@ -266,7 +267,7 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
                 print(
                     json.dumps(event)
                     if bool(getattr(args, "json", False))
-                    else render.event_line(event),
+                    else render.for_terminal(render.event_line(event)),
                     flush=True,
                 )
             after = result["last_seq"]

@@ -89,9 +89,9 @@ def execute(command: Command, args: argparse.Namespace) -> int:
         if as_json:
             print(json.dumps({**err.to_dict(), "hint": hint} if hint else err.to_dict()))
         else:
-            print(f"coord: {err.message}", file=sys.stderr)
+            print(render.for_terminal(f"coord: {err.message}"), file=sys.stderr)
             if hint:
-                print(f"coord: {hint}", file=sys.stderr)
+                print(render.for_terminal(f"coord: {hint}"), file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         return 130
@@ -101,5 +101,5 @@ def execute(command: Command, args: argparse.Namespace) -> int:
         if document is not None:
             print(json.dumps(document))
     elif text:
-        print(text)
+        print(render.for_terminal(text))
     return int(rest[0]) if rest else EXIT_OK

@@ -20,8 +20,28 @@ if TYPE_CHECKING:
     from types import SimpleNamespace
 
 
+# what a shell reports for a program the reader stopped listening to (128 + SIGPIPE)
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        code = _run(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe would print a traceback
+    except BrokenPipeError:
+        # `coord log | head -1`: the reader has what it wanted. Say nothing (there is no one to
+        # say it to) and end as a program killed by SIGPIPE would; what the command did to
+        # the board before printing stays done.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _run(argv: list[str]) -> int:
     if argv[:1] == ["guard"]:
         options = _guard_options(argv[1:])
         if options is not None:

@@ -179,15 +179,30 @@ COMMANDS: Commands = {
 }
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> parser.Parser:
     """The full parser, or (``only``) one with just that command."""
     return parser.build_parser(COMMANDS, only)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    full = build_parser(only=parser.command_in(argv, COMMANDS))
-    args = full.parse_args(argv)
+    parser.Parser.json_errors = "--json" in argv
+    command = parser.command_in(argv, COMMANDS)
+    full = build_parser(only=command)
+    if command is None:
+        unknown = parser.first_word(argv)
+        if unknown is not None:
+            import difflib
+
+            near = difflib.get_close_matches(unknown, COMMANDS, n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            full.error(f"no command {unknown!r}{hint} (`coord --help` lists them)")
+    args, extra = full.parse_known_args(argv)
+    if extra:  # said by the command's own parser, with its usage, not the top level's
+        hint = ""
+        if "--file" in argv:  # it took several patterns once; the title went with them
+            hint = "; --file takes one pattern: repeat it (--file A --file B)"
+        full.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     if not getattr(args, "command", None):
         full.print_help()
         return EXIT_USAGE

@@ -15,7 +15,8 @@ from coord.cli import argtypes
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
+    from typing import Any, NoReturn
 
     from coord.cli.context import Command
 
@@ -39,6 +40,22 @@ Every command takes --json and --as NAME (or COORD_AGENT). Exit codes: 0 ok, 1 e
 2 usage/invalid input, 3 conflict (someone else holds it, lease lost), 4 nothing ready;
 `coord guard` exits 2 when the edit is refused.
 """
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one JSON document under ``--json`` (a script reading
+    stdout otherwise got nothing to parse) and exit 2 as before."""
+
+    json_errors = False  # set by ``coord.cli.main`` when the command line asks for --json
+    command_parsers: Mapping[str, argparse.ArgumentParser]  # the top parser's, by command
+
+    def error(self, message: str) -> NoReturn:
+        if Parser.json_errors:
+            import json
+
+            print(json.dumps({"error": "usage", "message": message, "usage": self.format_usage()}))
+            sys.exit(2)
+        super().error(message)
 
 
 # --- each command's options -------------------------------------------------------------------
@@ -73,13 +90,14 @@ def args_add(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--body", default="", help="the details")
     p.add_argument("--to", metavar="AGENT", help="address it to an agent (handoffs, notes)")
+    # One pattern per --file, as --label and --dep: with several, `--file a b "title"` took
+    # the title for a pattern.
     p.add_argument(
         "--file",
-        action="extend",
-        nargs="+",
+        action="append",
         default=[],
         metavar="PATTERN",
-        help="files the item owns; claiming it reserves them (repeatable)",
+        help="a file or pattern the item owns; claiming it reserves them (repeatable)",
     )
     p.add_argument("--key", help="a package id to name it by, as in `coord claim R3`")
     p.add_argument(
@@ -322,7 +340,7 @@ class _RawDescriptionFormatter(_Formatter, argparse.RawDescriptionHelpFormatter)
     pass
 
 
-def build_parser(commands: Commands, only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(commands: Commands, only: str | None = None) -> Parser:
     """The full parser, or (``only``) one with just that command: agents call the CLI many
     times a minute, and building all twenty subparsers costs more than the claim itself."""
     common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
@@ -340,7 +358,7 @@ def build_parser(commands: Commands, only: str | None = None) -> argparse.Argume
         help="act as this agent (default: $COORD_AGENT)",
     )
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="coord",
         description="A shared board where parallel coding agents claim work atomically.",
         epilog=EPILOG,
@@ -350,7 +368,7 @@ def build_parser(commands: Commands, only: str | None = None) -> argparse.Argume
     from coord import __version__
 
     parser.add_argument("--version", action="version", version=f"coord {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub: Any = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (func, help_text, configure) in commands.items():
         if only is not None and name != only:
             continue
@@ -363,17 +381,26 @@ def build_parser(commands: Commands, only: str | None = None) -> argparse.Argume
         )
         configure(p)
         p.set_defaults(func=func)
+    parser.command_parsers = sub.choices
     return parser
 
 
-def command_in(argv: list[str], commands: Commands) -> str | None:
-    """The command named in argv, skipping the global options before it."""
+def first_word(argv: list[str]) -> str | None:
+    """The first word of argv that is not an option or an option's value: the command."""
     skip = False
     for arg in argv:
         if skip:
             skip = False
         elif arg == "--as":
             skip = True
+        elif arg in ("-h", "--help", "--version"):
+            return None  # argparse answers these before any command
         elif not arg.startswith("-"):
-            return arg if arg in commands else None
+            return arg
     return None
+
+
+def command_in(argv: list[str], commands: Commands) -> str | None:
+    """The command named in argv, skipping the global options before it."""
+    word = first_word(argv)
+    return word if word in commands else None

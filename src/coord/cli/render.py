@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from coord.times import clock_of_iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
@@ -13,10 +15,35 @@ if TYPE_CHECKING:
     from coord.errors import CoordError
 
 
+# Characters a terminal acts on instead of showing: C0 and C1 controls but tab and newline
+# (an ESC starts a sequence that can recolour, retitle or rewrite the screen; a CR overwrites
+# the line) and the bidirectional overrides that make text read other than it is. Titles,
+# bodies and replies are any agent's words: printed raw, one agent could write into a human's
+# terminal.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_IN_A_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return repr(match.group())[1:-1]  # "\x1b", "\r", "\u202e": visible, harmless
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with what a terminal would act on shown as escapes; newlines and tabs kept.
+    Every human-readable answer passes here before it is printed."""
+    return _UNSAFE.sub(_escaped, text)
+
+
+def one_line(text: str) -> str:
+    """A field shown on one line of a table (a title): its newlines shown as ``\n`` too."""
+    return _UNSAFE_IN_A_LINE.sub(_escaped, text)
+
+
 def claim_line(claim: dict[str, Any]) -> str:
     key = (claim.get("item") or {}).get("key")
     line = (
-        f"claimed {claim['id']}{f' ({key})' if key else ''}: {claim['title']} as {claim['agent']} "
+        f"claimed {claim['id']}{f' ({key})' if key else ''}: {one_line(claim['title'])} "
+        f"as {claim['agent']} "
         f"(token {claim['token']}, lease until {clock_of_iso(claim['lease_expires_at'])})"
     )
     if claim.get("takeover_from"):
@@ -44,7 +71,7 @@ def items_table(items: Sequence[dict[str, Any]]) -> str:
                 item["kind"],
                 state,
                 holder or "",
-                item["title"],
+                one_line(item["title"]),
             )
         )
     return _table(rows)
@@ -53,16 +80,16 @@ def items_table(items: Sequence[dict[str, Any]]) -> str:
 def item_detail(item: dict[str, Any]) -> str:
     key = f" ({item['key']})" if item.get("key") else ""
     lines = [
-        f"{item['id']}{key}  {item['title']}",
+        f"{item['id']}{key}  {one_line(item['title'])}",
         f"  kind {item['kind']}, priority {item['priority']}, state {item['state']}"
         + (
-            f", held by {item['claimed_by']} until {item['lease_expires_at']}"
+            f", held by {item['claimed_by']} until {clock_of_iso(item['lease_expires_at'])}"
             if item["state"] == "claimed"
             else f", held by {item['claimed_by']} (question stale since "
-            f"{item['lease_expires_at']}: can be taken over)"
+            f"{clock_of_iso(item['lease_expires_at'])}: can be taken over)"
             if item["state"] == "needs_human" and item.get("question_stale")
             else f", held by {item['claimed_by']} while the question waits, until "
-            f"{item['lease_expires_at']}"
+            f"{clock_of_iso(item['lease_expires_at'])}"
             if item["state"] == "needs_human"
             else ""
         ),
@@ -83,7 +110,8 @@ def item_detail(item: dict[str, Any]) -> str:
     if item.get("files"):
         lines.append("  files: " + ", ".join(item["files"]))
         for r in item.get("files_held_by", []):
-            lines.append(f"    {r['pattern']} held by {r['agent']} until {r['expires_at']}")
+            until = clock_of_iso(r["expires_at"])
+            lines.append(f"    {r['pattern']} held by {r['agent']} until {until}")
     if item["deps"]:
         waiting = set(item["blocked_by"])
         lines.append(
@@ -167,7 +195,7 @@ def reservations_table(reservations: Sequence[dict[str, Any]]) -> str:
                 "exclusive" if r["exclusive"] else "shared",
                 str(r["item"]) if r["item"] is not None else "-",
                 clock_of_iso(r["expires_at"]),
-                r["reason"] or "",
+                one_line(r["reason"] or ""),
             )
         )
     return _table(rows)

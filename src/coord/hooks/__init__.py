@@ -42,6 +42,9 @@ import sys
 
 from coord.errors import EXIT_REFUSED
 
+# a hook event coord does not answer: an error the clients show without blocking the call
+EXIT_UNKNOWN_EVENT = 1
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
@@ -72,8 +75,17 @@ def run_hook(client: str, event: str) -> int:
             reason = f"coord hook: {_line(err)}; refusing the call"
         return 0 if reason is None else _refuse(spec, reason)
     if event not in (spec.START_EVENT, spec.STOP_EVENT):
+        # A typo in the client's settings (`coord hook claude Foo`) would otherwise pass
+        # unnoticed forever. Exit 1, not 2: the clients show it without blocking the call.
+        from coord.fast.clients import EVENTS
+
         _stdin()
-        return 0
+        known = ", ".join(EVENTS[client])
+        print(
+            f"coord hook: {client} has no event {event!r} coord answers: use {known}",
+            file=sys.stderr,
+        )
+        return EXIT_UNKNOWN_EVENT
     try:
         spec, client, event, data = _shape(spec, client, event, _event(_stdin()))
         from coord.hooks import session

@@ -1,0 +1,90 @@
+"""What the CLI prints for people: cut pipes, times days away, and other agents' words.
+
+Issue 15: `coord log | head -1` printed a BrokenPipeError traceback; a 7-day reservation
+showed `UNTIL 08:15:59Z` and read as expired, while `heartbeat` printed a full timestamp;
+titles with newlines or ANSI escapes reached a human's terminal raw from `ls` and `show`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from conftest import Daemon, run_cli
+from coord.times import clock, clock_of_iso, iso
+
+ESC_TITLE = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\x1b[0m\rover\nsecond line \u202eevil"
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(daemon: Daemon) -> None:
+    lines = "".join(json.dumps({"title": f"item {i}"}) + "\n" for i in range(1500))
+    imported = run_cli("import", "-", board_dir=daemon.board_dir, agent="lead", input=lines)
+    assert imported.returncode == 0, imported.stderr
+    env = {**os.environ, "COORD_DIR": str(daemon.board_dir)}
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"{sys.executable} -m coord log --limit 5000 | head -1; "
+            'echo "exit ${PIPESTATUS[0]}" >&2',
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert len(done.stdout.splitlines()) == 1
+    assert done.stderr.strip() == "exit 141", done.stderr  # as if killed by SIGPIPE, silently
+
+
+def test_times_say_their_date_when_it_is_not_today() -> None:
+    now = 1_764_000_000.0  # some moment; "today" is its UTC day
+    assert clock(now + 60, now) == time.strftime("%H:%M:%SZ", time.gmtime(now + 60))
+    week = now + 7 * 86_400
+    assert clock(week, now) == time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(week))
+    assert clock_of_iso(iso(week), now) == clock(week, now)
+    assert clock_of_iso(iso(now + 60), now) == clock(now + 60, now)
+    assert clock_of_iso(None, now) == "-"
+
+
+def test_a_week_long_reservation_shows_its_day_and_heartbeat_reads_like_claim(
+    daemon: Daemon,
+) -> None:
+    board = daemon.board_dir
+    held = run_cli("reserve", "src/a.py", "--lease", str(7 * 86_400), board_dir=board, agent="ann")
+    assert held.returncode == 0, held.stderr
+    listed = run_cli("reservations", board_dir=board)
+    week = time.gmtime(time.time() + 7 * 86_400)
+    assert time.strftime("%Y-%m-%d", week) in listed.stdout, listed.stdout
+    run_cli("add", "work", board_dir=board, agent="ann")
+    claimed = run_cli("claim", "1", board_dir=board, agent="ann")
+    beat = run_cli("heartbeat", "1", board_dir=board, agent="ann")
+    assert beat.returncode == 0, beat.stderr
+    # both "until HH:MM:SSZ" (today) or both with the date: never a raw ISO timestamp
+    assert "T" not in beat.stdout.split("until ", 1)[1], beat.stdout
+    assert "T" not in claimed.stdout.split("until ", 1)[1], claimed.stdout
+
+
+def test_other_agents_words_cannot_drive_the_terminal(daemon: Daemon) -> None:
+    status, item = daemon.request(
+        "POST", "/v1/items", {"agent": "mallory", "title": ESC_TITLE, "body": ESC_TITLE}
+    )
+    assert status == 201
+    board = daemon.board_dir
+    daemon.request("POST", f"/v1/items/{item['id']}/replies", {"agent": "m", "body": ESC_TITLE})
+    for args in (["ls"], ["show", str(item["id"])], ["log"], ["inbox", "--as", "mallory"]):
+        shown = run_cli(*args, board_dir=board)
+        assert shown.returncode == 0, shown.stderr
+        for raw in ("\x1b", "\x07", "\r", "\u202e"):
+            assert raw not in shown.stdout, (args, shown.stdout)
+        if args[0] != "inbox":
+            assert "\\x1b" in shown.stdout  # shown, escaped, not dropped
+    listing = run_cli("ls", board_dir=board).stdout
+    assert "\\nsecond line" in listing  # a title stays on its row
+    detail = run_cli("show", str(item["id"]), board_dir=board).stdout
+    assert "\n  second line" in detail  # a body keeps its lines
+    as_json = json.loads(run_cli("show", str(item["id"]), "--json", board_dir=board).stdout)
+    assert as_json["title"] == ESC_TITLE  # JSON is for programs: exact

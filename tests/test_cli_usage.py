@@ -1,0 +1,56 @@
+"""Usage mistakes are said plainly, by the command they belong to (issue 15 items 6 and 12)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+
+def test_a_mistyped_command_gets_a_suggestion(board_dir: Path) -> None:
+    done = run_cli("nxt", board_dir=board_dir)
+    assert done.returncode == 2
+    assert "no command 'nxt'; did you mean next?" in done.stderr
+    assert len(done.stderr.splitlines()) <= 3  # not 31 commands on one line
+
+
+def test_an_unknown_option_is_refused_with_the_commands_own_usage(board_dir: Path) -> None:
+    done = run_cli("guard", "--bogus", board_dir=board_dir)
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: coord guard"), done.stderr
+    assert "unrecognized arguments: --bogus" in done.stderr
+
+
+def test_file_takes_one_pattern_and_the_title_is_not_swallowed(board_dir: Path) -> None:
+    swallowed = run_cli("add", "--file", "a.py", "b.py", "the title", board_dir=board_dir)
+    assert swallowed.returncode == 2
+    assert "--file takes one pattern: repeat it" in swallowed.stderr
+    added = run_cli(
+        "add",
+        "--file",
+        "a.py",
+        "--file",
+        "b.py",
+        "the title",
+        "--json",
+        board_dir=board_dir,
+        agent="ann",
+    )
+    assert added.returncode == 0, added.stderr
+    item = json.loads(added.stdout)
+    assert (item["title"], item["files"]) == ("the title", ["a.py", "b.py"])
+
+
+def test_usage_errors_are_json_under_json(board_dir: Path) -> None:
+    for args in (["add", "--json"], ["nxt", "--json"], ["show", "--json", "--bogus", "1"]):
+        done = run_cli(*args, board_dir=board_dir)
+        assert done.returncode == 2
+        answer = json.loads(done.stdout)
+        assert answer["error"] == "usage" and answer["message"], args
+
+
+def test_a_hook_event_coord_does_not_answer_is_said_not_swallowed(board_dir: Path) -> None:
+    done = run_cli("hook", "claude", "Foo", board_dir=board_dir, input="{}")
+    assert done.returncode == 1  # shown by the client, without blocking the call
+    assert "no event 'Foo'" in done.stderr and "PreToolUse" in done.stderr
