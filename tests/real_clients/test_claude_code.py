@@ -3,8 +3,8 @@
 Claude Code 2.1.197 (``PINNED`` in ``npm_clients``; the npm package ships a native binary)
 runs headless in a repository wired by ``coord init --claude``::
 
-    claude -p PROMPT --output-format json --permission-mode acceptEdits \\
-        --allowedTools Bash,Read,Edit,Write
+    claude -p PROMPT --output-format stream-json --verbose --include-hook-events \\
+        --permission-mode acceptEdits --allowedTools Bash,Read,Edit,Write
 
 with ``ANTHROPIC_BASE_URL`` pointing at the scripted fake Messages API (``fake_anthropic``,
 one URL per session), ``ANTHROPIC_API_KEY=test-key``, a temporary ``HOME`` and
@@ -22,7 +22,8 @@ sources before each Bash command: the scripted ``coord`` commands carry no ``--a
 Claude Code checks a tool call's input before its PreToolUse hooks run (Edit and Write refuse
 a file the session has not read, Edit an ``old_string`` the file lacks), so every script reads
 a file before editing it and spells its edits to match: a refusal seen here is the hook's.
-Each test runs one or two clients of a few seconds each; the whole module takes about 20 s.
+Each test runs one or two clients of a few seconds each: the module takes about 20 s on an
+idle machine, a minute on a loaded one.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +94,9 @@ def start_claude(
             "-p",
             "Do the scripted work.",
             "--output-format",
-            "json",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
             "--permission-mode",
             "acceptEdits",
             "--allowedTools",
@@ -107,8 +111,19 @@ def start_claude(
     )
 
 
-def finish(process: subprocess.Popen[str]) -> dict[str, Any]:
-    """The client's final JSON result, once it has run the whole script."""
+@dataclass
+class Run:
+    """What one headless run printed: its final result and every hook's outcome."""
+
+    result: dict[str, Any]
+    hooks: list[dict[str, Any]]  # stream-json "hook_response": hook_event, exit_code, outcome
+
+    def hook_events(self) -> set[str]:
+        return {h["hook_event"] for h in self.hooks}
+
+
+def finish(process: subprocess.Popen[str]) -> Run:
+    """The client's run, once it has played the whole script."""
     try:
         out, err = process.communicate(timeout=CLIENT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -116,14 +131,24 @@ def finish(process: subprocess.Popen[str]) -> dict[str, Any]:
         out, err = process.communicate()
         pytest.fail(f"claude did not finish in {CLIENT_SECONDS} s:\n{out[-2000:]}\n{err[-2000:]}")
     assert process.returncode == 0, f"claude exited {process.returncode}:\n{out}\n{err}"
-    result: dict[str, Any] = json.loads(out)
-    assert result["is_error"] is False, result
-    return result
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    result = lines[-1]
+    assert result["type"] == "result" and result["is_error"] is False, result
+    hooks = [x for x in lines if x["type"] == "system" and x.get("subtype") == "hook_response"]
+    return Run(result, hooks)
+
+
+def assert_hooks_clean(run: Run) -> None:
+    """Claude Code ran coord's SessionStart, PreToolUse and Stop hooks and took each answer
+    as a success: no exit code or output shape it reports as a hook error."""
+    assert run.hook_events() == {"SessionStart", "PreToolUse", "Stop"}, run.hooks
+    for hook in run.hooks:
+        assert (hook["exit_code"], hook["outcome"]) == (0, "success"), hook
 
 
 def run_claude(
     claude: Path, repo: Path, fake: FakeAnthropic, session: str, *, path: str | None = None
-) -> dict[str, Any]:
+) -> Run:
     return finish(start_claude(claude, repo, fake, session, path=path or path_with_coord()))
 
 
@@ -184,7 +209,7 @@ def test_a_held_file_is_refused_to_edit_write_and_bash(
         ],
     )
 
-    result = run_claude(claude, repo, fake, "s")
+    run = run_claude(claude, repo, fake, "s")
 
     assert held.read_text() == FILES["src/held.py"]
     refused = [
@@ -194,8 +219,9 @@ def test_a_held_file_is_refused_to_edit_write_and_bash(
     ]
     for call in refused:
         assert_refused_for(call, "src/held.py", "other")
-    denied = {d["tool_name"] for d in result["permission_denials"]}
+    denied = {d["tool_name"] for d in run.result["permission_denials"]}
     assert denied == {"Edit", "Write", "Bash"}
+    assert_hooks_clean(run)  # a deny is an answer, not a hook error
 
 
 def test_a_free_file_is_edited_and_a_new_one_written(
@@ -211,8 +237,9 @@ def test_a_free_file_is_edited_and_a_new_one_written(
         ],
     )
 
-    run_claude(claude, repo, fake, "s")
+    run = run_claude(claude, repo, fake, "s")
 
+    assert_hooks_clean(run)
     assert (repo / "src/free.py").read_text() == "free = 2\n"
     assert (repo / "src/new.py").read_text() == "new = 1\n"
     for call in fake.outcomes("s"):
@@ -250,10 +277,12 @@ def test_two_sessions_get_their_own_names_and_keep_out_of_each_others_files(
     session_a = start_claude(claude, repo, fake, "a", path=path_with_coord())
     try:
         assert a_waits.reached.wait(CLIENT_SECONDS), "session A never reached its gated turn"
-        finish(start_claude(claude, repo, fake, "b", path=path_with_coord()))
+        run_b = finish(start_claude(claude, repo, fake, "b", path=path_with_coord()))
     finally:
         a_waits.opened.set()
-    finish(session_a)
+    run_a = finish(session_a)
+    assert_hooks_clean(run_a)
+    assert_hooks_clean(run_b)
 
     name_a, name_b = holder(repo, "src/a.py"), holder(repo, "src/b.py")
     assert name_a != name_b
@@ -267,6 +296,10 @@ def test_two_sessions_get_their_own_names_and_keep_out_of_each_others_files(
     )
     assert f"name={name_a}" in reserve_a.result
     assert f"name={name_b}" in reserve_b.result
+    # and the SessionStart hook told each model the same name, in its context
+    for session, name in (("a", name_a), ("b", name_b)):
+        first_request = json.dumps(fake.main_requests(session)[0])
+        assert f"You are coord agent `{name}`" in first_request
 
     assert (repo / "src/a.py").read_text() == "a = 2\n"
     assert (repo / "src/b.py").read_text() == "b = 2\n"
@@ -289,7 +322,7 @@ def test_without_coord_on_path_an_edit_is_refused(
         ],
     )
 
-    run_claude(claude, repo, fake, "s", path=path_without_coord())
+    run = run_claude(claude, repo, fake, "s", path=path_without_coord())
 
     assert (repo / "src/free.py").read_text() == FILES["src/free.py"]
     for call in (
@@ -297,3 +330,5 @@ def test_without_coord_on_path_an_edit_is_refused(
         outcome(fake, "s", "Bash", "command", "echo x > src/free.py"),
     ):
         assert call.is_error and "coord is not on PATH" in call.result, call
+    guards = [h for h in run.hooks if h["hook_event"] == "PreToolUse"]
+    assert [h["exit_code"] for h in guards] == [2, 2]  # the Edit's and the Bash command's
