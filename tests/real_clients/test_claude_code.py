@@ -251,10 +251,14 @@ def test_two_sessions_get_their_own_names_and_keep_out_of_each_others_files(
 ) -> None:
     # A reserves and edits src/a.py, then waits (its next answer gated) while B starts,
     # reserves src/b.py and tries A's file; then A tries B's. Both clients are alive at once.
+    # The reserves carry no --as: the name comes from COORD_AGENT, which they echo.
+    reserve_a, reserve_b = (
+        f'coord reserve {f} && echo "name=$COORD_AGENT"' for f in ("src/a.py", "src/b.py")
+    )
     fake.script(
         "a",
         [
-            [bash('coord reserve src/a.py && echo "name=$COORD_AGENT"')],
+            [bash(reserve_a)],
             [read(repo, "src/a.py")],
             [edit(repo, "src/a.py", "a = 1", "a = 2")],
             [read(repo, "src/b.py")],
@@ -264,7 +268,7 @@ def test_two_sessions_get_their_own_names_and_keep_out_of_each_others_files(
     fake.script(
         "b",
         [
-            [bash('coord reserve src/b.py && echo "name=$COORD_AGENT"')],
+            [bash(reserve_b)],
             [read(repo, "src/b.py")],
             [edit(repo, "src/b.py", "b = 1", "b = 2")],
             [read(repo, "src/a.py")],
@@ -288,14 +292,8 @@ def test_two_sessions_get_their_own_names_and_keep_out_of_each_others_files(
     assert name_a != name_b
     assert name_a.startswith("claude-") and name_b.startswith("claude-")
     # each session's own `coord` commands carried its name: CLAUDE_ENV_FILE exported it
-    reserve_a = outcome(
-        fake, "a", "Bash", "command", 'coord reserve src/a.py && echo "name=$COORD_AGENT"'
-    )
-    reserve_b = outcome(
-        fake, "b", "Bash", "command", 'coord reserve src/b.py && echo "name=$COORD_AGENT"'
-    )
-    assert f"name={name_a}" in reserve_a.result
-    assert f"name={name_b}" in reserve_b.result
+    assert f"name={name_a}" in outcome(fake, "a", "Bash", "command", reserve_a).result
+    assert f"name={name_b}" in outcome(fake, "b", "Bash", "command", reserve_b).result
     # and the SessionStart hook told each model the same name, in its context
     for session, name in (("a", name_a), ("b", name_b)):
         first_request = json.dumps(fake.main_requests(session)[0])
