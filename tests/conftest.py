@@ -54,8 +54,31 @@ def init_board_dir(root: Path, **config: Any) -> Path:
 
 
 @pytest.fixture
-def board_dir(tmp_path: Path) -> Path:
-    return init_board_dir(tmp_path)
+def board_dir(tmp_path: Path) -> Iterator[Path]:
+    board = init_board_dir(tmp_path)
+    yield board
+    stop_leftover_daemon(board)
+
+
+def stop_leftover_daemon(board: Path) -> None:
+    """End a daemon the test started on demand (a CLI command, a SessionStart hook) and did
+    not stop: it would outlive the test, serving a deleted temporary folder."""
+    from coord.fast.processes import wait_for_daemon_exit
+
+    if wait_for_daemon_exit(board, None, 0):
+        return  # nobody holds the board's daemon lock: no daemon runs
+    try:
+        pid = int(json.loads(board_files.daemon_record_path(board).read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if pid == os.getpid():  # a test's stand-in record (a daemon that never answers)
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    if not wait_for_daemon_exit(board, pid, 10):
+        os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture

@@ -368,9 +368,12 @@ def test_other_events_and_clients(board_dir: Path) -> None:
     repo = board_dir.parent
     post = fixture("claude/pre_tool_use_edit.json", repo)
     post["hook_event_name"] = "PostToolUse"
-    allowed(hook("claude", "PostToolUse", post, board_dir=board_dir, cwd=repo))
-    # Gemini's guard event is BeforeTool: its PreToolUse is not an event coord answers
-    allowed(hook("gemini", "PreToolUse", "", board_dir=board_dir, cwd=repo))
+    # an event coord does not answer is said (exit 1: the clients show it, never blocking),
+    # with no decision on stdout
+    for client, event, data in (("claude", "PostToolUse", post), ("gemini", "PreToolUse", "")):
+        answered = hook(client, event, data, board_dir=board_dir, cwd=repo)
+        assert (answered.returncode, answered.stdout) == (1, ""), answered
+        assert f"no event {event!r}" in answered.stderr
     unknown = hook("copilot", "PreToolUse", "{}", board_dir=board_dir, cwd=repo)
     assert unknown.returncode == 2 and "copilot" in unknown.stderr and unknown.stdout == ""
 
