@@ -88,3 +88,32 @@ def test_other_agents_words_cannot_drive_the_terminal(daemon: Daemon) -> None:
     assert "\n  second line" in detail  # a body keeps its lines
     as_json = json.loads(run_cli("show", str(item["id"]), "--json", board_dir=board).stdout)
     assert as_json["title"] == ESC_TITLE  # JSON is for programs: exact
+
+
+def test_the_inbox_and_show_carry_the_question_and_its_answer(daemon: Daemon) -> None:
+    board = daemon.board_dir
+    run_cli("add", "pick the api", board_dir=board, agent="ann")
+    run_cli("claim", "1", board_dir=board, agent="ann")
+    asked = run_cli("escalate", "1", "which api version?", board_dir=board, agent="ann")
+    assert asked.returncode == 0, asked.stderr
+    answered = run_cli("answer", "1", "use v2", board_dir=board, agent="lead")
+    assert answered.returncode == 0, answered.stderr
+    inbox = run_cli("inbox", board_dir=board, agent="ann").stdout
+    assert "lead answered #1 'which api version?': 'use v2'" in inbox, inbox
+    shown = run_cli("show", "1", board_dir=board).stdout
+    assert "which api version?" in shown and "use v2" in shown  # the question stays in view
+
+
+def test_an_expired_lease_says_so_in_show(daemon: Daemon) -> None:
+    board = daemon.board_dir
+    run_cli("add", "short", board_dir=board, agent="ann")
+    claimed = run_cli("claim", "1", "--lease", "1", board_dir=board, agent="ann")
+    assert claimed.returncode == 0, claimed.stderr
+    deadline = time.monotonic() + 30
+    while True:  # the lease runs out on the daemon's clock; wait for it, assert no timing
+        shown = json.loads(run_cli("show", "1", "--json", board_dir=board).stdout)
+        if shown["lease_expired"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    text = run_cli("show", "1", board_dir=board).stdout
+    assert "lease EXPIRED" in text and "can be taken over" in text, text

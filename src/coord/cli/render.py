@@ -83,7 +83,10 @@ def item_detail(item: dict[str, Any]) -> str:
         f"{item['id']}{key}  {one_line(item['title'])}",
         f"  kind {item['kind']}, priority {item['priority']}, state {item['state']}"
         + (
-            f", held by {item['claimed_by']} until {clock_of_iso(item['lease_expires_at'])}"
+            f", was held by {item['claimed_by']}: lease EXPIRED at "
+            f"{clock_of_iso(item['lease_expires_at'])}, can be taken over"
+            if item["state"] == "claimed" and item.get("lease_expired")
+            else f", held by {item['claimed_by']} until {clock_of_iso(item['lease_expires_at'])}"
             if item["state"] == "claimed"
             else f", held by {item['claimed_by']} (question stale since "
             f"{clock_of_iso(item['lease_expires_at'])}: can be taken over)"
@@ -157,6 +160,12 @@ def event_line(event: dict[str, Any]) -> str:
         extra = f" {details.get('title', '')!r}"
     elif event["kind"] == "reply":
         extra = f" {details.get('excerpt', '')!r}"
+    elif event["kind"] == "escalated":
+        extra = f" asks {details.get('question', '')!r}"
+    elif event["kind"] == "answered":  # the answer itself: "lead answered #5" told nothing
+        extra = f" {details.get('question', '')!r}: {details.get('answer', '')!r}"
+    elif details.get("reason"):
+        extra = f" ({details['reason']!r})"
     item = f" #{event['item_id']}" if event.get("item_id") is not None else ""
     return (
         f"{event['seq']:>6} {event['at']} {event.get('agent') or '-'} {event['kind']}{item}{extra}"
