@@ -9,6 +9,7 @@ MCP tools too; what is here is the command line's way of saying it.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from coord.cli import render
@@ -32,6 +33,18 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
     from coord.core.board import Board
 
     board_dir = board_files.new_board_dir()
+    if not os.environ.get("COORD_DIR") and not (board_dir.parent / ".git").exists():
+        # The board belongs at a repository's root, where every worktree and hook finds it;
+        # made in whatever folder the shell was in, no agent in the repository would see it.
+        raise InvalidInput(
+            f"{board_dir.parent} is not inside a git repository: run `coord init` in your "
+            "repository (or `git init` first), or set COORD_DIR to the folder the board "
+            "should live in"
+        )
+    if args.lease is not None:  # refused before anything is written
+        from coord.model import check_lease
+
+        check_lease(args.lease, 0)
     created = board_files.init_board_files(board_dir)
     if args.lease is not None:
         config = board_files.read_config(board_dir)
@@ -97,7 +110,7 @@ def cmd_add(args: argparse.Namespace, ctx: Context) -> Result:
 
 def cmd_import(args: argparse.Namespace, ctx: Context) -> Result:
     source = sys.stdin if args.file == "-" else _open_text(args.file)
-    entries = []
+    entries, lines = [], []
     with source:
         for number, line in enumerate(source, 1):
             if not line.strip():
@@ -106,9 +119,19 @@ def cmd_import(args: argparse.Namespace, ctx: Context) -> Result:
                 entries.append(json.loads(line))
             except ValueError as err:
                 raise InvalidInput(f"{args.file}:{number}: not valid JSON: {err}") from None
-    result = ctx.session.post(
-        "/v1/items:import", {"agent": ctx.agent(required=False), "items": entries}
-    )
+            lines.append(number)
+    try:
+        result = ctx.session.post(
+            "/v1/items:import", {"agent": ctx.agent(required=False), "items": entries}
+        )
+    except CoordError as err:
+        # The board counts the entries from 0 ("item 1: ..."); a person reads the file's
+        # lines from 1, as the JSON errors above do: say the line.
+        index = err.details.get("index")
+        prefix = f"item {index}: "
+        if isinstance(index, int) and 0 <= index < len(lines) and err.message.startswith(prefix):
+            err.message = f"{args.file}:{lines[index]}: {err.message[len(prefix) :]}"
+        raise
     return result, f"imported {len(result['ids'])} items: {render.id_ranges(result['ids'])}"
 
 

@@ -179,7 +179,8 @@ def cmd_init(
         plan.notes.extend(module.NOTES)
     if any(c.key == codex.HOOKS and c.before is not None for c in plan.changes):
         plan.notes.append(codex.CHANGED_HOOKS_NOTE)
-    plan.notes.append("restart the clients that are running to load the changes")
+    if plan.changes:  # nothing changed: nothing to load
+        plan.notes.append("restart the clients that are running to load the changes")
     changes = [(c, c.action) for c in plan.changes]
     docs, lines = report(changes, plan.warnings, plan.notes, dry_run)
     base = {
