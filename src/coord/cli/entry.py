@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
             paths, agent, staged, fail_open, as_json = options
             verdict, _ = run_guard(
                 paths,
-                agent or identity.from_env(),
+                agent or identity.of_command(),
                 staged=staged,
                 fail_open=fail_open,
                 as_json=as_json,
