@@ -2,60 +2,50 @@
 
 Codex CLI 0.171.0 (``npm_clients.PINNED``), run as::
 
-    codex exec --json --dangerously-bypass-hook-trust -C REPO "PROMPT"
+    codex exec --json -C REPO "PROMPT"
 
 with stdin closed, ``PATH`` holding coord's ``bin`` first (``repo.path_with_coord``) or no
-``coord`` at all (``repo.path_without_coord``), and a fresh ``CODEX_HOME`` whose
-``config.toml`` sets:
+``coord`` at all (``repo.path_without_coord``), and a fresh ``CODEX_HOME``
+(``codex_client.CodexHome``) whose ``config.toml`` sets:
 
 - a model provider ``fake`` with ``base_url = "http://127.0.0.1:PORT/v1"``,
   ``wire_api = "responses"`` and an ``env_key``, served by ``fake_openai.FakeOpenAI``;
 - ``model = "gpt-5.5"``: a model in Codex's bundled catalog, so Codex offers the model its
-  ``apply_patch`` (freeform) and ``exec_command`` (shell) tools, as for real sessions (an
-  unknown model gets neither);
+  ``apply_patch`` (freeform) and ``exec_command`` (shell) tools, as for real sessions;
 - ``approval_policy = "never"``, ``sandbox_mode = "danger-full-access"``: tools run unasked;
-- ``[projects."REPO"] trust_level = "trusted"``: Codex reads a project's ``.codex/`` (the
-  ``hooks.json`` that ``coord init --codex`` writes) only in a trusted project.
+- ``[projects."REPO"] trust_level = "trusted"``: Codex reads a project's ``.codex/`` only in a
+  trusted project;
+- ``[hooks.state."KEY"] trusted_hash = "HASH"`` for each of coord's hooks, with the keys and
+  hashes Codex's app server lists (``hooks/list``): what the user's ``/hooks`` records, since
+  Codex runs a project hook only once its current content is trusted.
 
-Codex also runs a project hook only once the user has trusted that hook (``/hooks``, kept as
-``[hooks.state]`` ``trusted_hash`` in the user's config; openai/codex
-``codex-rs/hooks/src/engine/discovery.rs``); ``--dangerously-bypass-hook-trust`` is its switch
-for automation that vets its hooks, and runs them untrusted. The ``hooks`` feature is on by
-default in this version (``codex features list``).
-
-Each test scripts the model's tool calls; Codex runs them through coord's real hooks
-(``PreToolUse`` for ``apply_patch`` and ``Bash``, ``SessionStart``), and the test reads the
-file on disk, the board, and what each tool call returned to the model (a hook's refusal).
+The ``hooks`` feature is on by default in this version (``codex features list``). Each test
+scripts the model's tool calls; Codex runs them through coord's real hooks (``PreToolUse`` for
+``apply_patch`` and ``Bash``, ``SessionStart``, ``Stop``), and the test reads the file on
+disk, the board, and what each tool call returned to the model (a hook's refusal).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from coord.fast import identity
+from coord.wiring.codex import CHANGED_HOOKS_NOTE
+from real_clients.codex_client import CodexHome
 from real_clients.fake_openai import FakeOpenAI, Item, apply_patch, function_call
 from real_clients.npm_clients import client_executable
-from real_clients.repo import COORD_BIN_DIR, coord, path_with_coord, path_without_coord, wired_repo
+from real_clients.repo import COORD_BIN_DIR, coord, path_without_coord, wired_repo
 
 pytestmark = pytest.mark.timeout(240)
 
-MODEL = "gpt-5.5"
-RUN_SECONDS = 120
 HELD = "src/held.py"
 FREE = "src/free.py"
 FILES = {HELD: "held = 1\n", FREE: "free = 1\n", "src/a.py": "a = 1\n", "src/b.py": "b = 1\n"}
-
-
-@pytest.fixture
-def codex() -> Path:
-    return client_executable("@openai/codex")
 
 
 @pytest.fixture
@@ -65,49 +55,18 @@ def repo(tmp_path: Path) -> Iterator[Path]:
     coord(repo, "stop")  # the daemon a coord command started for this board
 
 
-def run_codex(
-    codex: Path, repo: Path, fake: FakeOpenAI, prompt: str, *, path: str | None = None
-) -> str:
-    """Run one Codex session to its end; its session id (Codex's thread id)."""
-    home = repo.parent / "codex-home"
-    home.mkdir(exist_ok=True)
-    (home / "config.toml").write_text(
-        f'model = "{MODEL}"\n'
-        'model_provider = "fake"\n'
-        'approval_policy = "never"\n'
-        'sandbox_mode = "danger-full-access"\n'
-        "[model_providers.fake]\n"
-        'name = "fake"\n'
-        f'base_url = "{fake.base_url}"\n'
-        'wire_api = "responses"\n'
-        'env_key = "FAKE_OPENAI_API_KEY"\n'
-        "request_max_retries = 0\n"
-        "stream_max_retries = 0\n"
-        f"[projects.{json.dumps(str(repo))}]\n"
-        'trust_level = "trusted"\n'
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COORD_", "CODEX_"))}
-    env.update(
-        CODEX_HOME=str(home),
-        FAKE_OPENAI_API_KEY="fake-key",
-        PATH=path_with_coord() if path is None else path,
-    )
-    done = subprocess.run(
-        [str(codex), "exec", "--json", "--dangerously-bypass-hook-trust", "-C", str(repo), prompt],
-        cwd=repo,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=RUN_SECONDS,
-    )
-    assert done.returncode == 0, f"codex exec failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    offered = fake.tool_names()
-    assert {"apply_patch", "exec_command"} <= offered, f"Codex offered the model {offered}"
-    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    started = [e["thread_id"] for e in events if e.get("type") == "thread.started"]
-    assert started, f"codex printed no thread.started event:\n{done.stdout[-3000:]}"
-    return str(started[0])
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    """The model, with no script yet: each test adds its own (``fake.scripts[MARKER]``)."""
+    with FakeOpenAI({}) as fake:
+        yield fake
+
+
+@pytest.fixture
+def codex(repo: Path, fake: FakeOpenAI) -> CodexHome:
+    home = CodexHome(client_executable("@openai/codex"), repo, fake.base_url)
+    home.trust_hooks()
+    return home
 
 
 def patch_update(path: str, old: str, new: str) -> str:
@@ -143,52 +102,53 @@ def holders(repo: Path) -> dict[str, str]:
     return {r["pattern"]: r["agent"] for r in json.loads(done.stdout)["reservations"]}
 
 
-def test_a_held_file_is_refused_to_apply_patch_and_to_the_shell(codex: Path, repo: Path) -> None:
+def test_a_held_file_is_refused_to_apply_patch_and_to_the_shell(
+    codex: CodexHome, fake: FakeOpenAI, repo: Path
+) -> None:
     held = coord(repo, "reserve", HELD, agent="other")
     assert held.returncode == 0, held.stderr
-    script = [
+    fake.scripts["SCRIPT-HELD"] = [
         [apply_patch("patch-held", patch_update(HELD, "held = 1", "held = 2"))],
         [shell("shell-held", f"echo x > {HELD}")],
     ]
-    with FakeOpenAI({"SCRIPT-HELD": script}) as fake:
-        run_codex(codex, repo, fake, "SCRIPT-HELD: change the held file")
+    codex.run("SCRIPT-HELD: change the held file")
     for call_id in ("patch-held", "shell-held"):
         assert_refused(fake.tool_output(call_id), "other", HELD)
     assert (repo / HELD).read_text() == FILES[HELD]
 
 
-def test_a_free_file_is_edited_through_apply_patch(codex: Path, repo: Path) -> None:
-    script = [[apply_patch("patch-free", patch_update(FREE, "free = 1", "free = 2"))]]
-    with FakeOpenAI({"SCRIPT-FREE": script}) as fake:
-        run_codex(codex, repo, fake, "SCRIPT-FREE: change the free file")
+def test_a_free_file_is_edited_through_apply_patch(
+    codex: CodexHome, fake: FakeOpenAI, repo: Path
+) -> None:
+    fake.scripts["SCRIPT-FREE"] = [
+        [apply_patch("patch-free", patch_update(FREE, "free = 1", "free = 2"))]
+    ]
+    codex.run("SCRIPT-FREE: change the free file")
     assert "Success" in fake.tool_output("patch-free")
     assert (repo / FREE).read_text() == "free = 2\n"
 
 
 def test_two_sessions_started_seconds_apart_are_two_agents_that_keep_apart(
-    codex: Path, repo: Path
+    codex: CodexHome, fake: FakeOpenAI, repo: Path
 ) -> None:
     """Session A reserves src/a.py with its own `coord` command (no `--as`: the name comes
     from the session Codex runs it in) and edits it; session B, started after it, is refused
-    src/a.py and edits src/b.py, which it reserved the same way."""
+    src/a.py, by apply_patch and by the shell, and edits src/b.py, reserved the same way."""
     reserve = str(COORD_BIN_DIR / "coord")  # the shell tool runs a login shell: its own PATH
-    scripts = {
-        "SCRIPT-A": [
-            [shell("a-reserve", f"{reserve} reserve src/a.py")],
-            [apply_patch("a-patch", patch_update("src/a.py", "a = 1", "a = 'A'"))],
-        ],
-        "SCRIPT-B": [
-            [apply_patch("b-patch-a", patch_update("src/a.py", "a = 'A'", "a = 'B'"))],
-            [shell("b-shell-a", "echo \"a = 'B'\" > src/a.py")],
-            [shell("b-reserve", f"{reserve} reserve src/b.py")],
-            [apply_patch("b-patch", patch_update("src/b.py", "b = 1", "b = 'B'"))],
-        ],
-    }
-    with FakeOpenAI(scripts) as fake:
-        first = run_codex(codex, repo, fake, "SCRIPT-A: work on a.py")
-        second = run_codex(codex, repo, fake, "SCRIPT-B: work on a.py, then b.py")
+    fake.scripts["SCRIPT-A"] = [
+        [shell("a-reserve", f"{reserve} reserve src/a.py")],
+        [apply_patch("a-patch", patch_update("src/a.py", "a = 1", "a = 'A'"))],
+    ]
+    fake.scripts["SCRIPT-B"] = [
+        [apply_patch("b-patch-a", patch_update("src/a.py", "a = 'A'", "a = 'B'"))],
+        [shell("b-shell-a", "echo \"a = 'B'\" > src/a.py")],
+        [shell("b-reserve", f"{reserve} reserve src/b.py")],
+        [apply_patch("b-patch", patch_update("src/b.py", "b = 1", "b = 'B'"))],
+    ]
+    first = codex.run("SCRIPT-A: work on a.py")
+    second = codex.run("SCRIPT-B: work on a.py, then b.py")
     name_a, name_b = told_name(fake, "SCRIPT-A"), told_name(fake, "SCRIPT-B")
-    assert name_a == identity.session_name("codex", first)
+    assert name_a == identity.session_name("codex", first)  # the hooks' name for the session
     assert name_b == identity.session_name("codex", second)
     assert name_a != name_b
     assert "reserved" in fake.tool_output("a-reserve"), fake.tool_output("a-reserve")
@@ -201,11 +161,26 @@ def test_two_sessions_started_seconds_apart_are_two_agents_that_keep_apart(
     assert holders(repo) == {"src/a.py": name_a, "src/b.py": name_b}
 
 
-def test_without_coord_on_path_the_guard_refuses(codex: Path, repo: Path) -> None:
-    script = [[apply_patch("patch-free", patch_update(FREE, "free = 1", "free = 2"))]]
-    with FakeOpenAI({"SCRIPT-NOCOORD": script}) as fake:
-        run_codex(codex, repo, fake, "SCRIPT-NOCOORD: change it", path=path_without_coord())
+def test_without_coord_on_path_the_guard_refuses(
+    codex: CodexHome, fake: FakeOpenAI, repo: Path
+) -> None:
+    fake.scripts["SCRIPT-NOCOORD"] = [
+        [apply_patch("patch-free", patch_update(FREE, "free = 1", "free = 2"))]
+    ]
+    codex.run("SCRIPT-NOCOORD: change the free file", path=path_without_coord())
     said = fake.tool_output("patch-free")
     assert said.startswith("Command blocked by PreToolUse hook: coord"), said
     assert "coord is not on PATH" in said, said
     assert (repo / FREE).read_text() == FILES[FREE]
+
+
+def test_init_with_another_command_untrusts_the_hooks_and_says_so(
+    codex: CodexHome, repo: Path
+) -> None:
+    """Codex keeps a hook's trust per its content: another `--command` is a changed hook,
+    which Codex skips without a word until trusted again; `coord init` must say so."""
+    assert {h["trustStatus"] for h in codex.hooks()} == {"trusted"}
+    done = coord(repo, "init", "--codex", "--command", str(COORD_BIN_DIR / "coord"))
+    assert done.returncode == 0, done.stderr
+    assert CHANGED_HOOKS_NOTE in done.stdout + done.stderr
+    assert {h["trustStatus"] for h in codex.hooks()} == {"modified"}
