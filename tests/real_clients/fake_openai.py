@@ -84,12 +84,6 @@ class FakeOpenAI:
                     return _output_text(item.get("output"))
         raise AssertionError(f"the model never got a result for tool call {call_id}")
 
-    def tool_names(self) -> set[str]:
-        """The tools Codex offered the model, by name."""
-        with self._lock:
-            requests = list(self.requests)
-        return {t.get("name", t.get("type")) for body in requests for t in body.get("tools", [])}
-
     def answer(self, body: dict[str, Any]) -> list[Item]:
         with self._lock:
             self.requests.append(body)
