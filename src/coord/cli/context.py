@@ -63,7 +63,7 @@ class Context:
         return self._session
 
     def agent(self, *, required: bool = True) -> str:
-        name = getattr(self.args, "agent", None) or identity.from_env()
+        name = getattr(self.args, "agent", None) or identity.of_command()
         if name:
             return str(name)
         if required:

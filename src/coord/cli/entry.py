@@ -51,7 +51,7 @@ def _run(argv: list[str]) -> int:
             paths, agent, staged, fail_open, as_json = options
             verdict, _ = run_guard(
                 paths,
-                agent or identity.from_env(),
+                agent or identity.of_command(),
                 staged=staged,
                 fail_open=fail_open,
                 as_json=as_json,

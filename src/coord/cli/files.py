@@ -69,7 +69,7 @@ def cmd_guard(args: argparse.Namespace, ctx: Context) -> Result:
 
     return run_guard(
         list(args.paths),
-        getattr(args, "agent", None) or identity.from_env(),
+        getattr(args, "agent", None) or identity.of_command(),
         staged=args.staged,
         fail_open=args.fail_open,
         as_json=bool(getattr(args, "json", False)),

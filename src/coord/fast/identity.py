@@ -34,8 +34,24 @@ _LAUNCHERS = frozenset(
 )
 
 
+# Codex puts the session's (thread's) id in the environment of every command it runs (openai/codex
+# codex-rs/core/src/exec_env.rs, CODEX_THREAD_ID_ENV_VAR); its hooks get the same id as session_id
+CODEX_SESSION_VAR = "CODEX_THREAD_ID"
+
+
 def from_env() -> str | None:
     return os.environ.get("COORD_AGENT") or None
+
+
+def of_command() -> str | None:
+    """The agent a `coord` command acts for when no ``--as`` is given: COORD_AGENT, else, in a
+    command a Codex session runs, the name coord's hooks give that session, so the agent's own
+    commands carry its name without ``--as`` (and without ``/proc``; issue 13 item 10).
+
+    Not for hooks: a hook knows its own session, and another client started from a Codex
+    command (its hooks inherit CODEX_THREAD_ID) is another agent."""
+    session_id = os.environ.get(CODEX_SESSION_VAR)
+    return from_env() or (session_name("codex", session_id) if session_id else None)
 
 
 def session_name(client: str, session_id: str) -> str:

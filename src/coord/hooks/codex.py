@@ -10,10 +10,14 @@ openai/codex ``codex-rs/hooks/src/events/pre_tool_use.rs`` and
   lines, relative to ``cwd``. A refusal is ``hookSpecificOutput.permissionDecision: "deny"``
   with a non-empty ``permissionDecisionReason``, exit 0 (Codex rejects ``"allow"`` without
   ``updatedInput`` and ``"ask"``); an allowed call prints nothing.
-- ``SessionStart``: ``hookSpecificOutput.additionalContext``. Like Claude Code, Codex names an
-  env file (``CODEX_ENV_FILE``, with ``CLAUDE_ENV_FILE`` as an alias; openai/codex
-  ``codex-rs/hooks/src/events/session_start_env_file.rs``) that coord exports ``COORD_AGENT``
-  to (``coord.hooks.session``).
+- ``SessionStart``: ``hookSpecificOutput.additionalContext``. Codex 0.171.0 (the latest
+  release) lets the hook set no environment for later commands: its output schema
+  (``session-start.command.output``) holds ``additionalContext`` only, and it names no env
+  file. openai/codex's main branch adds one (``CODEX_ENV_FILE``, with ``CLAUDE_ENV_FILE`` as an
+  alias; ``codex-rs/hooks/src/events/session_start_env_file.rs``), which coord exports
+  ``COORD_AGENT`` to when it is set (``coord.hooks.session``). Meanwhile every command Codex
+  runs has the session's id as ``CODEX_THREAD_ID`` (the hooks' ``session_id``), and the
+  agent's own ``coord`` commands take their name from it (``coord.fast.identity.of_command``).
 - ``Stop``: ``decision: "block"`` would make Codex continue the turn; coord only reminds, with
   ``systemMessage`` (shown as a warning).
 """
