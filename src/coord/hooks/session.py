@@ -40,9 +40,10 @@ if TYPE_CHECKING:
 
     Item = dict[str, Any]  # an item as the HTTP API answers it
 
-# Claude Code sources CLAUDE_ENV_FILE before each Bash command; Codex does the same with
-# CODEX_ENV_FILE, and sets CLAUDE_ENV_FILE as an alias (openai/codex
-# codex-rs/hooks/src/events/session_start_env_file.rs)
+# Claude Code sources CLAUDE_ENV_FILE before each Bash command. openai/codex's main branch
+# does the same with CODEX_ENV_FILE (codex-rs/hooks/src/events/session_start_env_file.rs);
+# no release has it yet (0.171.0 does not), and there a command's CODEX_THREAD_ID names the
+# agent (coord.fast.identity.of_command).
 ENV_FILE_VARS = ("CLAUDE_ENV_FILE", "CODEX_ENV_FILE")
 REQUEST_SECONDS = 5.0  # the daemon answers in milliseconds; a session must not wait long
 SHOWN_INBOX = 5
