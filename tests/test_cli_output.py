@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from conftest import Daemon, run_cli
 from coord.times import clock, clock_of_iso, iso
@@ -117,3 +119,45 @@ def test_an_expired_lease_says_so_in_show(daemon: Daemon) -> None:
         time.sleep(0.2)
     text = run_cli("show", "1", board_dir=board).stdout
     assert "lease EXPIRED" in text and "can be taken over" in text, text
+
+
+def test_log_follow_goes_on_across_a_daemon_restart_without_loss_or_doubles(
+    board_dir: Path,
+) -> None:
+    import selectors
+
+    first = Daemon(board_dir).start()
+    env = {**os.environ, "COORD_DIR": str(board_dir)}
+    env.pop("COORD_AGENT", None)
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "coord", "log", "--follow", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert follow.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(follow.stdout, selectors.EVENT_READ)
+
+    def next_event() -> dict[str, object]:
+        assert selector.select(timeout=60), "no event came"
+        return json.loads(follow.stdout.readline())
+
+    second = None
+    try:
+        first.request("POST", "/v1/items", {"agent": "ann", "title": "before"})
+        assert next_event()["kind"] == "created"
+        first.stop()  # a restart: the long poll in flight ends
+        second = Daemon(board_dir).start()
+        second.request("POST", "/v1/items", {"agent": "ann", "title": "after"})
+        after = next_event()
+        assert (after["kind"], after["seq"]) == ("created", 2)  # none lost, none doubled
+        assert follow.poll() is None  # still following
+    finally:
+        follow.send_signal(signal.SIGINT)
+        follow.wait(30)
+        if second is not None:
+            second.stop()
+    assert follow.returncode == 130  # Ctrl-C: not a clean end of the stream
+    assert "Traceback" not in (follow.stderr.read() if follow.stderr else "")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 from coord.cli import render
 from coord.client import flow
@@ -281,11 +282,26 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
         result = ctx.session.get("/v1/events", query)
         return result, render.events_table(result["events"], empty="no events")
     after = args.after
+    pause = 0.0
     try:
         while True:
-            result = ctx.session.get(
-                "/v1/events", {**query, "after": after, "wait": 25}, timeout=40
-            )
+            try:
+                result = ctx.session.get(
+                    "/v1/events", {**query, "after": after, "wait": 25}, timeout=40
+                )
+            except CoordError as err:
+                if not _daemon_went_away(err):
+                    raise
+                # A restart (or `coord stop`, then any command) ends the long poll; reading
+                # is safe to repeat, and `after` says where to resume: nothing lost or doubled.
+                if pause == 0.0:
+                    print(f"coord: {err.message}; reconnecting", file=sys.stderr, flush=True)
+                pause = min(max(pause * 2, 0.2), 2.0)
+                time.sleep(pause)
+                continue
+            if pause:
+                print("coord: reconnected", file=sys.stderr, flush=True)
+                pause = 0.0
             for event in result["events"]:
                 print(
                     json.dumps(event)
@@ -295,7 +311,12 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
                 )
             after = result["last_seq"]
     except KeyboardInterrupt:
-        return None, ""
+        return None, "", 130  # as the shell reports Ctrl-C: the stream did not end by itself
+
+
+def _daemon_went_away(err: CoordError) -> bool:
+    """The daemon stopped answering (gone, restarting, shutting down): not the request's fault."""
+    return err.code == "daemon_unavailable" or err.http_status >= 500
 
 
 def _open_text(path: str) -> Any:
