@@ -5,8 +5,9 @@ of JSON lines, one per model call in order: ``{"method": "generateContentStream"
 [GenerateContentResponse, ...]}`` (the chunks of one streamed answer). A chunk whose part is a
 ``functionCall`` makes the real client run that tool through its real scheduler, hooks included;
 a text part ends the turn. The client's own integration tests drive it the same way
-(google-gemini/gemini-cli ``integration-tests/*.responses``). Strict order: a call the script
-does not expect fails the run, and ``--model`` is fixed so no model-routing call is made.
+(google-gemini/gemini-cli ``integration-tests/*.responses``). Strict order: each model call
+takes the next line and fails when that line is for another method; ``--model`` is fixed, as
+with the default "auto" a routing call (``generateContent``) would take the first line.
 
 Each run gets a temporary home (``HOME`` and ``GEMINI_CLI_HOME``): an API-key login with a
 dummy key (never used: the fake answers), no usage statistics or update checks, and the
@@ -180,17 +181,6 @@ def finish(process: subprocess.Popen[str]) -> GeminiRun:
     return GeminiRun(process.returncode, session_id, tools, stdout, stderr, events)
 
 
-def run(
-    repo: Path,
-    home_dir: Path,
-    script: list[dict[str, Any]],
-    *,
-    path: str,
-    name: str = "run",
-    session_id: str | None = None,
-    args: tuple[str, ...] = (),
-) -> GeminiRun:
-    """One headless session from start to end."""
-    return finish(
-        start(repo, home_dir, script, path=path, name=name, session_id=session_id, args=args)
-    )
+def run(repo: Path, home_dir: Path, script: list[dict[str, Any]], **options: Any) -> GeminiRun:
+    """One headless session from start to end (`options` as for `start`)."""
+    return finish(start(repo, home_dir, script, **options))
