@@ -154,3 +154,46 @@ def test_the_ps_table_gives_what_proc_gives() -> None:
     name, parent = identity._process(os.getpid())
     assert table[os.getpid()][1] == parent == os.getppid()
     assert name is not None and table[os.getpid()][0].startswith(name[:15])
+
+
+_GEMINI_LIKE_CLIENT = """
+import json, shlex, subprocess, sys
+board, repo, session = sys.argv[1:]
+payload = json.dumps({"session_id": session, "cwd": repo, "hook_event_name": "SessionStart",
+                      "source": "startup", "transcript_path": "", "timestamp": "now"})
+coord = f"{shlex.quote(sys.executable)} -m coord"
+subprocess.run(["sh", "-c", f"{coord} hook gemini SessionStart"], input=payload, text=True,
+               check=True, capture_output=True)
+# the agent's own command, through the client's shell, with no --as and no COORD_AGENT
+done = subprocess.run(["sh", "-c", f"{coord} reserve src/mine.py --json"], text=True,
+                      capture_output=True, cwd=repo)
+print(done.stdout if done.returncode == 0 else "FAILED " + done.stderr)
+"""
+
+
+def test_an_agents_own_command_acts_as_the_session_its_client_started(
+    board_dir: Path, tmp_path: Path
+) -> None:
+    """Gemini CLI and Cursor pass their shell commands no session: the command finds the
+    name SessionStart recorded for its client process, as the MCP server does."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "client.py"
+    script.write_text(_GEMINI_LIKE_CLIENT)
+    session = uuid7(int(time.time() * 1000))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COORD_", "CODEX_"))}
+    env["COORD_DIR"] = str(board_dir)
+    done = subprocess.run(
+        [sys.executable, script, str(board_dir), str(board_dir.parent), session],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not done.stdout.startswith("FAILED"), done.stdout
+    held = json.loads(done.stdout)
+    assert held["reservations"][0]["agent"] == identity.session_name("gemini", session), held

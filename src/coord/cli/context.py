@@ -63,7 +63,7 @@ class Context:
         return self._session
 
     def agent(self, *, required: bool = True) -> str:
-        name = getattr(self.args, "agent", None) or identity.of_command()
+        name = getattr(self.args, "agent", None) or identity.of_command(self._found_board())
         if name:
             return str(name)
         if required:
@@ -72,6 +72,13 @@ class Context:
                 "name, so two agents never share a claim)"
             )
         return os.environ.get("USER") or os.environ.get("USERNAME") or "human"
+
+    def _found_board(self) -> Path | None:
+        """The board, if there is one here: naming the agent must not require it."""
+        try:
+            return self.board_dir
+        except CoordError:
+            return None
 
     def close(self) -> None:
         if self._client is not None:

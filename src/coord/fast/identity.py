@@ -43,15 +43,22 @@ def from_env() -> str | None:
     return os.environ.get("COORD_AGENT") or None
 
 
-def of_command() -> str | None:
+def of_command(board_dir: str | os.PathLike[str] | None = None) -> str | None:
     """The agent a `coord` command acts for when no ``--as`` is given: COORD_AGENT, else, in a
-    command a Codex session runs, the name coord's hooks give that session, so the agent's own
-    commands carry its name without ``--as`` (and without ``/proc``; issue 13 item 10).
+    command a Codex session runs, the name coord's hooks give that session, else the name the
+    SessionStart hook recorded for the client process this command runs under (Gemini CLI
+    and Cursor pass no session to their shell commands; the MCP server finds its name the same
+    way). So an agent's own commands carry its name without ``--as`` (issue 13 item 10).
 
     Not for hooks: a hook knows its own session, and another client started from a Codex
     command (its hooks inherit CODEX_THREAD_ID) is another agent."""
+    name = from_env()
+    if name:
+        return name
     session_id = os.environ.get(CODEX_SESSION_VAR)
-    return from_env() or (session_name("codex", session_id) if session_id else None)
+    if session_id:
+        return session_name("codex", session_id)
+    return recorded(board_dir) if board_dir is not None else None
 
 
 def session_name(client: str, session_id: str) -> str:
