@@ -77,7 +77,7 @@ def setup(root: Path, tasks: int) -> None:
     _coord(root, "init")
     for n in range(tasks):
         owned = [FILES[n % 6], FILES[(n + 1) % 6]]
-        _coord(root, "add", f"task {n}", "--file", *owned)
+        _coord(root, "add", f"task {n}", *(arg for path in owned for arg in ("--file", path)))
 
 
 def _edit(

@@ -185,7 +185,7 @@ def test_next_count_claims_pairwise_disjoint_items(daemon: Daemon) -> None:
         ("d", ["docs/api.md"]),
         ("e", ["db/schema.sql"]),
     ):
-        args = ["add", title, "--file", *files]
+        args = ["add", title, *(arg for path in files for arg in ("--file", path))]
         assert run_cli(*args, board_dir=bd).returncode == 0
     result = run_cli("next", "--count", "3", "--json", board_dir=bd, agent="orchestrator")
     assert result.returncode == 0, result.stderr
