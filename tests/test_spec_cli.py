@@ -111,6 +111,12 @@ def test_import_next_done_with_checks_and_sync(daemon: Daemon) -> None:
     by_id = {p["id"]: p for p in status["packages"]}
     assert by_id["A2"]["done"] is True and by_id["A2"]["board"]["state"] == "done"
 
+    code, shown_edit, _ = coord(daemon, "spec", "sync", "docs/plan.md", "--dry-run")
+    assert code == 0 and shown_edit["ticked"] == ["A2", "A3"]
+    removed = [ln for ln in shown_edit["diff"].splitlines() if ln.startswith("-- [ ]")]
+    added = [ln for ln in shown_edit["diff"].splitlines() if ln.startswith("+- [x]")]
+    assert [ln[9:11] for ln in removed] == [ln[9:11] for ln in added] == ["A2", "A3"]
+    assert (root / "docs" / "plan.md").read_bytes() == PLAN.encode()  # nothing written
     code, synced, _ = coord(daemon, "spec", "sync", "docs/plan.md")
     assert code == 0 and synced["ticked"] == ["A2", "A3"]
     expected = PLAN.replace("- [ ] **A2", "- [x] **A2").replace("- [ ] **A3", "- [x] **A3")

@@ -813,7 +813,7 @@ def test_tick_refuses_a_line_that_is_not_that_package_s_unticked_entry() -> None
 def test_spec_sync_ticks_the_line_the_parser_counted(tmp_path: Path) -> None:
     """A stray carriage return inside a line is no line end to the parser, so it is none to
     the ticker: `coord spec sync` ticks the entry the parser read, not a line further on."""
-    from coord.cli.spec_cmd import _tick
+    from coord.cli.spec_cmd import _ticked
 
     path = tmp_path / "plan.md"
     path.write_bytes(
@@ -823,8 +823,9 @@ def test_spec_sync_ticks_the_line_the_parser_counted(tmp_path: Path) -> None:
     )
     a1 = parse_file(path).package("A1")
     assert a1 is not None and a1.line == 2
-    _tick(path, [(a1.line, "A1")])
-    assert path.read_bytes() == (
+    before, after = _ticked(path, [(a1.line, "A1")])
+    assert before.encode() == path.read_bytes()
+    assert after.encode() == (
         b"Intro with a stray \r carriage return.\n"
         b"- [x] **A1 - one.** Dependencies: none.\n"
         b"- [ ] **A2 - two.** Dependencies: none.\n"

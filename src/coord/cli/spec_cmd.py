@@ -51,7 +51,9 @@ def args_spec(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="import: reservation lines become claims (package) or file holds (track)",
     )
-    p.add_argument("--dry-run", action="store_true", help="sync: show the edit, write nothing")
+    p.add_argument(
+        "--dry-run", action="store_true", help="sync: show the edit as a diff, write nothing"
+    )
     p.add_argument(
         "--git",
         metavar="BASE..HEAD",
@@ -262,24 +264,46 @@ def _sync(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
         raise InvalidInput(f"{args.doc} is not on the board: `coord spec import {args.doc}` first")
     to_tick = [p for p in doc.packages if not p.done and board.get(p.id, {}).get("state") == "done"]
     path = Path(args.doc)
-    if to_tick and not args.dry_run:
-        _tick(path, [(p.line, p.id) for p in to_tick])
+    diff = ""
+    if to_tick:
+        before, after = _ticked(path, [(p.line, p.id) for p in to_tick])
+        if args.dry_run:  # the edit it would make, as `git diff` would show it
+            import difflib
+
+            diff = "".join(
+                difflib.unified_diff(
+                    before.splitlines(keepends=True),
+                    after.splitlines(keepends=True),
+                    fromfile=f"a/{args.doc}",
+                    tofile=f"b/{args.doc}",
+                    n=0,
+                )
+            )
+        else:
+            write_atomic(path, after.encode("utf-8"))
     ticked = [p.id for p in to_tick]
     verb = "would tick" if args.dry_run else "ticked"
-    text = f"{verb} {len(ticked)} box(es) in {args.doc}"
+    text = f"{verb} {len(ticked)} box{'' if len(ticked) == 1 else 'es'} in {args.doc}"
     if ticked:
         text += ": " + " ".join(ticked)
-    return {"spec": args.doc, "ticked": ticked, "dry_run": args.dry_run}, text
+    if diff:
+        text += "\n" + diff.rstrip("\n")
+    document = {"spec": args.doc, "ticked": ticked, "dry_run": args.dry_run}
+    if args.dry_run:
+        document["diff"] = diff
+    return document, text
 
 
-def _tick(path: Path, entries: list[tuple[int, str]]) -> None:
-    """Turn ``[ ]`` into ``[x]`` on exactly these entries, keeping every other byte (the one
-    ticker, ``coord.spec.edit.tick``, that ``coord git done`` uses too)."""
+def _ticked(path: Path, entries: list[tuple[int, str]]) -> tuple[str, str]:
+    """The document's text, and that text with ``[ ]`` turned into ``[x]`` on exactly these
+    entries, every other byte kept (the one ticker, ``coord.spec.edit.tick``, that ``coord
+    git done`` uses too)."""
     from coord.spec import edit
 
     again = " nothing was written (re-run after saving the document)"
     try:  # parse_file read it as UTF-8 a moment ago: the round trip keeps every byte
-        ticked = edit.tick(path.read_bytes().decode("utf-8"), entries)
+        before = path.read_bytes().decode("utf-8")
+        return before, edit.tick(before, entries)
     except UnicodeDecodeError:
         raise InvalidInput(f"{path} is no longer UTF-8 text;{again}") from None
     except InvalidInput as err:
@@ -287,7 +311,6 @@ def _tick(path: Path, entries: list[tuple[int, str]]) -> None:
         raise InvalidInput(
             f"{path}:{line} no longer holds the unticked entry of {package_id};{again}"
         ) from None
-    write_atomic(path, ticked.encode("utf-8"))
 
 
 # --- paths -----------------------------------------------------------------------------------
