@@ -104,3 +104,18 @@ def test_import_errors_name_the_line_of_the_file(board_dir: Path) -> None:
     done = run_cli("import", "-", board_dir=board_dir, agent="ann", input=lines)
     assert done.returncode == 2
     assert "-:3: invalid priority 9" in done.stderr, done.stderr  # line 3 of the input
+
+
+def test_help_says_the_defaults() -> None:
+    import subprocess
+    import sys
+
+    shown = {
+        command: subprocess.run(
+            [sys.executable, "-m", "coord", command, "--help"], capture_output=True, text=True
+        ).stdout
+        for command in ("ls", "log", "serve", "claim")
+    }
+    assert "(default: 100)" in shown["ls"] and "(default: 500)" in shown["log"]
+    assert "(default: warning)" in shown["serve"]
+    assert "(default: )" not in "".join(shown.values())  # nothing said of empty defaults

@@ -65,7 +65,10 @@ def args_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     p.add_argument(
-        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="what the daemon logs to its stderr",
     )
 
 
@@ -129,7 +132,7 @@ def args_ls(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ready", action="store_true", help="only items claimable now")
     p.add_argument("--kind", choices=argtypes.KINDS)
     p.add_argument("--label")
-    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--limit", type=int, default=100, help="at most this many items (1 to 1000)")
     p.add_argument("--after", type=int, default=0, metavar="ID", help="ids after this one")
 
 
@@ -250,8 +253,8 @@ def args_inbox(p: argparse.ArgumentParser) -> None:
 
 
 def args_log(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--after", type=int, default=0, metavar="SEQ")
-    p.add_argument("--limit", type=int, default=500)
+    p.add_argument("--after", type=int, default=0, metavar="SEQ", help="events after this one")
+    p.add_argument("--limit", type=int, default=500, help="at most this many events (1 to 5000)")
     p.add_argument("--item", type=argtypes.item_id, metavar="ID", help="only this item's events")
     p.add_argument("--follow", "-f", action="store_true", help="keep streaming new events")
 
@@ -334,6 +337,20 @@ class _Formatter(argparse.HelpFormatter):
         width: int | None = None,
     ) -> None:
         super().__init__(prog, indent_increment, max_help_position, width or _columns() - 2)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        """The help, with the default said where there is one worth saying: not for flags
+        (off unless given), empty lists, "none", or a help that names its default already."""
+        text = action.help or ""
+        default = action.default
+        if (
+            default in (None, False, True, "", argparse.SUPPRESS)
+            or default == []
+            or "default" in text
+            or not action.option_strings
+        ):
+            return action.help
+        return f"{text} (default: %(default)s)" if text else "default: %(default)s"
 
 
 class _RawDescriptionFormatter(_Formatter, argparse.RawDescriptionHelpFormatter):
