@@ -60,3 +60,26 @@ def test_the_layout_table_names_every_folder_and_no_other() -> None:
     assert named == folders
     nouns = set(re.findall(r"`(\w+)\.py`", table.splitlines()[2]))
     assert nouns == {"model", "errors", "times", "limits"}
+
+
+def test_the_readme_command_table_names_every_option_of_every_command() -> None:
+    """`coord ls --limit/--after`, `log --limit`, `serve --log-level` once went unlisted."""
+    from coord.cli.main import build_parser
+
+    table = README.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        name: line for line in table.splitlines() for name in re.findall(r"^\| `coord (\w+)", line)
+    }
+    missing = {}
+    for name in COMMANDS:
+        parser = build_parser(only=name).command_parsers[name]
+        options = {
+            option
+            for action in parser._actions
+            for option in action.option_strings
+            if option.startswith("--") and option not in ("--help", "--json", "--as")
+        }
+        absent = sorted(o for o in options if o not in rows[name])
+        if absent:
+            missing[name] = absent
+    assert not missing, missing
