@@ -119,3 +119,46 @@ def test_help_says_the_defaults() -> None:
     assert "(default: 100)" in shown["ls"] and "(default: 500)" in shown["log"]
     assert "(default: warning)" in shown["serve"]
     assert "(default: )" not in "".join(shown.values())  # nothing said of empty defaults
+
+
+# every command that takes an item, with what else it needs
+ITEM_COMMANDS = {
+    "show": [],
+    "edit": ["--title", "t"],
+    "cancel": ["--reason", "r"],
+    "claim": [],
+    "heartbeat": [],
+    "release": [],
+    "done": [],
+    "escalate": ["why?"],
+    "answer": ["yes"],
+    "reply": ["hi"],
+    "ack": [],
+}
+
+
+def test_no_such_item_is_exit_5_from_every_command(daemon: object) -> None:
+    from conftest import Daemon
+
+    assert isinstance(daemon, Daemon)
+    for command, rest in ITEM_COMMANDS.items():
+        for ref in ("999", "Z9"):  # an id and a package id that are not on the board
+            done = run_cli(command, ref, *rest, board_dir=daemon.board_dir, agent="ann")
+            assert done.returncode == 5, (command, ref, done.returncode, done.stderr)
+            assert "on this board" in done.stderr, (command, done.stderr)
+
+
+def test_a_write_without_a_token_names_the_holder(daemon: object) -> None:
+    from conftest import Daemon
+
+    assert isinstance(daemon, Daemon)
+    board = daemon.board_dir
+    run_cli("add", "x", board_dir=board, agent="claude-1")
+    assert run_cli("claim", "1", board_dir=board, agent="claude-1").returncode == 0
+    for command in ("done", "heartbeat", "release"):
+        done = run_cli(command, "1", board_dir=board, agent="codex-1")
+        assert done.returncode == 3, (command, done.stderr)  # a conflict, not a usage error
+        assert "held by claude-1, not codex-1" in done.stderr, done.stderr
+    run_cli("add", "y", board_dir=board, agent="claude-1")
+    pending = run_cli("done", "2", board_dir=board, agent="codex-1")
+    assert pending.returncode == 3 and "not claimed: claim it first" in pending.stderr

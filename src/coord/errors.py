@@ -16,6 +16,9 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_CONFLICT = 3
 EXIT_NOTHING_READY = 4
+# no such item, package or document: one code from every command (it was 1 from some, 2 from
+# others), so a script can tell "not there" from "refused"
+EXIT_NOT_FOUND = 5
 # the guard's "do not edit", and a hook's refusal when no JSON decision can be given: what
 # every agent client reads as "blocked"
 EXIT_REFUSED = 2
@@ -74,6 +77,7 @@ class TooLarge(InvalidInput):
 class NotFound(CoordError):
     code = "not_found"
     http_status = 404
+    exit_code = EXIT_NOT_FOUND
 
 
 class Unauthorized(CoordError):

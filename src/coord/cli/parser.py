@@ -37,8 +37,8 @@ examples:
   coord guard src/auth/login.py --as codex-1  may I edit it? (exit 2: no; for hooks)
 
 Every command takes --json and --as NAME (or COORD_AGENT). Exit codes: 0 ok, 1 error,
-2 usage/invalid input, 3 conflict (someone else holds it, lease lost), 4 nothing ready;
-`coord guard` exits 2 when the edit is refused.
+2 usage/invalid input, 3 conflict (someone else holds it, lease lost), 4 nothing ready,
+5 no such item; `coord guard` exits 2 when the edit is refused.
 """
 
 

@@ -17,13 +17,20 @@ from __future__ import annotations
 import os
 
 from coord.client import tokens
-from coord.errors import ChecksFailed, ChecksRequired, CoordError, InvalidInput
+from coord.errors import (
+    ChecksFailed,
+    ChecksRequired,
+    CoordError,
+    InvalidInput,
+    LeaseLost,
+    NotClaimable,
+)
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
-    from typing import Any, Protocol
+    from typing import Any, NoReturn, Protocol
 
     class Transport(Protocol):
         def call(
@@ -83,13 +90,38 @@ def token_for(session: Session, agent: str, ref: int | str, given: int | None) -
         return int(given)
     found = tokens.remembered(session.board_dir, agent, ref)
     if found is None:
-        # field="token": each face names its own way of passing it (the CLI: --token T)
-        raise InvalidInput(
-            f"no token remembered for item {ref} as {agent}: pass the token your claim "
-            "returned, or claim the item first",
-            field="token",
-        )
+        _no_token(session, agent, ref)
     return found
+
+
+def _no_token(session: Session, agent: str, ref: int | str) -> NoReturn:
+    """Why this agent has no token for the item, said as the board sees it: no such item
+    (not found), someone else's claim (a conflict naming the holder), not claimed at all, or
+    a claim of its own whose token this machine does not remember (pass it)."""
+    item = session.get(f"/v1/items/{ref}")  # raises the board's not_found for no such item
+    holder = item.get("claimed_by")
+    if item["state"] in ("claimed", "needs_human") and holder and holder != agent:
+        until = item.get("lease_expires_at")
+        raise LeaseLost(
+            f"item {ref} is held by {holder}, not {agent}"
+            + (
+                " (its lease has run out: claim it to take it over)"
+                if item.get("lease_expired")
+                else f" (until {until})"
+            ),
+            id=item["id"],
+            holder=holder,
+        )
+    if item["state"] not in ("claimed", "needs_human"):
+        raise NotClaimable(
+            f"item {ref} is {item['state']}, not claimed: claim it first", id=item["id"]
+        )
+    # field="token": each face names its own way of passing it (the CLI: --token T)
+    raise InvalidInput(
+        f"no token remembered for item {ref} as {agent}: pass the token your claim "
+        "returned, or claim the item again",
+        field="token",
+    )
 
 
 def _optional_token(session: Session, agent: str, ref: int | str, given: int | None) -> dict:
