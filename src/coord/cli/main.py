@@ -1,8 +1,9 @@
 """`coord`: the command line. Each command is one call to the daemon, rendered.
 
 Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 conflict (lost the race, lease lost),
-4 nothing ready. With ``--json`` every command prints exactly one JSON document on stdout,
-errors included (``{"error": ..., "message": ...}``).
+4 nothing ready, 5 no such item (the README has the table). With ``--json`` every command
+prints exactly one JSON document on stdout, errors included (``{"error": ..., "message":
+...}``).
 
 The command line is cut along its concerns: the grammar (``parser``), what a command runs
 with and how its answer is printed (``context``), the commands (``commands``, ``files``,
