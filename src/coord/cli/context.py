@@ -67,9 +67,11 @@ class Context:
         if name:
             return str(name)
         if required:
+            command = getattr(self.args, "command", None) or "this command"
             raise InvalidInput(
-                "who is claiming? pass --as NAME or set COORD_AGENT (each agent needs its own "
-                "name, so two agents never share a claim)"
+                f"`coord {command}` acts for one agent: which? pass --as NAME or set "
+                "COORD_AGENT (each agent needs its own name, so two agents never share a claim, "
+                "a hold or an inbox)"
             )
         return os.environ.get("USER") or os.environ.get("USERNAME") or "human"
 
