@@ -167,7 +167,7 @@ class SQLiteTx(SQLiteItemTx):
             (
                 agent,
                 pattern,
-                patterns.literal_prefix(pattern),
+                patterns.search_prefix(pattern),
                 int(exclusive),
                 item_id,
                 reason,
