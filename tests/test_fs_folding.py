@@ -162,6 +162,19 @@ def test_claim_next_skips_an_item_whose_file_is_held_under_another_case(tmp_path
         board.close()
 
 
+def test_a_batch_claims_one_of_two_items_naming_one_file_in_two_cases(tmp_path: Path) -> None:
+    board_dir = board_on(tmp_path, CASE_FOLDING)
+    board = Board.open(board_dir)
+    try:
+        board.add("edit A", created_by="lead", files=["SRC/A.py"])
+        board.add("edit a", created_by="lead", files=["src/a.py"])
+        board.add("edit b", created_by="lead", files=["src/b.py"])
+        claims = board.claim_batch(3, agent="bob")
+        assert [c.item.title for c in claims] == ["edit A", "edit b"]
+    finally:
+        board.close()
+
+
 def test_renewing_and_freeing_by_another_spelling(tmp_path: Path) -> None:
     board_dir = board_on(tmp_path, CASE_FOLDING)
     board = Board.open(board_dir)
@@ -178,33 +191,45 @@ def test_renewing_and_freeing_by_another_spelling(tmp_path: Path) -> None:
 # --- the guard, through every face -------------------------------------------------------------
 
 
-def test_the_guard_refuses_a_case_spelling_of_a_held_file_where_case_folds(
-    board_dir: Path,
+@pytest.mark.parametrize(
+    ("answer", "held", "edited"),
+    [
+        (CASE_FOLDING, "src/a.py", "SRC/A.py"),
+        (CASE_FOLDING, "src/a.py", "Src/a.PY"),
+        (CASE_FOLDING, "src/*.PY", "src/a.py"),
+        (CASE_KEEPING, NFC, NFD),
+        (CASE_KEEPING, f"docs/{NFD}", f"docs/{NFC}"),
+    ],
+)
+def test_the_guard_refuses_another_spelling_of_a_held_file(
+    board_dir: Path, answer: dict[str, bool], held: str, edited: str
 ) -> None:
-    fsfold.record(board_dir, CASE_FOLDING)
-    reserve(board_dir, "src/a.py", "alice")
-    refused_by_every_face(board_dir.parent, board_dir, "SRC/A.py", "alice")
-    refused_by_every_face(board_dir.parent, board_dir, "Src/a.PY", "alice")
-
-
-def test_the_guard_refuses_a_case_spelling_of_a_held_glob_where_case_folds(
-    board_dir: Path,
-) -> None:
-    fsfold.record(board_dir, CASE_FOLDING)
-    reserve(board_dir, "src/*.PY", "alice")
-    refused_by_every_face(board_dir.parent, board_dir, "src/a.py", "alice")
-
-
-def test_the_guard_refuses_the_other_unicode_form_of_a_held_file(board_dir: Path) -> None:
-    fsfold.record(board_dir, CASE_KEEPING)
-    reserve(board_dir, NFC, "alice")
-    refused_by_every_face(board_dir.parent, board_dir, NFD, "alice")
+    """``coord guard``, every client's edit tool and every shell tool."""
+    fsfold.record(board_dir, answer)
+    reserve(board_dir, held, "alice")
+    refused_by_every_face(board_dir.parent, board_dir, edited, "alice")
 
 
 def test_a_board_without_a_record_folds_case_in_the_guard(board_dir: Path) -> None:
     (board_dir / fsfold.FS_FILENAME).unlink(missing_ok=True)
     reserve(board_dir, "src/a.py", "alice")
     assert guard(board_dir, "SRC/A.py", agent="bob").returncode == 2
+
+
+@pytest.mark.parametrize("held", ["src/Held.py", f"src/{NFD}"], ids=["case", "nfd"])
+def test_an_existing_hard_link_to_a_held_file_of_any_spelling_is_refused(
+    board_dir: Path, held: str
+) -> None:
+    """The guard finds a held file's other names by the literal holds; a hold whose stored
+    search prefix is folded (mixed case, not ASCII) is one of them."""
+    fsfold.record(board_dir, CASE_KEEPING)
+    repo = board_dir.parent
+    (repo / "src").mkdir()
+    (repo / held).write_text("held\n")
+    os.link(repo / held, repo / "b.py")
+    reserve(board_dir, held, "alice")
+    result = guard(board_dir, "b.py", agent="bob")
+    assert result.returncode == 2 and "held by alice" in result.stderr, result.stderr
 
 
 # --- the stored prefix -------------------------------------------------------------------------

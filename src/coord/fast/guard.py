@@ -95,16 +95,19 @@ def judge(
         live = holds.read_live(db, [t.name for t in mine])
         fold = fsfold.board_fold(board_dir)  # recorded at init and daemon start, never probed here
         for target in mine:
-            aliases = hardlinks.held_aliases(target, db, agent)  # the file's other names
             if target.one_file:
-                found.append((target, blockers(target.name, live, agent, fold=fold) + aliases))
-                continue
-            root = target.root
-            is_dir = lambda name, root=root: os.path.isdir(os.path.join(root, name))  # noqa: E731
-            blocking = blockers(
-                target.name, live, agent, is_file=target.is_file, is_dir=is_dir, fold=fold
-            )
-            found.append((target, blocking + aliases))
+                blocking = blockers(target.name, live, agent, fold=fold)
+            else:
+                root = target.root
+                is_dir = lambda name, root=root: os.path.isdir(os.path.join(root, name))  # noqa: E731
+                blocking = blockers(
+                    target.name, live, agent, is_file=target.is_file, is_dir=is_dir, fold=fold
+                )
+            # the file's other names; where case folds, its own name in another case is one
+            # of them, already among the blockers
+            named = {held.id for held in blocking}
+            aliases = hardlinks.held_aliases(target, db, agent)
+            found.append((target, blocking + [a for a in aliases if a.id not in named]))
     return found
 
 
