@@ -158,6 +158,9 @@ def test_claim_next_skips_an_item_whose_file_is_held_under_another_case(tmp_path
         board.reserve(["src/a.py"], agent="alice")
         claim = board.claim_next(agent="bob")
         assert claim.item.id == free.id
+        who = board.who("SRC/A.py", agent="bob")
+        assert (who["path"], who["may_edit"]) == ("SRC/A.py", False)
+        assert [h["agent"] for h in who["holders"]] == ["alice"]
     finally:
         board.close()
 
@@ -200,6 +203,7 @@ def test_renewing_and_freeing_by_another_spelling(tmp_path: Path) -> None:
         (CASE_KEEPING, NFC, NFD),
         (CASE_KEEPING, f"docs/{NFD}", f"docs/{NFC}"),
     ],
+    ids=["upper", "mixed", "glob", "nfd-of-nfc", "nfc-of-nfd"],
 )
 def test_the_guard_refuses_another_spelling_of_a_held_file(
     board_dir: Path, answer: dict[str, bool], held: str, edited: str
