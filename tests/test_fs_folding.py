@@ -23,7 +23,7 @@ import pytest
 from conftest import Daemon, init_board_dir, run_cli
 from coord import Board
 from coord.errors import FilesReserved
-from coord.fast import board_files, fsfold, patterns
+from coord.fast import board_files, fsfold, holds, patterns
 from test_guard_cli import guard
 from test_path_spellings import allowed_by_every_face, refused_by_every_face
 
@@ -255,6 +255,34 @@ def test_a_hold_stored_before_migration_8_is_found_by_every_spelling(tmp_path: P
     conn.close()
     assert prefixes == ["", "src/lib/a.py"]  # non-ASCII: read by every search
     refused(board_dir, f"docs/{NFC}", "bob", "alice")
+
+
+def test_the_guard_reads_a_board_its_old_daemon_has_not_migrated(board_dir: Path) -> None:
+    """Upgraded while the old daemon runs: the guard reads the board read-only, prefixes as
+    release 7 wrote them, and still finds a hold by its own spelling."""
+    fsfold.record(board_dir, CASE_KEEPING)
+    reserve(board_dir, "Src/Main.py", "alice")
+    with sqlite3.connect(board_files.db_path(board_dir)) as conn:
+        conn.execute("UPDATE reservations SET prefix = pattern")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 8")
+    conn.close()
+    result = guard(board_dir, "Src/Main.py", agent="bob")
+    assert result.returncode == 2 and "held by alice" in result.stderr, result.stderr
+
+
+def test_a_storage_slice_of_mixed_case_files_still_searches_the_prefix_index(
+    tmp_path: Path,
+) -> None:
+    """Each mixed-case pattern asks for two prefixes; a slice of them stays within what one
+    query narrows by the index (past it, a query reads every live hold)."""
+    board_dir = init_board_dir(tmp_path)
+    step = holds.MAX_NEAR_PREFIXES // 2
+    query = holds.select_live(1.0, near=[f"src/Components/M{n}.tsx" for n in range(step)])
+    assert query is not None
+    with sqlite3.connect(board_files.db_path(board_dir)) as conn:
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + query[0], query[1])]
+    conn.close()
+    assert not any(row.startswith("SCAN reservations") for row in plan), plan
 
 
 # --- real HTTP: a daemon and two agents ----------------------------------------------------

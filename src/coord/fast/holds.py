@@ -94,7 +94,10 @@ def select_live(
         params.append(agent)
     live = " AND ".join(where)
     if near is not None:
+        # and as written: a board a release before schema 8 wrote keeps its prefixes so
+        # until a newer daemon migrates it, and the guard reads it read-only meanwhile
         prefixes = {patterns.search_prefix(p) for p in near}
+        prefixes.update(patterns.literal_prefix(p) for p in near)
         if not prefixes:
             return None
         # a pattern that starts with a glob may meet anything: read them all
