@@ -16,6 +16,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -41,21 +42,15 @@ def board_on(tmp_path: Path, answer: dict[str, bool]) -> Path:
 
 
 def reserve(board_dir: Path, pattern: str, agent: str) -> None:
-    board = Board.open(board_dir)
-    try:
+    with closing(Board.open(board_dir)) as board:
         board.reserve([pattern], agent=agent)
-    finally:
-        board.close()
 
 
 def refused(board_dir: Path, pattern: str, agent: str, holder: str) -> None:
-    board = Board.open(board_dir)
-    try:
+    with closing(Board.open(board_dir)) as board:
         with pytest.raises(FilesReserved, match=f"held by {holder}"):
             board.reserve([pattern], agent=agent)
         assert {r.agent for r in board.reservations()} == {holder}  # board unchanged
-    finally:
-        board.close()
 
 
 # --- the probe ------------------------------------------------------------------------------
@@ -151,8 +146,7 @@ def test_unicode_spellings_of_a_held_file_are_refused(
 
 def test_claim_next_skips_an_item_whose_file_is_held_under_another_case(tmp_path: Path) -> None:
     board_dir = board_on(tmp_path, CASE_FOLDING)
-    board = Board.open(board_dir)
-    try:
+    with closing(Board.open(board_dir)) as board:
         board.add("edit A", created_by="lead", files=["SRC/A.py"])
         free = board.add("edit B", created_by="lead", files=["src/b.py"])
         board.reserve(["src/a.py"], agent="alice")
@@ -161,34 +155,26 @@ def test_claim_next_skips_an_item_whose_file_is_held_under_another_case(tmp_path
         who = board.who("SRC/A.py", agent="bob")
         assert (who["path"], who["may_edit"]) == ("SRC/A.py", False)
         assert [h["agent"] for h in who["holders"]] == ["alice"]
-    finally:
-        board.close()
 
 
 def test_a_batch_claims_one_of_two_items_naming_one_file_in_two_cases(tmp_path: Path) -> None:
     board_dir = board_on(tmp_path, CASE_FOLDING)
-    board = Board.open(board_dir)
-    try:
+    with closing(Board.open(board_dir)) as board:
         board.add("edit A", created_by="lead", files=["SRC/A.py"])
         board.add("edit a", created_by="lead", files=["src/a.py"])
         board.add("edit b", created_by="lead", files=["src/b.py"])
         claims = board.claim_batch(3, agent="bob")
         assert [c.item.title for c in claims] == ["edit A", "edit b"]
-    finally:
-        board.close()
 
 
 def test_renewing_and_freeing_by_another_spelling(tmp_path: Path) -> None:
     board_dir = board_on(tmp_path, CASE_FOLDING)
-    board = Board.open(board_dir)
-    try:
+    with closing(Board.open(board_dir)) as board:
         board.reserve(["src/a.py"], agent="alice")
         board.reserve(["SRC/A.py"], agent="alice")  # the same file: renewed, not doubled
         assert [r.pattern for r in board.reservations()] == ["SRC/A.py"]
         assert board.unreserve(["src/A.py"], agent="alice") == ["SRC/A.py"]
         assert board.reservations() == []
-    finally:
-        board.close()
 
 
 # --- the guard, through every face -------------------------------------------------------------
