@@ -47,6 +47,9 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
 
         check_lease(args.lease, 0)
     created = board_files.init_board_files(board_dir)
+    from coord.fast import fsfold
+
+    fsfold.record(board_dir)  # how its file system compares names: the guard reads it
     if args.lease is not None:
         config = board_files.read_config(board_dir)
         config["default_lease_seconds"] = args.lease

@@ -6,7 +6,9 @@ with another agent's exclusive one. An agent never conflicts with itself. Whethe
 patterns overlap is ``coord.fast.patterns.overlaps``, judged against the working tree (a
 literal is one file unless it is a directory there), exact except where two globs could
 match one path the tree lacks. A reservation granted before issue 12 (``rule`` 1) keeps its
-wider meaning until it ends (``overlaps_rule1``): a live hold is never narrowed.
+wider meaning until it ends (``overlaps_rule1``): a live hold is never narrowed. Paths are
+compared the way the repository's file system compares names (``coord.fast.fsfold``: NFC,
+and case where it folds case), by the working tree's ``fold``; stored and shown as spelled.
 """
 
 from __future__ import annotations
@@ -18,17 +20,22 @@ from typing import Any
 from coord.core import rules
 from coord.core.context import BoardContext, IsFile
 from coord.errors import FilesReserved, InvalidInput
-from coord.fast import globmeet, patterns
+from coord.fast import board_files, fsfold, globmeet, patterns
 from coord.fast.tree import WorkingTree
 from coord.model import Reservation
 from coord.times import iso
 
 
-def covers_by_rule(held: Reservation, path: str) -> bool:
+def covers_by_rule(held: Reservation, path: str, fold: fsfold.Fold = fsfold.nfc) -> bool:
     """Does ``held`` cover the file ``path``, read by the rule it was granted under?"""
     if held.rule == 1:
-        return patterns.covers_rule1(held.pattern, path)
-    return patterns.covers(held.pattern, path)
+        return patterns.covers_rule1(held.pattern, path, fold=fold)
+    return patterns.covers(held.pattern, path, fold=fold)
+
+
+def fold_of(tree: IsFile | None) -> fsfold.Fold:
+    """The key the board compares paths by: its working tree's (NFC alone without one)."""
+    return getattr(tree, "fold", fsfold.nfc)
 
 
 def canonical(raw: Iterable[str], repo_root: Path | None) -> tuple[str, ...]:
@@ -113,9 +120,10 @@ def pairwise_disjoint(
     chosen: Sequence[Sequence[str]], candidate: Sequence[str], is_file: IsFile | None = None
 ) -> bool:
     is_dir = getattr(is_file, "is_dir", None)
+    fold = fold_of(is_file)
     with globmeet.one_request():
         return not any(
-            patterns.overlaps(a, b, is_dir=is_dir)
+            patterns.overlaps(a, b, is_dir=is_dir, fold=fold)
             for files in chosen
             for a in files
             for b in candidate
@@ -125,17 +133,21 @@ def pairwise_disjoint(
 def meets_hold(requested: str, held: Reservation, tree: IsFile | None) -> bool:
     """Could a path be covered both by ``requested`` (a new pattern) and by ``held``, read by
     the rule it was granted under? ``tree`` is the board's ``WorkingTree`` (or None)."""
+    fold = fold_of(tree)
     if held.rule == 1:
-        return patterns.overlaps_rule1(requested, held.pattern, is_file=tree)
-    return patterns.overlaps(requested, held.pattern, is_dir=getattr(tree, "is_dir", None))
+        return patterns.overlaps_rule1(requested, held.pattern, is_file=tree, fold=fold)
+    is_dir = getattr(tree, "is_dir", None)
+    return patterns.overlaps(requested, held.pattern, is_dir=is_dir, fold=fold)
 
 
 def working_tree_files(repo_root: Path | None) -> WorkingTree | None:
     """The board's view of its repository's working tree (None without a repository: then
-    any literal might be a directory, the safe reading)."""
+    any literal might be a directory, the safe reading), comparing names as the probe at
+    ``coord init`` and daemon start recorded its file system does."""
     if repo_root is None:
         return None
-    return WorkingTree(str(repo_root))
+    fold = fsfold.board_fold(repo_root / board_files.BOARD_DIRNAME)
+    return WorkingTree(str(repo_root), fold)
 
 
 class Reservations:
@@ -165,11 +177,14 @@ class Reservations:
             conflicts = find_conflicts(agent, wanted, exclusive, live, self.ctx.is_file)
             if conflicts:
                 raise refusal(conflicts, "reservation")
-            # Reserving what you already hold renews it (new lease, new mode) in place.
+            # Reserving what you already hold renews it (new lease, new mode) in place,
+            # under whichever spelling the file system takes for it.
+            fold = fold_of(self.ctx.is_file)
+            keys = {fold(p) for p in wanted}
             tx.delete_reservations(
                 r.id
                 for r in live
-                if r.agent == agent and r.pattern in wanted and r.item_id == item_id
+                if r.agent == agent and fold(r.pattern) in keys and r.item_id == item_id
             )
             expires = now + lease
             made = [
@@ -205,7 +220,8 @@ class Reservations:
     def unreserve(self, given: Sequence[str], agent: str, everything: bool) -> list[str]:
         """Free the agent's reservations of these patterns (or all of them). Returns what
         was freed; freeing what you do not hold is not an error."""
-        wanted = set(canonical(given, self.ctx.repo_root))
+        fold = fold_of(self.ctx.is_file)
+        wanted = {fold(p) for p in canonical(given, self.ctx.repo_root)}
         if not wanted and not everything:
             raise InvalidInput(
                 "name the patterns to free, or ask to free everything you hold", field="patterns"
@@ -215,7 +231,7 @@ class Reservations:
             mine = [
                 r
                 for r in tx.live_reservations(now, agent=agent)
-                if everything or r.pattern in wanted
+                if everything or fold(r.pattern) in wanted
             ]
             if not mine:
                 return []
@@ -238,8 +254,9 @@ class Reservations:
         canonical_path = patterns.normalize(path, self.ctx.repo_root, literal=True)
         with self.ctx.storage.read() as tx:
             live = tx.live_reservations(self.ctx.clock(), near=[canonical_path])
-        holders = [r for r in live if covers_by_rule(r, canonical_path)]
-        blocking = blockers(canonical_path, live, agent)
+        fold = fold_of(self.ctx.is_file)
+        holders = [r for r in live if covers_by_rule(r, canonical_path, fold)]
+        blocking = blockers(canonical_path, live, agent, fold=fold)
         return {
             "path": canonical_path,
             "holders": [r.to_dict() for r in holders],

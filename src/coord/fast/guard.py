@@ -5,6 +5,8 @@ covers it (a shared reservation says "several of us edit this; nobody takes it a
 rule for every face: the core's ``who``, ``coord guard``, and every client's edit and shell
 hooks ask ``blockers``; the paths are placed by ``coord.fast.targets`` (which board, which
 repository path) and the reservations read by ``coord.fast.holds`` (read-only, no daemon).
+Paths are compared as the board's file system compares names (``coord.fast.fsfold``: NFC,
+and case where the probe recorded that it folds case), so ``SRC/A.py`` is ``src/a.py`` there.
 When a board cannot be read the guard says why and refuses (fail closed) unless told
 otherwise.
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 import os
 
 from coord.errors import InvalidInput
-from coord.fast import board_files, hardlinks, holds, own_files, patterns, targets
+from coord.fast import board_files, fsfold, hardlinks, holds, own_files, patterns, targets
 from coord.times import clock, iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
@@ -46,6 +48,7 @@ def blockers(
     *,
     is_file: Callable[[str], bool] | None = None,
     is_dir: Callable[[str], bool] | None = None,
+    fold: fsfold.Fold = fsfold.nfc,
 ) -> list[Held]:
     """The live reservations that forbid ``agent`` to write canonical ``target``.
 
@@ -55,26 +58,27 @@ def blockers(
     be a directory or a glob that writes everything beneath what it names: a hold blocks it
     when they could overlap, judged against the tree (``is_file``, ``is_dir``). Each hold is
     read by the rule it was granted under (``rule``: 1 before issue 12, never narrowed).
+    Names are compared by ``fold``, the board's (``coord.fast.fsfold.board_fold``).
     """
     others = [r for r in held if r.exclusive and r.agent != agent]
     if is_file is None:
-        return [r for r in others if _covers(r, target)]
+        return [r for r in others if _covers(r, target, fold)]
     reach = target if patterns.is_literal(target) else patterns.beneath(target)
     return [
         r
         for r in others
         if (
-            patterns.overlaps_rule1(target, r.pattern, is_file=is_file)
+            patterns.overlaps_rule1(target, r.pattern, is_file=is_file, fold=fold)
             if getattr(r, "rule", 1) == 1
-            else patterns.overlaps(reach, r.pattern, is_dir=is_dir)
+            else patterns.overlaps(reach, r.pattern, is_dir=is_dir, fold=fold)
         )
     ]
 
 
-def _covers(held: HeldFiles, path: str) -> bool:
+def _covers(held: HeldFiles, path: str, fold: fsfold.Fold) -> bool:
     if getattr(held, "rule", 1) == 1:
-        return patterns.covers_rule1(held.pattern, path)
-    return patterns.covers(held.pattern, path)
+        return patterns.covers_rule1(held.pattern, path, fold=fold)
+    return patterns.covers(held.pattern, path, fold=fold)
 
 
 def judge(
@@ -89,15 +93,21 @@ def judge(
     for board_dir, mine in boards.items():
         db = os.path.join(board_dir, board_files.DB_FILENAME)
         live = holds.read_live(db, [t.name for t in mine])
+        fold = fsfold.board_fold(board_dir)  # recorded at init and daemon start, never probed here
         for target in mine:
-            aliases = hardlinks.held_aliases(target, db, agent)  # the file's other names
             if target.one_file:
-                found.append((target, blockers(target.name, live, agent) + aliases))
-                continue
-            root = target.root
-            is_dir = lambda name, root=root: os.path.isdir(os.path.join(root, name))  # noqa: E731
-            blocking = blockers(target.name, live, agent, is_file=target.is_file, is_dir=is_dir)
-            found.append((target, blocking + aliases))
+                blocking = blockers(target.name, live, agent, fold=fold)
+            else:
+                root = target.root
+                is_dir = lambda name, root=root: os.path.isdir(os.path.join(root, name))  # noqa: E731
+                blocking = blockers(
+                    target.name, live, agent, is_file=target.is_file, is_dir=is_dir, fold=fold
+                )
+            # the file's other names; where case folds, its own name in another case is one
+            # of them, already among the blockers
+            named = {held.id for held in blocking}
+            aliases = hardlinks.held_aliases(target, db, agent)
+            found.append((target, blocking + [a for a in aliases if a.id not in named]))
     return found
 
 

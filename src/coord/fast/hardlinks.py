@@ -60,11 +60,12 @@ def held_aliases(target: Target, db: str, agent: str | None) -> list[holds.Held]
 
 
 def _held_files(db: str, agent: str | None) -> list[holds.Held]:
-    """Other agents' live exclusive holds whose pattern is a literal path (the literal
-    prefix is the whole pattern), newest first, at most ``MAX_CANDIDATES``."""
+    """Other agents' live exclusive holds whose pattern is a literal path (no glob
+    character: ``patterns.is_literal``; the stored prefix is a folded key, not the pattern),
+    newest first, at most ``MAX_CANDIDATES``."""
     sql = (
         f"SELECT {holds.COLUMNS} FROM reservations WHERE expires_at > ? AND exclusive = 1 "
-        "AND agent IS NOT ? AND prefix = pattern ORDER BY id DESC LIMIT ?"
+        "AND agent IS NOT ? AND pattern NOT GLOB '*[*?[\\]*' ORDER BY id DESC LIMIT ?"
     )
     try:
         conn = sqlite3.connect(f"file:{holds._uri_path(db)}?mode=ro", uri=True, timeout=2)

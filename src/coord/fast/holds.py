@@ -5,7 +5,10 @@ guard, every edit hook and ``coord guard`` ask it read-only from ``board.db`` wi
 before every edit (``read_live``). One SQL text, so "live" and "near" cannot come to mean two
 things: live is ``expires_at`` after the board's clock; near a set of canonical patterns is
 every reservation whose literal prefix is an ancestor of, equal to, or beneath one of theirs
-(only those can overlap them), found through the indexed ``prefix`` column.
+(only those can overlap them), found through the indexed ``prefix`` column. The column holds
+the prefix's widest key (``patterns.search_prefix``: NFC, case folded), so the search finds every
+spelling a file system could take for one file; the caller's overlap rule then compares by
+the board's own fold (``coord.fast.fsfold``).
 
 Stdlib only (and ``coord.fast.patterns``): hooks run before every edit.
 """
@@ -91,7 +94,10 @@ def select_live(
         params.append(agent)
     live = " AND ".join(where)
     if near is not None:
-        prefixes = {patterns.literal_prefix(p) for p in near}
+        # and as written: a board a release before schema 8 wrote keeps its prefixes so
+        # until a newer daemon migrates it, and the guard reads it read-only meanwhile
+        prefixes = {patterns.search_prefix(p) for p in near}
+        prefixes.update(patterns.literal_prefix(p) for p in near)
         if not prefixes:
             return None
         # a pattern that starts with a glob may meet anything: read them all

@@ -34,12 +34,14 @@ import re
 from functools import lru_cache
 
 from coord.errors import InvalidInput
-from coord.fast import globmeet
+from coord.fast import fsfold, globmeet
 from coord.limits import MAX_PATTERN, MAX_PATTERN_WILDCARDS
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the edit guard runs before every edit
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from coord.fast.fsfold import Fold
 
     Token = tuple[str, str]  # ("c", char) | ("*", "") | ("?", "") | ("[" or "[!", members)
 
@@ -92,6 +94,14 @@ def literal_prefix(pattern: str) -> str:
     """
     segments = pattern.split("/")
     return "/".join(segments[: _first_glob(segments, glob=True)])
+
+
+def search_prefix(pattern: str) -> str:
+    """``literal_prefix`` by its widest key (NFC, case folded: ``coord.fast.fsfold``): what
+    the board's indexed ``prefix`` column holds and a search for overlaps asks, so that it
+    finds every spelling a file system could take for one file; the overlap rule then
+    compares by the board's own fold."""
+    return fsfold.caseless(literal_prefix(pattern))
 
 
 def normalize(
@@ -331,21 +341,24 @@ def _segment_globs_meet(g: str, h: str) -> bool:
 
 def _bounded(check: Callable[[], bool]) -> bool:
     """Run one overlap check within ``globmeet.STEP_BUDGET`` comparisons; past it, "they may
-    meet" (only two long globs get there, and refusing is the safe answer)."""
+    meet" (only two long globs get there, and refusing is the safe answer). A ``[...]`` that
+    case folding left malformed (``[Z-a]`` folds to ``[z-a]``) may meet anything, too."""
     globmeet.Work.reset()
     try:
         return check()
-    except globmeet.OverBudget:
+    except (globmeet.OverBudget, re.error):
         return True
 
 
-def covers(pattern: str, path: str) -> bool:
+def covers(pattern: str, path: str, *, fold: Fold = fsfold.nfc) -> bool:
     """Does canonical ``pattern`` cover canonical file ``path``, as the guard judges an edit?
 
     A glob covers the paths it matches (``src/**`` everything beneath ``src``). A literal
     covers itself and, at edit time, everything beneath it: a path written beneath it means
-    it is a directory now, whatever it was when it was reserved.
+    it is a directory now, whatever it was when it was reserved. Names are compared by
+    ``fold`` (``coord.fast.fsfold``: NFC, and case where the file system folds it).
     """
+    pattern, path = fold(pattern), fold(path)
     if is_literal(pattern):
         return path == pattern or path.startswith(pattern + "/")
     prefix = literal_prefix(pattern)
@@ -354,27 +367,33 @@ def covers(pattern: str, path: str) -> bool:
     return _bounded(lambda: _path_matches(pattern, path))
 
 
-def overlaps(a: str, b: str, *, is_dir: Callable[[str], bool] | None = None) -> bool:
+def overlaps(
+    a: str, b: str, *, is_dir: Callable[[str], bool] | None = None, fold: Fold = fsfold.nfc
+) -> bool:
     """Could one path be covered by both canonical patterns? (``OVERLAP_RULE``.)
 
     ``is_dir`` says which literal paths are directories of the working tree (they cover
     everything beneath); every other literal is one file, existing or to be created. Without
-    it the tree is unknown and any literal might be a directory (the safe reading).
+    it the tree is unknown and any literal might be a directory (the safe reading). Names are
+    compared by ``fold``; the tree is asked in the user's own spelling.
     """
-    if a == b:
+    key_a, key_b = fold(a), fold(b)
+    if key_a == key_b:
         return True
-    if not _nested(literal_prefix(a), literal_prefix(b)):
+    if not _nested(literal_prefix(key_a), literal_prefix(key_b)):
         return False
-    if is_literal(a) and is_literal(b):
+    if is_literal(key_a) and is_literal(key_b):
         return True  # equal, or one lies beneath the other: which then must be a directory
-    return _bounded(lambda: _path_meet(_reach(a, is_dir), _reach(b, is_dir)))
+    reach_a, reach_b = _reach(a, key_a, is_dir), _reach(b, key_b, is_dir)
+    return _bounded(lambda: _path_meet(reach_a, reach_b))
 
 
-def _reach(pattern: str, is_dir: Callable[[str], bool] | None) -> str:
-    """The pattern as the glob of every path it covers: a directory literal gains '/**'."""
-    if is_literal(pattern) and (is_dir is None or is_dir(pattern)):
-        return pattern + "/**"
-    return pattern
+def _reach(pattern: str, key: str, is_dir: Callable[[str], bool] | None) -> str:
+    """The pattern's key as the glob of every path it covers: a directory literal gains
+    '/**'."""
+    if is_literal(key) and (is_dir is None or is_dir(pattern)):
+        return key + "/**"
+    return key
 
 
 def _nested(a: str, b: str) -> bool:
@@ -400,27 +419,30 @@ def _path_meet(a: str, b: str) -> bool:
 # the reservation half of this can go; the shell half stays.
 
 
-def covers_rule1(pattern: str, path: str) -> bool:
+def covers_rule1(pattern: str, path: str, *, fold: Fold = fsfold.nfc) -> bool:
     """``covers`` as rule 1 reads it: a glob also covers everything beneath its matches."""
     if is_literal(pattern):
-        return covers(pattern, path)
-    return covers(beneath(pattern), path)
+        return covers(pattern, path, fold=fold)
+    return covers(beneath(pattern), path, fold=fold)
 
 
-def overlaps_rule1(a: str, b: str, *, is_file: Callable[[str], bool] | None = None) -> bool:
+def overlaps_rule1(
+    a: str, b: str, *, is_file: Callable[[str], bool] | None = None, fold: Fold = fsfold.nfc
+) -> bool:
     """``overlaps`` as rule 1 reads it: each pattern covers everything beneath it, except a
     literal ``is_file`` says is a plain file."""
-    if a == b:
+    key_a, key_b = fold(a), fold(b)
+    if key_a == key_b:
         return True
-    if not _nested(literal_prefix(a), literal_prefix(b)):
+    if not _nested(literal_prefix(key_a), literal_prefix(key_b)):
         return False
-    if is_literal(a) and is_literal(b):
+    if is_literal(key_a) and is_literal(key_b):
         return True
     if is_file is not None and (is_literal(a) or is_literal(b)):
         path, pattern = (a, b) if is_literal(a) else (b, a)
         if is_file(path):
-            return covers_rule1(pattern, path)
-    return _bounded(lambda: _path_meet(beneath(a), beneath(b)))
+            return covers_rule1(pattern, path, fold=fold)
+    return _bounded(lambda: _path_meet(beneath(key_a), beneath(key_b)))
 
 
 def beneath(pattern: str) -> str:

@@ -3,8 +3,11 @@
 Two patterns can overlap only if one's literal prefix (the part before any glob,
 ``coord.fast.patterns.literal_prefix``) is an ancestor of the other's or equal to it. So a
 pattern is compared with the indexed ones along its own path and beneath it, not with all of
-them: the same narrowing the board's reservation query does with its indexed prefix column.
-The board's claim-next batch and the design-document protocol both use it.
+them: the same narrowing the board's reservation query does with its indexed prefix column,
+and by the same widest key (``coord.fast.patterns.search_prefix``: NFC, case folded), so that a
+pattern meets every spelling a file system could take for it; the caller's overlap rule then
+compares by the board's own fold. The board's claim-next batch and the design-document
+protocol both use it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
-from coord.fast.patterns import literal_prefix
+from coord.fast.patterns import search_prefix
 
 T = TypeVar("T")
 
@@ -30,7 +33,7 @@ class PrefixIndex(Generic[T]):
             self.add(pattern, value)
 
     def add(self, pattern: str, value: T) -> None:
-        prefix = literal_prefix(pattern)
+        prefix = search_prefix(pattern)
         if prefix not in self.by_prefix:
             bisect.insort(self.prefixes, prefix)
             self.above.update(prefix[:i] for i, c in enumerate(prefix) if c == "/")
@@ -39,7 +42,7 @@ class PrefixIndex(Generic[T]):
 
     def near(self, pattern: str) -> list[T]:
         """The values whose prefix is the pattern's, an ancestor of it, or beneath it."""
-        prefix = literal_prefix(pattern)
+        prefix = search_prefix(pattern)
         by_prefix = self.by_prefix
         if not prefix:  # a glob from the top may meet anything
             return [value for p in self.prefixes for value in by_prefix[p]]

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import os
 
+from coord.fast import fsfold
+
 
 class WorkingTree:
     """What the repository's working tree says about a literal path: called, is it a plain
     file (rule 1's question); ``is_dir``, is it a directory (the current rule's: every other
-    literal is one file, existing or to be created)."""
+    literal is one file, existing or to be created); ``fold``, the key its file system
+    compares names by (``coord.fast.fsfold``)."""
 
-    __slots__ = ("root",)
+    __slots__ = ("fold", "root")
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, fold: fsfold.Fold = fsfold.nfc) -> None:
         self.root = root
+        self.fold = fold
 
     def __call__(self, path: str) -> bool:
         return os.path.isfile(os.path.join(self.root, path))

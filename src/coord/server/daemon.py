@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from coord.errors import CoordError, DaemonAlreadyRunning
-from coord.fast import board_files
+from coord.fast import board_files, fsfold
 
 
 def _take_lock(board_dir: Path) -> int:
@@ -59,6 +59,8 @@ def serve(
     from coord.storage.sqlite import Checkpointer, SQLiteStorage
 
     lock_fd = _take_lock(board_dir)
+    # Probed again at each start: the board may have moved to another file system since init.
+    fsfold.record(board_dir)
     board = Board.open(board_dir, storage_options={"wal_autocheckpoint": 0})
     storage = board.storage
     assert isinstance(storage, SQLiteStorage)

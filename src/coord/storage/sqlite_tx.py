@@ -39,10 +39,12 @@ class SQLiteTx(SQLiteItemTx):
     def live_reservations(
         self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
     ) -> list[Reservation]:
-        if near is not None and len(near) > holds.MAX_NEAR_PREFIXES:
+        # a pattern asks for up to two prefixes (its folded key and, for a board not yet
+        # migrated, as written)
+        step = holds.MAX_NEAR_PREFIXES // 2
+        if near is not None and len(near) > step:
             # in slices the query narrows by prefix: past MAX_NEAR_PREFIXES one query reads
             # every live hold, which grows with the board, not with what was asked
-            step = holds.MAX_NEAR_PREFIXES
             found = {
                 held.id: held
                 for start in range(0, len(near), step)
@@ -167,7 +169,7 @@ class SQLiteTx(SQLiteItemTx):
             (
                 agent,
                 pattern,
-                patterns.literal_prefix(pattern),
+                patterns.search_prefix(pattern),
                 int(exclusive),
                 item_id,
                 reason,
