@@ -89,9 +89,12 @@ def test_coord_init_again_tightens_an_older_board(tmp_path: Path) -> None:
     open_up(board_dir)
 
     again = run_cli("init", board_dir=board_dir)
+    quiet = run_cli("init", "--json", board_dir=board_dir)
 
     assert again.returncode == 0, again.stderr
     assert loose(board_dir) == []
+    assert "board.db" in again.stdout and "readable by its owner only" in again.stdout
+    assert json.loads(quiet.stdout)["tightened"] == []  # nothing left to tighten
 
 
 def test_tightening_leaves_symlinks_and_owner_bits_alone(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ class Client:
             host, port = self._daemon_address(fresh=attempt == 2)
             lines = [
                 f"{method} {path} HTTP/1.1",
-                f"Host: [{host}]:{port}" if ":" in host else f"Host: {host}:{port}",
+                _host_header(host, port),
                 "Connection: close",
                 f"Content-Length: {len(data)}",
             ]
@@ -132,9 +132,8 @@ class Client:
         host, port, instance = str(record["host"]), int(record["port"]), record.get("instance")
         nonce = daemon_proof.new_nonce()
         request = (
-            f"GET /v1/identity?nonce={nonce} HTTP/1.1\r\n"
-            + (f"Host: [{host}]:{port}" if ":" in host else f"Host: {host}:{port}")
-            + "\r\nConnection: close\r\n\r\n"
+            f"GET /v1/identity?nonce={nonce} HTTP/1.1\r\n{_host_header(host, port)}\r\n"
+            "Connection: close\r\n\r\n"
         ).encode()
         try:
             sock = _connect(host, port, min(self.timeout, PROOF_TIMEOUT_SECONDS))
@@ -224,6 +223,10 @@ def answer(status: int, payload: Any) -> Any:
             raise error_from_dict(payload)
         raise CoordError(f"the daemon answered {status}: {payload!r}")
     return payload
+
+
+def _host_header(host: str, port: int) -> str:
+    return f"Host: [{host}]:{port}" if ":" in host else f"Host: {host}:{port}"
 
 
 def _connect(host: str, port: int, timeout: float) -> sockets.socket:
