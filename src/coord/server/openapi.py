@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coord.server.routes import ROUTES
+from coord.server.routes import PUBLIC_PATHS, ROUTES
 from coord.server.schemas import COMPONENTS, ITEM_REF, ref
 from coord.server.table import MAX_IMPORT_REQUEST_BYTES, MAX_REQUEST_BYTES, Param, Route
 
@@ -78,8 +78,8 @@ def build(routes: tuple[Route, ...] = ROUTES) -> dict[str, Any]:
             "title": "coord",
             "version": "1",
             "description": "A shared board where parallel coding agents claim work atomically. "
-            "Every endpoint but /v1/health, /v1/identity and /openapi.json needs 'Authorization: "
-            "Bearer <.coord/token>', reads included. Times are ISO 8601 UTC on the "
+            f"Every endpoint but {', '.join(PUBLIC_PATHS)} needs 'Authorization: Bearer "
+            "<.coord/token>', reads included. Times are ISO 8601 UTC on the "
             "daemon's clock. Free text is limited in bytes of UTF-8 (x-maxBytes), titles, "
             "labels and patterns in characters (maxLength).",
         },
