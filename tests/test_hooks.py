@@ -670,9 +670,17 @@ def test_session_hooks_reach_the_board_through_the_daemon_and_start_it(board_dir
 def test_session_hooks_never_hang_on_a_daemon_that_does_not_answer(board_dir: Path) -> None:
     """A daemon that takes the connection and never answers: the requests time out, the
     session starts with the reason in its context, and the stop hook says one line. (A hang
-    would fail here on the subprocess's own timeout.)"""
+    would fail here on the subprocess's own timeout.) It holds the board's daemon lock, as a
+    hung daemon does: without it the record would be stale and the hook would start a daemon
+    of its own."""
+    import fcntl
+
     repo = board_dir.parent
-    with socket.create_server(("127.0.0.1", 0)) as silent:
+    with (
+        socket.create_server(("127.0.0.1", 0)) as silent,
+        open(board_dir / "daemon.lock", "w") as lock,
+    ):
+        fcntl.flock(lock, fcntl.LOCK_EX)
         port = silent.getsockname()[1]
         record = {"pid": os.getpid(), "host": "127.0.0.1", "port": port}
         record["url"] = f"http://127.0.0.1:{port}"

@@ -24,7 +24,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture
 def api(board: Board) -> Iterator[TestClient]:
-    with TestClient(create_app(board, TOKEN), base_url="http://127.0.0.1") as client:
+    with TestClient(create_app(board, TOKEN), base_url="http://127.0.0.1", headers=AUTH) as client:
         yield client
 
 
@@ -33,7 +33,10 @@ def post(api: TestClient, path: str, body: Any = None, **kw: Any) -> Any:
 
 
 def snapshot(api: TestClient) -> tuple[Any, Any]:
-    return (api.get("/v1/items").json(), api.get("/v1/events").json())
+    return (
+        api.get("/v1/items", headers=AUTH).json(),
+        api.get("/v1/events", headers=AUTH).json(),
+    )
 
 
 def test_add_list_show(api: TestClient) -> None:
@@ -363,18 +366,22 @@ def test_numbers_json_has_not_are_refused_and_big_ones_read_back(api: TestClient
     "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic dGVzdA=="}]
 )
 @pytest.mark.parametrize("path", ["/v1/items", "/v1/claim-next"])
-def test_writes_need_the_token(api: TestClient, headers: dict[str, str], path: str) -> None:
-    post(api, "/v1/items", {"agent": "h", "title": "ready"})
-    before = snapshot(api)
-    r = api.post(path, json={"agent": "h", "title": "x"}, headers=headers)
-    assert r.status_code == 401
-    assert ".coord/token" in r.json()["message"]
-    assert snapshot(api) == before
+def test_writes_need_the_token(board: Board, headers: dict[str, str], path: str) -> None:
+    with TestClient(create_app(board, TOKEN), base_url="http://127.0.0.1") as api:
+        post(api, "/v1/items", {"agent": "h", "title": "ready"})
+        before = snapshot(api)
+        r = api.post(path, json={"agent": "h", "title": "x"}, headers=headers)
+        assert r.status_code == 401
+        assert ".coord/token" in r.json()["message"]
+        assert snapshot(api) == before
 
 
-def test_reads_do_not_need_the_token(api: TestClient) -> None:
-    assert api.get("/v1/health").status_code == 200
-    assert api.get("/v1/items").status_code == 200
+def test_reads_need_the_token_but_liveness_does_not(board: Board) -> None:
+    with TestClient(create_app(board, TOKEN), base_url="http://127.0.0.1") as api:
+        assert api.get("/v1/health").status_code == 200
+        refused = api.get("/v1/items")
+    assert refused.status_code == 401
+    assert ".coord/token" in refused.json()["message"]
 
 
 def test_foreign_host_header_is_refused(board: Board) -> None:
@@ -440,7 +447,7 @@ def test_internal_errors_are_500_without_traceback(tmp_path: Path) -> None:
     with TestClient(
         create_app(board, TOKEN), base_url="http://127.0.0.1", raise_server_exceptions=False
     ) as client:
-        r = client.get("/v1/items")
+        r = client.get("/v1/items", headers=AUTH)
         hot = client.post("/v1/claim-next", json={"agent": "a"}, headers=AUTH)  # no Starlette
     for answer in (r, hot):
         assert answer.status_code == 500

@@ -192,7 +192,7 @@ class Site:
                 board.escalate(ITEM, agent="a", token=token, question="which one?")
             context = {**SAMPLE_CONTEXT, "<token>": token}
             app = create_app(board, TOKEN, on_shutdown=lambda: None)
-            yield TestClient(app, base_url="http://127.0.0.1"), context
+            yield TestClient(app, base_url="http://127.0.0.1", headers=AUTH), context
         finally:
             board.close()
 

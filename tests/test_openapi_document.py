@@ -108,7 +108,7 @@ def test_every_schema_is_valid_json_schema_2020_12() -> None:
 def test_the_answers_shapes_name_the_fields_the_board_answers(board: Board) -> None:
     token = "t"
     auth = {"Authorization": f"Bearer {token}"}
-    with TestClient(create_app(board, token), base_url="http://127.0.0.1") as client:
+    with TestClient(create_app(board, token), base_url="http://127.0.0.1", headers=auth) as client:
         client.post("/v1/items", json={"agent": "h", "title": "x", "files": ["a.py"]}, headers=auth)
         claim = client.post("/v1/items/1/claim", json={"agent": "a"}, headers=auth).json()
         reservation = client.get("/v1/reservations").json()["reservations"][0]

@@ -103,4 +103,4 @@ def test_the_hot_path_and_the_routed_ones_refuse_alike(api: TestClient, case: st
     assert hot.json()["error"] == routed.json()["error"]
     if case != "unknown field":  # that message lists the route's own fields
         assert hot.json() == routed.json()
-    assert api.get("/v1/items/1").json()["state"] == "pending"
+    assert api.get("/v1/items/1", headers=AUTH).json()["state"] == "pending"

@@ -46,6 +46,8 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
         from coord.model import check_lease
 
         check_lease(args.lease, 0)
+    # a board made by an older coord: say what is now its owner's alone
+    tightened = board_files.tighten_modes(board_dir) if board_dir.is_dir() else []
     created = board_files.init_board_files(board_dir)
     from coord.fast import fsfold
 
@@ -58,10 +60,16 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
     version = board.storage.schema_version()
     board.close()
     verb = "created" if created else "already there:"
+    private = f"\nmade {', '.join(tightened)} readable by its owner only" if tightened else ""
     return (
-        {"board": str(board_dir), "created": created, "schema_version": version},
-        f"{verb} board {board_dir} (schema {version}); write token in "
-        f"{board_files.token_path(board_dir)}",
+        {
+            "board": str(board_dir),
+            "created": created,
+            "schema_version": version,
+            "tightened": tightened,
+        },
+        f"{verb} board {board_dir} (schema {version}); token in "
+        f"{board_files.token_path(board_dir)}{private}",
     )
 
 

@@ -1,5 +1,12 @@
 """How the CLI reaches the daemon: find it from ``.coord/daemon.json``, start it if needed.
 
+Every request carries the board's token, reads included, so the client first makes sure the
+process at the recorded address is this board's daemon: a record left by a daemon that died
+names a pid and a port that another program may hold by now. The daemon proves it knows the
+token without the client sending it (``coord.fast.daemon_proof``), once per client and
+address; a record that fails is treated as stale: the client starts a daemon of its own, or
+says why it cannot.
+
 The request itself is a few lines of HTTP/1.1 over a socket rather than ``http.client``:
 that module drags in the email package and ssl, which cost more than a whole claim
 (``python -X importtime``). The daemon is ours and always answers with a Content-Length and
@@ -21,7 +28,7 @@ except ImportError:  # an interpreter without it: the wrapper offers the same na
     import socket as sockets  # type: ignore[no-redef]
 
 from coord.errors import CoordError, DaemonUnavailable, error_from_dict
-from coord.fast import board_files, processes
+from coord.fast import board_files, daemon_proof, processes
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -29,6 +36,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 START_TIMEOUT_SECONDS = 20.0
+# The daemon answers /v1/identity without touching the board; a stranger that accepts the
+# connection and never answers must not hold the command for the whole request timeout.
+PROOF_TIMEOUT_SECONDS = 10.0
+PROOF_MAX_BYTES = 64 * 1024
 
 
 class Client:
@@ -38,6 +49,9 @@ class Client:
         self.timeout = timeout
         self._address: tuple[str, int] | None = None
         self._token: str | None = None
+        # records that failed the identity proof (pid, port, instance), and why
+        self._rejected: set[tuple[object, object, object]] = set()
+        self._refusal = ""
 
     def get(self, path: str, timeout: float | None = None) -> Any:
         return self.call("GET", path, timeout=timeout)
@@ -58,14 +72,14 @@ class Client:
             host, port = self._daemon_address(fresh=attempt == 2)
             lines = [
                 f"{method} {path} HTTP/1.1",
-                f"Host: [{host}]:{port}" if ":" in host else f"Host: {host}:{port}",
+                _host_header(host, port),
                 "Connection: close",
                 f"Content-Length: {len(data)}",
             ]
             if body is not None:
                 lines.append("Content-Type: application/json")
-            if method != "GET":
-                lines.append(f"Authorization: Bearer {self._write_token()}")
+            # every route but the open ones needs it; the address passed the identity proof
+            lines.append(f"Authorization: Bearer {self._board_token()}")
             request = ("\r\n".join(lines) + "\r\n\r\n").encode() + data
             try:
                 # bytes work at run time (getaddrinfo takes them); typeshed says str only
@@ -92,7 +106,7 @@ class Client:
             return _parse_response(raw)
         raise AssertionError("unreachable")
 
-    def _write_token(self) -> str:
+    def _board_token(self) -> str:
         if self._token is None:
             self._token = board_files.read_token(self.board_dir)
         return self._token
@@ -100,14 +114,57 @@ class Client:
     def _daemon_address(self, *, fresh: bool = False) -> tuple[str, int]:
         if self._address is None or fresh:
             record = self.daemon_record()
-            if record is None or (fresh and not _accepts(record)):
+            if record is None or not self._proven(record):
                 if not self.autostart:
                     raise DaemonUnavailable(
-                        "no coord daemon is running: start one with `coord serve`"
+                        self._refusal or "no coord daemon is running: start one with `coord serve`"
                     )
                 record = self._start_daemon()
             self._address = (str(record["host"]), int(record["port"]))
         return self._address
+
+    def _proven(self, record: dict[str, Any]) -> bool:
+        """Whether the process at the record's address proves it is this board's daemon, the
+        one that wrote the record. Nothing secret is sent: a nonce, and the answer checked."""
+        key = (record.get("pid"), record.get("port"), record.get("instance"))
+        if key in self._rejected:
+            return False
+        host, port, instance = str(record["host"]), int(record["port"]), record.get("instance")
+        nonce = daemon_proof.new_nonce()
+        request = (
+            f"GET /v1/identity?nonce={nonce} HTTP/1.1\r\n{_host_header(host, port)}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode()
+        try:
+            sock = _connect(host, port, min(self.timeout, PROOF_TIMEOUT_SECONDS))
+        except OSError:
+            self._refusal = (
+                f"no coord daemon answers at {record['url']}: start one with `coord serve`"
+            )
+            return False  # nothing listens: a daemon gone (crash, restart)
+        try:
+            try:
+                sock.sendall(request)
+                status, answer = _parse_response(_read_all(sock, PROOF_MAX_BYTES))
+            finally:
+                sock.close()
+        except (OSError, CoordError):  # a timeout, a reset, no HTTP
+            status, answer = 0, None
+        if (
+            status == 200
+            and isinstance(instance, str)
+            and daemon_proof.proves(answer, self._board_token(), nonce, instance, port)
+        ):
+            return True
+        self._rejected.add(key)
+        self._refusal = (
+            f"the process listening at {record['url']} (pid {record.get('pid')} in "
+            f"{board_files.daemon_record_path(self.board_dir)}) did not prove it is this "
+            "board's coord daemon, so the board's token was not sent to it: the record is stale "
+            "(the daemon is gone and another program holds its pid and port) or the daemon "
+            "comes from an older coord; stop that daemon if it is one, or delete the record"
+        )
+        return False
 
     def daemon_url(self) -> str | None:
         record = self.daemon_record()
@@ -126,7 +183,8 @@ class Client:
     def _start_daemon(self) -> dict[str, Any]:
         import subprocess
 
-        log = (self.board_dir / "daemon.log").open("ab")
+        log_fd = board_files.open_private(self.board_dir / "daemon.log", os.O_WRONLY | os.O_APPEND)
+        log = os.fdopen(log_fd, "ab")
         env = {**os.environ, "COORD_DIR": str(self.board_dir)}
         process = subprocess.Popen(
             [sys.executable, "-m", "coord", "serve", "--port", "0"],
@@ -142,7 +200,7 @@ class Client:
         exited_at: float | None = None
         while time.monotonic() < deadline:
             record = self.daemon_record()
-            if record is not None and _accepts(record):
+            if record is not None and self._proven(record):
                 return record
             # Ours may have lost the start race to another CLI's daemon (it exits at once):
             # give the winner a few seconds to write its record.
@@ -152,7 +210,9 @@ class Client:
                     break
             time.sleep(0.02)
         raise DaemonUnavailable(
-            "could not start the coord daemon; see " + str(self.board_dir / "daemon.log")
+            "could not start the coord daemon; see "
+            + str(self.board_dir / "daemon.log")
+            + (f". Before that, {self._refusal}" if self._rejected else "")
         )
 
 
@@ -163,6 +223,10 @@ def answer(status: int, payload: Any) -> Any:
             raise error_from_dict(payload)
         raise CoordError(f"the daemon answered {status}: {payload!r}")
     return payload
+
+
+def _host_header(host: str, port: int) -> str:
+    return f"Host: [{host}]:{port}" if ":" in host else f"Host: {host}:{port}"
 
 
 def _connect(host: str, port: int, timeout: float) -> sockets.socket:
@@ -181,13 +245,17 @@ def _connect(host: str, port: int, timeout: float) -> sockets.socket:
     raise failure
 
 
-def _read_all(sock: sockets.socket) -> bytes:
+def _read_all(sock: sockets.socket, limit: int | None = None) -> bytes:
+    """The whole answer, up to the peer closing; past ``limit`` bytes, what came so far."""
     chunks: list[bytes] = []
-    while True:
+    size = 0
+    while limit is None or size <= limit:
         chunk = sock.recv(65536)
         if not chunk:
-            return b"".join(chunks)
+            break
         chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _parse_response(raw: bytes) -> tuple[int, Any]:
@@ -215,16 +283,6 @@ def _dechunk(body: bytes) -> bytes:
         out.append(rest[:size])
         rest = rest[size + 2 :]
     return b"".join(out)
-
-    return True
-
-
-def _accepts(record: dict[str, Any]) -> bool:
-    try:
-        _connect(str(record["host"]), int(record["port"]), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def _ascii(host: str) -> str | bytes:

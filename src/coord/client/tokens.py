@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 
 from coord.fast import board_files
 
@@ -36,8 +37,9 @@ def remembered(board_dir: Path, agent: str, item_id: int | str) -> int | None:
 
 def _update(board_dir: Path, agent: str, change: Callable[[dict[str, int]], None]) -> None:
     path = _file(board_dir, agent)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
+    board_files.private_dir(path.parent)
+    lock_fd = board_files.open_private(path.with_suffix(".lock"), os.O_WRONLY)
+    with open(lock_fd, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         tokens = _read(path)
         change(tokens)

@@ -4,10 +4,14 @@ A board is a ``.coord/`` directory at the repository root, found the way git fin
 walk up from the current directory. ``COORD_DIR`` names it outright.
 
     .coord/board.db       the SQLite board (plus -wal and -shm while in use)
-    .coord/token          the write token for the HTTP API (mode 0600)
+    .coord/token          the token for the HTTP API (reads and writes)
     .coord/config.json    settings (default lease, durability)
     .coord/daemon.json    where the running daemon listens (written by ``coord serve``)
     .coord/claims/NAME.json  tokens of the claims the CLI made for agent NAME
+
+All of it is its owner's alone: the directories 0700, the files 0600 (``PRIVATE_DIR``,
+``PRIVATE_FILE``), whatever the umask, since the board holds item bodies, replies and check
+output, and the token opens them all. ``tighten_modes`` brings a board made before that in line.
 
 Stdlib only, and pathlib only where a ``Path`` is made: the CLI imports this on every call,
 and the guard and the edit hooks, which run before every edit, find the board with ``locate``
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat  # os imports it: free
 
 from coord.errors import BoardNotFound, InvalidInput
 
@@ -30,6 +35,8 @@ BOARD_DIRNAME = ".coord"
 DB_FILENAME = "board.db"
 SESSIONS_DIRNAME = "sessions"
 DEFAULT_CONFIG: dict[str, Any] = {"default_lease_seconds": 900, "synchronous": "NORMAL"}
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
 
 
 def locate(start: str | os.PathLike[str] | None = None, *, env: bool = True) -> str | None:
@@ -153,28 +160,72 @@ def read_token(board_dir: Path) -> str:
 
 
 def init_board_files(board_dir: Path) -> bool:
-    """Create the directory, token and config if missing. Returns True if anything was new."""
+    """Create the directory, token and config if missing, and make what is there its owner's
+    alone (``tighten_modes``). Returns True if anything was new."""
     created = not board_dir.exists()
-    board_dir.mkdir(parents=True, exist_ok=True)
+    board_dir.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
+    tighten_modes(board_dir)
     # The board is local state, never something to commit.
-    ignore = board_dir / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n", encoding="utf-8")
-    token = token_path(board_dir)
-    if not token.exists():
-        created = True
-        import secrets
+    _create_private(board_dir / ".gitignore", "*\n")
+    import secrets
 
-        fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(secrets.token_urlsafe(32) + "\n")
-    config = board_dir / "config.json"
-    if not config.exists():
-        config.write_text(json.dumps(DEFAULT_CONFIG, indent=2) + "\n", encoding="utf-8")
+    created = _create_private(token_path(board_dir), secrets.token_urlsafe(32) + "\n") or created
+    _create_private(board_dir / "config.json", json.dumps(DEFAULT_CONFIG, indent=2) + "\n")
     return created
 
 
-def write_json_atomic(path: Path, data: Any, mode: int = 0o644) -> None:
+def _create_private(path: Path, text: str) -> bool:
+    """Write ``path`` (mode 0600) unless it exists. True if it was created."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    return True
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` made if missing, a directory of the board (0700)."""
+    path.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
+    return path
+
+
+def open_private(path: Path, flags: int) -> int:
+    """``os.open`` of a file of the board: a new one is created 0600 whatever the umask."""
+    return os.open(path, flags | os.O_CREAT, PRIVATE_FILE)
+
+
+def tighten_modes(board_dir: Path) -> list[str]:
+    """Make the board directory and everything in it its owner's alone: group and others lose
+    every permission (a board made by an older coord had 0755 and 0644 under the usual umask).
+    Symbolic links are left alone. Returns what changed, relative to ``board_dir``."""
+    changed = []
+    for directory, subdirs, filenames in os.walk(board_dir):
+        if directory == str(board_dir) and _restrict(directory):
+            changed.append("./")
+        for name in subdirs:
+            if _restrict(os.path.join(directory, name)):
+                changed.append(os.path.relpath(os.path.join(directory, name), board_dir) + "/")
+        for name in filenames:
+            if _restrict(os.path.join(directory, name)):
+                changed.append(os.path.relpath(os.path.join(directory, name), board_dir))
+    return changed
+
+
+def _restrict(path: str) -> bool:
+    """Take group's and others' permissions away; True if they had any."""
+    try:
+        found = os.lstat(path)
+        if stat.S_ISLNK(found.st_mode) or found.st_mode & 0o077 == 0:
+            return False
+        os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o077)
+    except FileNotFoundError:  # gone meanwhile (a -shm, a temporary file)
+        return False
+    return True
+
+
+def write_json_atomic(path: Path, data: Any, mode: int = PRIVATE_FILE) -> None:
     from coord.fast import files
 
     files.write_atomic(path, json.dumps(data).encode(), mode)

@@ -89,8 +89,7 @@ def remember(board_dir: Path, client: str, session_id: str) -> str:
 
     name = agent_name(board_dir, client, session_id) or session_name(client, session_id)
     record = {"agent": name, "client": client, "session_id": session_id}
-    folder = board_files.sessions_dir(board_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = board_files.private_dir(board_files.sessions_dir(board_dir))
     board_files.write_json_atomic(folder / f"{client_pid()}.json", record)
     _forget_ended(folder)
     return name

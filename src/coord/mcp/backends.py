@@ -4,7 +4,7 @@ Both speak the same routes, so every tool is written once, on the client flow
 (``coord.client.flow``), which a tool runs in a worker thread. ``HttpBackend`` is what ``coord
 mcp`` (stdio) uses: the CLI's client, which starts the daemon on demand, from the agent's
 working tree. ``AsgiBackend`` is what the daemon's own ``/mcp`` endpoint uses: it calls the
-daemon's ASGI app in-process (no socket, no second event loop), with the board's write token;
+daemon's ASGI app in-process (no socket, no second event loop), with the board's token;
 the flow's thread hands each request back to the event loop the app runs on.
 """
 

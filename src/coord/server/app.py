@@ -41,9 +41,19 @@ def create_app(
     check_host: bool = True,
     on_shutdown: Callable[[], None] | None = None,
     board_dir: Path | None = None,
+    instance: str = "",
+    port: int = 0,
 ) -> HotPaths:
-    """The daemon's ASGI app for ``board``. ``board_dir`` mounts MCP at /mcp."""
-    server = Server(board, write_token, check_host=check_host, on_shutdown=on_shutdown)
+    """The daemon's ASGI app for ``board``. ``board_dir`` mounts MCP at /mcp; ``instance`` and
+    ``port`` are what /v1/identity proves (the daemon's record)."""
+    server = Server(
+        board,
+        write_token,
+        check_host=check_host,
+        on_shutdown=on_shutdown,
+        instance=instance,
+        port=port,
+    )
     hot: dict[tuple[str, str], HotEndpoint] = {}
     routes = []
     for route in ROUTES:

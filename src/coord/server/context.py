@@ -44,6 +44,9 @@ class Server:
     check_host: bool = True
     on_shutdown: Callable[[], None] | None = None
     changes: Changes = field(default_factory=Changes)
+    # what /v1/identity proves: the id in daemon.json and the port it listens on
+    instance: str = ""
+    port: int = 0
 
 
 class Call:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -58,9 +59,19 @@ def serve(
     from coord.server.pipeline import LOOPBACK_HOSTS
     from coord.storage.sqlite import Checkpointer, SQLiteStorage
 
+    # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
+    # owner's alone; the daemon is a process of its own, so the umask is its own to set.
+    os.umask(0o077)
     lock_fd = _take_lock(board_dir)
     # Probed again at each start: the board may have moved to another file system since init.
     fsfold.record(board_dir)
+    tightened = board_files.tighten_modes(board_dir)
+    if tightened:
+        print(
+            f"coord: made {', '.join(tightened)} in {board_dir} readable by its owner only",
+            file=sys.stderr,
+            flush=True,
+        )
     board = Board.open(board_dir, storage_options={"wal_autocheckpoint": 0})
     storage = board.storage
     assert isinstance(storage, SQLiteStorage)
@@ -83,12 +94,16 @@ def serve(
     sock.listen(1024)
     bound_port = sock.getsockname()[1]
     url_host = f"[{host}]" if ":" in host else host
+    instance = secrets.token_hex(16)
     record = {
         "pid": os.getpid(),
         "host": host,
         "port": bound_port,
         "url": f"http://{url_host}:{bound_port}",
         "started_at": time.time(),
+        # what /v1/identity proves, so a client can tell this daemon from whatever holds
+        # this port once it is gone (coord.fast.daemon_proof)
+        "instance": instance,
     }
 
     config = uvicorn.Config(
@@ -99,6 +114,8 @@ def serve(
             check_host=host in LOOPBACK_HOSTS,
             on_shutdown=lambda: setattr(server, "should_exit", True),
             board_dir=board_dir,
+            instance=instance,
+            port=bound_port,
         ),
         log_level=log_level,
         access_log=False,

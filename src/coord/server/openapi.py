@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from coord.server.routes import ROUTES
+from coord.server.routes import PUBLIC_PATHS, ROUTES
 from coord.server.schemas import COMPONENTS, ITEM_REF, ref
 from coord.server.table import MAX_IMPORT_REQUEST_BYTES, MAX_REQUEST_BYTES, Param, Route
 
 ERROR_MEANINGS = {
     400: "invalid JSON (invalid_json)",
-    401: "missing or wrong bearer token",
+    401: "missing or wrong bearer token (unauthorized): send 'Authorization: Bearer <token>' "
+    "with the token in the board's .coord/token",
     403: "the request did not address the daemon by a loopback host name (foreign_host)",
     404: "no such item (not_found), or nothing ready (nothing_ready)",
     409: "the board's state refuses it: already_claimed, lease_lost, not_ready, not_claimable, "
@@ -36,7 +37,7 @@ def _operation(route: Route) -> dict[str, Any]:
     params += [p.spec() for p in route.params]
     if params:
         op["parameters"] = params
-    if route.write:
+    if not route.public:
         op["security"] = [{"bearer": []}]
     if route.body is not None:
         op["requestBody"] = {
@@ -77,7 +78,8 @@ def build(routes: tuple[Route, ...] = ROUTES) -> dict[str, Any]:
             "title": "coord",
             "version": "1",
             "description": "A shared board where parallel coding agents claim work atomically. "
-            "Writes need 'Authorization: Bearer <.coord/token>'. Times are ISO 8601 UTC on the "
+            f"Every endpoint but {', '.join(PUBLIC_PATHS)} needs 'Authorization: Bearer "
+            "<.coord/token>', reads included. Times are ISO 8601 UTC on the "
             "daemon's clock. Free text is limited in bytes of UTF-8 (x-maxBytes), titles, "
             "labels and patterns in characters (maxLength).",
         },

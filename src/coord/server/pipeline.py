@@ -1,9 +1,9 @@
 """The one request pipeline every route goes through, the hot path included.
 
-Host name → token (writes) → body size → JSON → declared fields → handler → answer, and a
-``CoordError`` anywhere becomes its own answer. ``Endpoint.answer`` is all of it; Starlette's
-routes (app.py) and the bare-ASGI hot path (hot.py) differ only in how they read the headers
-and write the response.
+Host name → token (every route but the few public ones) → body size → JSON → declared fields
+→ handler → answer, and a ``CoordError`` anywhere becomes its own answer. ``Endpoint.answer``
+is all of it; Starlette's routes (app.py) and the bare-ASGI hot path (hot.py) differ only in
+how they read the headers and write the response.
 """
 
 from __future__ import annotations
@@ -47,7 +47,17 @@ class JSONResponse(StarletteJSONResponse):
 class Endpoint:
     """A route of the table bound to the server's state: the pipeline for that route."""
 
-    __slots__ = ("awaits", "body", "handler", "max_body", "route", "server", "status", "write")
+    __slots__ = (
+        "awaits",
+        "body",
+        "handler",
+        "max_body",
+        "public",
+        "route",
+        "server",
+        "status",
+        "write",
+    )
 
     def __init__(self, route: Route, server: Server) -> None:
         self.route = route
@@ -56,6 +66,7 @@ class Endpoint:
         self.awaits = inspect.iscoroutinefunction(route.handler)
         self.body = route.body
         self.write = route.write
+        self.public = route.public
         self.max_body = route.max_body
         self.status = route.status
 
@@ -74,7 +85,7 @@ class Endpoint:
         try:
             if server.check_host:
                 check_host(host)
-            if self.write:
+            if not self.public:  # reads too: bodies, replies, check output, the log
                 check_token(authorization, server.write_token)
             body = None
             if self.body is not None:
@@ -103,11 +114,18 @@ def check_token(header: str, expected: str) -> None:
     """``header`` is the request's Authorization header."""
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer" or not given:
+        from coord.server.routes import PUBLIC_PATHS  # the table is built after this module
+
         raise Unauthorized(
-            "writes need the header 'Authorization: Bearer <token>' with the token in .coord/token"
+            "this endpoint needs the header 'Authorization: Bearer <token>', the token being "
+            "the contents of .coord/token in the board's directory (at the repository root); "
+            f"only {', '.join(PUBLIC_PATHS)} are open"
         )
     if not hmac.compare_digest(given.strip().encode(), expected.encode()):
-        raise Unauthorized("wrong token: use the one in this board's .coord/token")
+        raise Unauthorized(
+            "wrong token: send the contents of this board's .coord/token (at the root of the "
+            "repository the daemon serves)"
+        )
 
 
 async def read_body(

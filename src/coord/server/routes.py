@@ -7,7 +7,7 @@ OpenAPI document at /openapi.json (openapi.py) are all made from ``ROUTES``.
 from __future__ import annotations
 
 from coord import model
-from coord.server import claims, events, items, reservations
+from coord.server import claims, events, identity, items, reservations
 from coord.server.schemas import (
     ADOPT,
     AGENT,
@@ -43,8 +43,34 @@ ABOUT_AN_ITEM = (404, 409, 422)
 _END_CLAIM = Body({"agent": AGENT, "token": TOKEN, "reason": text("why")}, ("agent", "token"))
 
 ROUTES: tuple[Route, ...] = (
-    Route("GET", "/v1/health", events.health, "liveness and schema version", ANY_OBJECT),
-    Route("GET", "/openapi.json", events.openapi_document, "this document", ANY_OBJECT),
+    Route(
+        "GET",
+        "/v1/health",
+        events.health,
+        "liveness and schema version (open: no token)",
+        ANY_OBJECT,
+        public=True,
+    ),
+    Route(
+        "GET",
+        "/openapi.json",
+        events.openapi_document,
+        "this document (open: no token)",
+        ANY_OBJECT,
+        public=True,
+    ),
+    Route(
+        "GET",
+        "/v1/identity",
+        identity.identity,
+        "the daemon proves it holds this board's token without anyone sending it: an HMAC "
+        "keyed by the token over the caller's nonce, its instance and its port (open: no "
+        "token; clients ask before they send the token)",
+        identity.ANSWER_SCHEMA,
+        params=(Param("nonce", identity.NONCE_SCHEMA, required=True),),
+        errors=(422,),
+        public=True,
+    ),
     Route(
         "POST",
         "/v1/items",
@@ -379,3 +405,6 @@ ROUTES: tuple[Route, ...] = (
         errors=(422,),
     ),
 )
+
+# answered without the token (the 401's message names them)
+PUBLIC_PATHS = tuple(route.path for route in ROUTES if route.public)

@@ -112,7 +112,10 @@ class Route:
     summary: str
     answer: Schema  # the body of the success answer
     status: int = 200
-    write: bool = False  # needs the bearer token; wakes long-polling readers
+    write: bool = False  # changes the board: wakes long-polling readers
+    # answered without the bearer token: only what reveals nothing of the board (liveness,
+    # the OpenAPI document, the daemon's identity proof); every other route needs it
+    public: bool = False
     body: Body | None = None
     params: tuple[Param, ...] = ()
     # what the handler (the board) may answer besides the pipeline's own refusals
@@ -124,7 +127,7 @@ class Route:
     def error_statuses(self) -> list[int]:
         """Every error status this route can answer: the pipeline's, then the handler's."""
         statuses = {403}  # a foreign host name (when the daemon checks it)
-        if self.write:
+        if not self.public:
             statuses.add(401)
         if self.body is not None:
             statuses |= {400, 413, 422}

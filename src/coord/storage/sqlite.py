@@ -42,6 +42,14 @@ def _migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+def _create_private(path: Path) -> None:
+    """Create the database file 0600 (the owner's alone, whatever the umask) before SQLite
+    opens it: SQLite gives its -wal and -shm the database's own permissions, and an empty
+    file is an empty database."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 class SQLiteStorage(Storage):
     def __init__(
         self,
@@ -66,7 +74,8 @@ class SQLiteStorage(Storage):
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(0o700, parents=True, exist_ok=True)
+            _create_private(self.path)
             self._migrate(self._conn())
 
     # --- connections -----------------------------------------------------------------------

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coord.errors import InvalidInput
-from coord.fast import files
+from coord.fast import board_files, files
 from coord.wiring import json_merge, text_blocks
 from coord.wiring.json_merge import JsonSpec
 from coord.wiring.text_blocks import BlockSpec
@@ -120,7 +120,7 @@ def save_record(board_dir: Path, record: dict[str, Any]) -> None:
     except OSError:
         old = None
     if new != old:
-        files.write_atomic(path, new.encode("utf-8"))
+        files.write_atomic(path, new.encode("utf-8"), board_files.PRIVATE_FILE)
 
 
 def plan_init(
