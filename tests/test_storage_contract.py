@@ -150,6 +150,26 @@ def test_next_claimable_orders_by_priority_then_age(storage: Storage) -> None:
         assert next_claimable(tx, 0.0, ("task",), None) == low
 
 
+def test_a_cancelled_item_set_back_to_pending_is_claimable_again(storage: Storage) -> None:
+    """What reopen asks of a backend: an item written back from cancelled to pending (no new
+    verb, the compare-and-set update) is in the pending index again, listed and claimable,
+    and its token did not move."""
+    with storage.write() as tx:
+        item_id = _add(tx)
+        assert tx.update_item(item_id, 0, {"state": "cancelled", "closed_at": 1.0})
+    with storage.read() as tx:
+        assert next_claimable(tx, 0.0, ("task",), None) is None
+        assert [i.id for i in tx.list_items(ItemQuery(state="cancelled"))] == [item_id]
+    with storage.write() as tx:
+        assert tx.update_item(item_id, 0, {"state": "pending", "closed_at": None})
+    with storage.read() as tx:
+        assert next_claimable(tx, 0.0, ("task",), None) == item_id
+        assert [i.id for i in tx.list_items(ItemQuery(state="pending"))] == [item_id]
+        item = tx.get_item(item_id)
+        assert item is not None
+        assert (item.state, item.closed_at, item.fencing_token) == ("pending", None, 0)
+
+
 def test_next_claimable_filters_kind_label_and_skips_unmet_deps(storage: Storage) -> None:
     with storage.write() as tx:
         dep = _add(tx, priority=4)
