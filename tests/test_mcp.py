@@ -41,6 +41,7 @@ TOOLS = {
     "who_holds",
     "board",
     "escalate",
+    "reopen",
     "spec_status",
 }
 
