@@ -1,7 +1,8 @@
 """`coord spec lint|import|status|sync DOC`: a design document's work packages as a queue.
 
-The document is read where it lives, in the caller's working tree; the board only ever sees
-the parsed packages. ``lint`` and ``status`` work without a board (the predicate evaluated
+The document is read where it lives, in the caller's working tree, but for each package's
+checks, which come from its committed text (``coord.spec.committed``: they run in other
+agents' trees); the board only ever sees the parsed packages. ``lint`` and ``status`` work without a board (the predicate evaluated
 from the document alone); ``import`` and ``sync`` need one.
 """
 
