@@ -144,6 +144,8 @@ def test_a_live_claim_is_its_holders_to_cancel_or_a_humans(board: Board) -> None
     assert event.details == {"reason": "the design changed", "holder": "worker"}
     with pytest.raises(errors.LeaseLost):
         board.heartbeat(item.id, agent="worker", token=won.token)
+    # and the holder hears of it, as of a takeover
+    assert [e.kind for e in board.inbox("worker")] == ["cancelled"]
 
 
 def test_the_holder_cancels_with_its_token(board: Board) -> None:

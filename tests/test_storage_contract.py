@@ -313,6 +313,22 @@ def test_acks_replies_agents_and_inbox_cursor(storage: Storage) -> None:
         assert tx.inbox_cursor("nobody") == 0
 
 
+def test_the_inbox_tells_a_holder_its_claim_was_taken_or_cancelled(storage: Storage) -> None:
+    """The item no longer names its former holder once another took it or a human cancelled
+    it; the event does (``takeover_from``, ``holder``), and the inbox reads it there."""
+    with storage.write() as tx:
+        item_id = _add(tx)  # created by "me"
+        for kind, details in (
+            ("takeover", {"takeover_from": "worker"}),
+            ("cancelled", {"reason": "design changed", "holder": "worker"}),
+            ("cancelled", {"reason": "someone else's", "holder": "other"}),
+        ):
+            tx.append_event(at=1.0, agent="lead", item_id=item_id, kind=kind, details=details)
+    with storage.read() as tx:
+        seen = [(e.kind, e.details.get("reason")) for e in tx.inbox_events("worker", 0, 10)]
+        assert seen == [("takeover", None), ("cancelled", "design changed")]
+
+
 def test_live_reservations_near_returns_every_possible_overlap(storage: Storage) -> None:
     held = [
         "src",
