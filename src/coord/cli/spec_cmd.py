@@ -2,8 +2,9 @@
 
 The document is read where it lives, in the caller's working tree, but for each package's
 checks, which come from its committed text (``coord.spec.committed``: they run in other
-agents' trees); the board only ever sees the parsed packages. ``lint`` and ``status`` work without a board (the predicate evaluated
-from the document alone); ``import`` and ``sync`` need one.
+agents' trees); the board only ever sees the parsed packages. ``lint`` and ``status`` work
+without a board (the predicate evaluated from the document alone); ``import`` and ``sync``
+need one.
 """
 
 from __future__ import annotations
