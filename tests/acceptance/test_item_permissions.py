@@ -105,3 +105,6 @@ def test_the_cli_needs_a_reason_and_says_who_may(board_daemon: Daemon) -> None:
     assert back.returncode == 0 and "pending again" in back.stdout, back.stderr
     again = run_cli("reopen", ref, "--reason", "twice", board_dir=board_dir, agent="lead")
     assert again.returncode == 3 and "not cancelled" in again.stderr, again.stderr
+    log = run_cli("log", "--item", ref, board_dir=board_dir).stdout
+    assert f"planner cancelled #{ref}: 'dup'" in log
+    assert f"lead reopened #{ref}: 'not a dup'" in log

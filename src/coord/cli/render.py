@@ -129,6 +129,13 @@ def event_line(event: dict[str, Any]) -> str:
         extra = f" {details.get('title', '')!r}"
     elif event["kind"] == "reply":
         extra = f" {details.get('excerpt', '')!r}"
+    elif event["kind"] in ("cancelled", "reopened") and details.get("reason"):
+        extra = f": {details['reason']!r}"
+        if details.get("holder"):
+            extra += f" (ended {details['holder']}'s claim)"
+    elif event["kind"] == "edited":
+        # the old and new values are in the event (`coord log --json`, `coord show --json`)
+        extra = " " + ", ".join(sorted(details))
     item = f" #{event['item_id']}" if event.get("item_id") is not None else ""
     return (
         f"{event['seq']:>6} {event['at']} {event.get('agent') or '-'} {event['kind']}{item}{extra}"
