@@ -19,19 +19,10 @@ from coord.model import Item
 from coord.times import iso
 
 
-def who_may(item: Item, humans: Set[str], *, holder: str | None = None) -> str:
-    """The people who may decide about ``item``, in words: "alice (its creator), the holder
-    bob, or a human listed in .coord/config.json (carol)"."""
-    parts = [f"{item.created_by} (its creator)"]
-    if holder is not None and holder != item.created_by:
-        parts.append(f"its holder {holder}")
-    listed = ", ".join(sorted(humans))
-    parts.append(
-        f"a human listed in .coord/config.json `humans` ({listed})"
-        if listed
-        else "a human listed in .coord/config.json `humans` (none listed yet)"
-    )
-    return ", ".join(parts[:-1]) + " or " + parts[-1]
+def who_may(item: Item, humans: Set[str]) -> str:
+    """Who may decide about ``item``, in words: "alice (its creator) or a human listed in
+    .coord/config.json `humans` (carol)"."""
+    return f"{item.created_by} (its creator) or {_humans_text(humans)}"
 
 
 def ensure_may_cancel(item: Item, agent: str, token: object, now: float, humans: Set[str]) -> None:
@@ -85,7 +76,7 @@ def ensure_may_reopen(item: Item, agent: str, humans: Set[str]) -> None:
 def ensure_may_set_checks(item: Item, agent: str, humans: Set[str]) -> None:
     """Checks are set by the item's creator (or a human): whoever finishes the item runs them
     with the shell in their own working tree, so no other agent may plant one, nor take one
-    away (closing without them is ``--skip-checks`` with a recorded reason)."""
+    away (closing without them is ``skip_checks``, with its reason recorded)."""
     if agent in humans or agent == item.created_by:
         return
     raise NotPermitted(
