@@ -100,7 +100,7 @@ def test_done_and_cancelled_items_are_not_claimable(board: Board) -> None:
     a, b = board.add("a", created_by="h"), board.add("b", created_by="h")
     claim = board.claim(a.id, agent="x")
     board.done(a.id, agent="x", token=claim.token)
-    board.cancel(b.id, agent="h")
+    board.cancel(b.id, agent="h", reason="not needed")
     for item_id, state in ((a.id, "done"), (b.id, "cancelled")):
         with pytest.raises(errors.NotClaimable, match=state):
             board.claim(item_id, agent="y")
@@ -148,7 +148,7 @@ def test_zombie_writes_are_refused_and_change_nothing(board: Board, clock: Clock
         lambda: board.done(item.id, agent="a", token=zombie.token),
         lambda: board.release(item.id, agent="a", token=zombie.token),
         lambda: board.edit(item.id, agent="a", token=zombie.token, title="mine"),
-        lambda: board.cancel(item.id, agent="a", token=zombie.token),
+        lambda: board.cancel(item.id, agent="a", token=zombie.token, reason="r"),
     ):
         with pytest.raises(errors.LeaseLost) as refused:
             attempt()
@@ -364,7 +364,7 @@ def test_every_change_appends_exactly_one_event(board: Board, clock: Clock) -> N
     board.release(a.id, agent="x", token=c.token)
     c2 = board.claim(a.id, agent="y")
     board.done(a.id, agent="y", token=c2.token)
-    board.cancel(b.id, agent="h")
+    board.cancel(b.id, agent="h", reason="not needed")
     events = board.events()
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert [e.kind for e in events] == [
@@ -391,7 +391,7 @@ def test_state_can_be_explained_from_the_log(board: Board, clock: Clock) -> None
     board.claim(items[2].id, agent="a", lease_seconds=1)
     clock.advance(2)
     board.claim(items[2].id, agent="b")
-    board.cancel(items[3].id, agent="h")
+    board.cancel(items[3].id, agent="h", reason="not needed")
     replay: dict[int, tuple[str, str | None]] = {}
     for e in board.events():
         assert e.item_id is not None

@@ -41,6 +41,7 @@ TOOLS = {
     "who_holds",
     "board",
     "escalate",
+    "reopen",
     "spec_status",
 }
 
@@ -158,6 +159,21 @@ def test_escalate_through_a_tool(board: Board, board_dir: Path) -> None:
     asked = run(go())
     assert asked.structured_content["state"] == "needs_human"
     assert board.get(1).question == "v1 or v2?"
+
+
+def test_reopen_through_a_tool_by_the_creator_only(board: Board, board_dir: Path) -> None:
+    item = board.add("x", created_by="agent-a")
+    board.cancel(item.id, agent="agent-a", reason="too early")
+
+    async def go(agent: str) -> Any:
+        async with Client(in_process(board, board_dir, agent)) as client:
+            return await client.call_tool("reopen", {"item": "1", "reason": "now is the time"})
+
+    refused = run(go("agent-b"))
+    assert refused.is_error and refused.structured_content["error"] == "not_permitted"
+    assert refused.structured_content["may"] == ["agent-a"]
+    reopened = run(go("agent-a"))
+    assert not reopened.is_error and reopened.structured_content["state"] == "pending"
 
 
 def test_stdio_server_as_a_real_subprocess(daemon: Daemon) -> None:

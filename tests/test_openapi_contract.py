@@ -43,6 +43,7 @@ class Scenario:
     base: dict[str, Any]
     claimed: bool = False  # item 2 claimed by "a" (its token is <token>)
     escalated: bool = False  # ... and waiting on a human
+    cancelled: bool = False  # item 2 cancelled by its creator
 
 
 _HOLDER = {"agent": "a", "token": "<token>"}
@@ -50,7 +51,8 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("POST", "/v1/items"): Scenario({"agent": "h", "title": "t"}),
     ("POST", "/v1/items:import"): Scenario({"agent": "h", "items": [{"title": "t"}]}),
     ("PATCH", "/v1/items/{id}"): Scenario({**_HOLDER, "title": "new"}, claimed=True),
-    ("POST", "/v1/items/{id}/cancel"): Scenario(_HOLDER, claimed=True),
+    ("POST", "/v1/items/{id}/cancel"): Scenario({**_HOLDER, "reason": "why"}, claimed=True),
+    ("POST", "/v1/items/{id}/reopen"): Scenario({"agent": "a", "reason": "why"}, cancelled=True),
     ("POST", "/v1/items/{id}/claim"): Scenario({"agent": "a"}),
     ("POST", "/v1/claim-next"): Scenario({"agent": "a"}),
     ("POST", "/v1/items/{id}/heartbeat"): Scenario(_HOLDER, claimed=True),
@@ -183,13 +185,16 @@ class Site:
             board.import_items(
                 [{"title": "spare"}, {"title": "the one", "key": "R3", "labels": ["ui"]}]
                 + [{"title": f"more {i}"} for i in range(extra_items)],
-                created_by="h",
+                # by the agent the scenarios act as: its items' checks are its to set
+                created_by="a",
             )
             token = 1
             if scenario.claimed or scenario.escalated:
                 token = board.claim(ITEM, agent="a").token
             if scenario.escalated:
                 board.escalate(ITEM, agent="a", token=token, question="which one?")
+            if scenario.cancelled:
+                board.cancel(ITEM, agent="a", reason="not now")
             context = {**SAMPLE_CONTEXT, "<token>": token}
             app = create_app(board, TOKEN, on_shutdown=lambda: None)
             yield TestClient(app, base_url="http://127.0.0.1", headers=AUTH), context

@@ -250,7 +250,8 @@ def test_a_reimport_without_the_line_frees_the_package_and_says_so(board: Board)
     assert freed["updated"] == ["F1", "P1"]
     assert board.get("F1").reserved_for is None
     edited = [e for e in board.events() if e.kind == "edited"]
-    assert [e.details["reserved_for"] for e in edited] == [None, None]
+    freed_from = {"old": "alice", "new": None}
+    assert [e.details["reserved_for"] for e in edited] == [freed_from, freed_from]
     assert sorted(i.key for i in board.list_items(ready=True)) == ["F1", "P1", "Z1"]
 
 

@@ -150,6 +150,26 @@ def test_next_claimable_orders_by_priority_then_age(storage: Storage) -> None:
         assert next_claimable(tx, 0.0, ("task",), None) == low
 
 
+def test_a_cancelled_item_set_back_to_pending_is_claimable_again(storage: Storage) -> None:
+    """What reopen asks of a backend: an item written back from cancelled to pending (no new
+    verb, the compare-and-set update) is in the pending index again, listed and claimable,
+    and its token did not move."""
+    with storage.write() as tx:
+        item_id = _add(tx)
+        assert tx.update_item(item_id, 0, {"state": "cancelled", "closed_at": 1.0})
+    with storage.read() as tx:
+        assert next_claimable(tx, 0.0, ("task",), None) is None
+        assert [i.id for i in tx.list_items(ItemQuery(state="cancelled"))] == [item_id]
+    with storage.write() as tx:
+        assert tx.update_item(item_id, 0, {"state": "pending", "closed_at": None})
+    with storage.read() as tx:
+        assert next_claimable(tx, 0.0, ("task",), None) == item_id
+        assert [i.id for i in tx.list_items(ItemQuery(state="pending"))] == [item_id]
+        item = tx.get_item(item_id)
+        assert item is not None
+        assert (item.state, item.closed_at, item.fencing_token) == ("pending", None, 0)
+
+
 def test_next_claimable_filters_kind_label_and_skips_unmet_deps(storage: Storage) -> None:
     with storage.write() as tx:
         dep = _add(tx, priority=4)
@@ -291,6 +311,22 @@ def test_acks_replies_agents_and_inbox_cursor(storage: Storage) -> None:
         assert [(a.name, a.first_seen, a.last_seen) for a in agents] == [("b", 3.0, 4.0)]
         assert tx.inbox_cursor("b") == 7
         assert tx.inbox_cursor("nobody") == 0
+
+
+def test_the_inbox_tells_a_holder_its_claim_was_taken_or_cancelled(storage: Storage) -> None:
+    """The item no longer names its former holder once another took it or a human cancelled
+    it; the event does (``takeover_from``, ``holder``), and the inbox reads it there."""
+    with storage.write() as tx:
+        item_id = _add(tx)  # created by "me"
+        for kind, details in (
+            ("takeover", {"takeover_from": "worker"}),
+            ("cancelled", {"reason": "design changed", "holder": "worker"}),
+            ("cancelled", {"reason": "someone else's", "holder": "other"}),
+        ):
+            tx.append_event(at=1.0, agent="lead", item_id=item_id, kind=kind, details=details)
+    with storage.read() as tx:
+        seen = [(e.kind, e.details.get("reason")) for e in tx.inbox_events("worker", 0, 10)]
+        assert seen == [("takeover", None), ("cancelled", "design changed")]
 
 
 def test_live_reservations_near_returns_every_possible_overlap(storage: Storage) -> None:

@@ -151,6 +151,21 @@ class NotWaiting(Conflict):
     code = "not_waiting"
 
 
+class NotCancelled(Conflict):
+    """``reopen`` on an item that is not cancelled (a done item stays done)."""
+
+    code = "not_cancelled"
+
+
+class NotPermitted(CoordError):
+    """The agent may not do this to someone else's item (cancel, reopen, set its checks):
+    the message names who may."""
+
+    code = "not_permitted"
+    http_status = 403
+    exit_code = EXIT_CONFLICT
+
+
 class NothingReady(CoordError):
     code = "nothing_ready"
     http_status = 404
@@ -200,6 +215,8 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         ChecksFailed,
         ChecksRequired,
         NotWaiting,
+        NotCancelled,
+        NotPermitted,
         NothingReady,
         BoardNotFound,
         DaemonAlreadyRunning,

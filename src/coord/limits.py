@@ -21,3 +21,7 @@ MAX_BATCH = 200  # claim-next --count
 MAX_CLAIM_SCAN = 500
 MAX_CHECKS = 20
 MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its last lines)
+# An edit's event keeps a changed text's old value whole (nowhere else keeps it once it is
+# overwritten) and its new value up to this many characters: the new value is the item's own,
+# and the next edit's old one, so the log holds every version once without doubling.
+MAX_EVENT_TEXT = 4096

@@ -266,6 +266,25 @@ def check_agent(name: Any) -> str:
     return name
 
 
+def check_humans(value: Any) -> frozenset[str]:
+    """The board's ``humans`` setting: the names of the people who may cancel, reopen and
+    set the checks of anyone's items. Read from ``.coord/config.json``, so the message names
+    that file."""
+    if value is None:
+        return frozenset()
+    where = "`humans` in .coord/config.json"
+    if not isinstance(value, list):
+        raise InvalidInput(f'{where} must be a list of names, like ["alice"]', field="humans")
+    for name in value:
+        if not isinstance(name, str) or not _AGENT_RE.match(name):
+            raise InvalidInput(
+                f"{where}: {name!r} is not a name: use 1-64 letters, digits or ._@:+- "
+                "starting with a letter or digit, as agents' names are",
+                field="humans",
+            )
+    return frozenset(value)
+
+
 def check_item_id(value: Any) -> int:
     if isinstance(value, bool):
         raise InvalidInput(f"invalid item id {value!r}: ids are positive integers", field="id")

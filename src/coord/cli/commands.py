@@ -190,7 +190,12 @@ def cmd_edit(args: argparse.Namespace, ctx: Context) -> Result:
 
 def cmd_cancel(args: argparse.Namespace, ctx: Context) -> Result:
     item = flow.cancel(ctx.session, ctx.agent(required=False), args.id, args.reason, args.token)
-    return item, f"cancelled {item['id']}: {item['title']}"
+    return item, f"cancelled {_ref(item)}: {item['title']}"
+
+
+def cmd_reopen(args: argparse.Namespace, ctx: Context) -> Result:
+    item = flow.reopen(ctx.session, ctx.agent(required=False), args.id, args.reason)
+    return item, f"reopened {_ref(item)}: {item['title']} (pending again)"
 
 
 def cmd_claim(args: argparse.Namespace, ctx: Context) -> Result:
@@ -224,6 +229,13 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
             raise InvalidInput("--skip-checks needs --reason TEXT: it is recorded for everyone")
     elif args.reason:
         raise InvalidInput("--reason goes with --skip-checks")
+    as_json = bool(getattr(args, "json", False))
+    ran: list[str] = []
+
+    def before_checks(commands: list[str], workdir: str) -> None:
+        ran.extend(commands)
+        _show_checks(args.id, commands, workdir, as_json=as_json)
+
     item = flow.done(
         ctx.session,
         ctx.agent(),
@@ -233,13 +245,28 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
         skip_reason=args.reason if args.skip_checks else None,
         check_timeout=args.check_timeout,
         report=_progress,
+        before_checks=before_checks,
     )
     skipped = " (checks skipped: recorded)" if args.skip_checks else ""
-    return item, f"done {_ref(item)}: {item['title']}{skipped}"
+    return {**item, "checks_run": ran}, f"done {_ref(item)}: {item['title']}{skipped}"
+
+
+def _show_checks(ref: str, commands: list[str], workdir: str, *, as_json: bool) -> None:
+    """What is about to run with the shell here, before any of it runs: the item's checks
+    were written by someone else (its creator, or a design document). On stderr, which the
+    agent sees: stdout holds the answer (one JSON document with --json, whose
+    ``checks_run`` lists them too)."""
+    if as_json:
+        announced = {"about_to_run": commands, "item": ref, "cwd": workdir}
+        print(json.dumps(announced), file=sys.stderr, flush=True)
+        return
+    print(f"coord: running {len(commands)} check(s) of {ref} in {workdir}:", file=sys.stderr)
+    for command in commands:
+        print(f"  $ {command}", file=sys.stderr, flush=True)
 
 
 def _progress(line: str) -> None:
-    """The checks as they run, on stderr: stdout holds the answer (one JSON document)."""
+    """How each check went, on stderr: stdout holds the answer (one JSON document)."""
     line = line if line.startswith(" ") else f"coord: {line}"
     print(render.for_terminal(line), file=sys.stderr)
 

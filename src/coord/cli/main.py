@@ -84,7 +84,16 @@ COMMANDS: Commands = {
         "change an item (while claimed, only its holder can)",
         parser.args_edit,
     ),
-    "cancel": (commands.cmd_cancel, "cancel an item", parser.args_cancel),
+    "cancel": (
+        commands.cmd_cancel,
+        "cancel an item, with the reason (its creator, holder or a listed human)",
+        parser.args_cancel,
+    ),
+    "reopen": (
+        commands.cmd_reopen,
+        "a cancelled item back to pending, with the reason (its creator or a listed human)",
+        parser.args_reopen,
+    ),
     "claim": (
         commands.cmd_claim,
         "claim one item; exit 3 if someone else holds it",

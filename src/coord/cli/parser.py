@@ -175,8 +175,22 @@ def args_edit(p: argparse.ArgumentParser) -> None:
 
 def args_cancel(p: argparse.ArgumentParser) -> None:
     args_id(p)
-    p.add_argument("--reason", default="")
+    p.add_argument(
+        "--reason",
+        required=True,
+        help="why (required: recorded in the log). Its creator, the holder of a live claim or "
+        "a human listed in .coord/config.json `humans` may cancel",
+    )
     args_token(p)
+
+
+def args_reopen(p: argparse.ArgumentParser) -> None:
+    args_id(p)
+    p.add_argument(
+        "--reason",
+        required=True,
+        help="why (required: recorded in the log). Its creator or a listed human may reopen",
+    )
 
 
 def args_lease(p: argparse.ArgumentParser) -> None:
@@ -210,7 +224,9 @@ def args_heartbeat(p: argparse.ArgumentParser) -> None:
 
 
 def args_release(p: argparse.ArgumentParser) -> None:
-    args_cancel(p)
+    args_id(p)
+    p.add_argument("--reason", default="")
+    args_token(p)
 
 
 def args_done(p: argparse.ArgumentParser) -> None:

@@ -164,6 +164,13 @@ def event_line(event: dict[str, Any]) -> str:
         extra = f" asks {details.get('question', '')!r}"
     elif event["kind"] == "answered":  # the answer itself: "lead answered #5" told nothing
         extra = f" {details.get('question', '')!r}: {details.get('answer', '')!r}"
+    elif event["kind"] in ("cancelled", "reopened") and details.get("reason"):
+        extra = f": {details['reason']!r}"
+        if details.get("holder"):
+            extra += f" (ended {details['holder']}'s claim)"
+    elif event["kind"] == "edited":
+        # the old and new values are in the event (`coord log --json`, `coord show --json`)
+        extra = " " + ", ".join(sorted(details))
     elif details.get("reason"):
         extra = f" ({details['reason']!r})"
     item = f" #{event['item_id']}" if event.get("item_id") is not None else ""

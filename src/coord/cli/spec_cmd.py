@@ -1,8 +1,10 @@
 """`coord spec lint|import|status|sync DOC`: a design document's work packages as a queue.
 
-The document is read where it lives, in the caller's working tree; the board only ever sees
-the parsed packages. ``lint`` and ``status`` work without a board (the predicate evaluated
-from the document alone); ``import`` and ``sync`` need one.
+The document is read where it lives, in the caller's working tree, but for each package's
+checks, which come from its committed text (``coord.spec.committed``: they run in other
+agents' trees); the board only ever sees the parsed packages. ``lint`` and ``status`` work
+without a board (the predicate evaluated from the document alone); ``import`` and ``sync``
+need one.
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ def _problem_lines(path: str, problems: list[Problem]) -> str:
 
 
 def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
+    from coord.spec.committed import committed_checks
     from coord.spec.lint import lint
     from coord.spec.protocol import kept_for, working_tree
 
@@ -114,6 +117,8 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
             problems=[p.to_dict() for p in blocking],
         )
     spec = ctx.session.document_path(args.doc)
+    # checks run in other agents' working trees: they come from git, not from this tree
+    checks, uncommitted = committed_checks(doc, Path(args.doc))
     # the board keeps these from everyone else (one predicate), reading its own tree
     reserved = kept_for(doc, working_tree(ctx.board_dir.parent))
     tracks = {t.id: t for t in doc.tracks}
@@ -128,7 +133,7 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
     body: dict[str, Any] = {
         "agent": ctx.agent(required=False),
         "spec": spec,
-        "packages": [_wire(p, reserved.get(p.id)) for p in doc.packages],
+        "packages": [_wire(p, reserved.get(p.id), checks[p.id]) for p in doc.packages],
         "prefix": args.prefix,
         "adopt": adopt,
     }
@@ -139,12 +144,13 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
         {"package": r.package, "track": r.track, "user": r.user, "line": r.line}
         for r in doc.reservations
     ]
-    result["warnings"] = [p.to_dict() for p in problems]
+    result["warnings"] = [p.to_dict() for p in problems + uncommitted]
     _remember_adopted(ctx, result)
     return result, _import_text(args.doc, result)
 
 
-def _wire(package: Any, reserved_by: str | None) -> dict[str, Any]:
+def _wire(package: Any, reserved_by: str | None, checks: list[str]) -> dict[str, Any]:
+    """A package as the board takes it, with ``checks`` from the committed document."""
     wired = {
         "id": package.id,
         "title": package.title,
@@ -152,7 +158,7 @@ def _wire(package: Any, reserved_by: str | None) -> dict[str, Any]:
         "line": package.line,
         "dependencies": package.dependencies,
         "files": package.files,
-        "checks": package.checks,
+        "checks": checks,
         "description": package.description,
         "acceptance": package.acceptance,
         "track": package.track,

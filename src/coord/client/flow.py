@@ -214,11 +214,14 @@ def done(
     skip_reason: str | None = None,
     check_timeout: float = 1800.0,
     report: Callable[[str], None] | None = None,
+    before_checks: Callable[[list[str], str], None] | None = None,
 ) -> Any:
     """Close the item. If it has checks the daemon says so (checks_required); they run here,
     in the agent's working tree, and the item is closed with their evidence. A failed check
     keeps the claim, and the refusal carries the failing commands' last lines of output.
-    ``report`` hears what runs (one line each), for a face that shows progress."""
+    ``before_checks`` hears the commands and the directory before any of them runs (they are
+    shell commands someone else may have written: the face shows them); ``report`` hears
+    how each went (one line each), for a face that shows progress."""
     body: dict[str, Any] = {"summary": summary}
     if skip_reason is not None:
         body["skip_checks"] = skip_reason
@@ -231,8 +234,9 @@ def done(
         from coord.client import checks
 
         listed = list(err.details.get("checks") or [])
+        if before_checks is not None:
+            before_checks(listed, workdir)
         say = report or (lambda line: None)
-        say(f"running {len(listed)} check(s) of {ref} here")
         runs = checks.run(listed, cwd=workdir, timeout=check_timeout)
         for run in runs:
             verdict = "ok" if run["exit_code"] == 0 else f"FAILED (exit {run['exit_code']})"
@@ -257,10 +261,14 @@ def edit(
 
 
 def cancel(
-    session: Session, agent: str, ref: int | str, reason: str = "", token: int | None = None
+    session: Session, agent: str, ref: int | str, reason: str, token: int | None = None
 ) -> Any:
     body = {"agent": agent, "reason": reason, **_optional_token(session, agent, ref, token)}
     return session.post(f"/v1/items/{ref}/cancel", body)
+
+
+def reopen(session: Session, agent: str, ref: int | str, reason: str) -> Any:
+    return session.post(f"/v1/items/{ref}/reopen", {"agent": agent, "reason": reason})
 
 
 # --- items and talk --------------------------------------------------------------------------

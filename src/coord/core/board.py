@@ -51,6 +51,7 @@ class Board:
         repo_root: str | Path | None = None,
         escalate_to: str | None = None,
         escalation_hold_seconds: float = model.MAX_LEASE_SECONDS,
+        humans: Any = None,
     ) -> None:
         self.storage = storage
         self.clock = clock
@@ -58,6 +59,7 @@ class Board:
         self.default_lease_seconds = model.check_lease(default_lease_seconds, 0)
         self.active_window_seconds = active_window_seconds
         self.escalate_to = escalate_to
+        self.humans = model.check_humans(humans)
         context = BoardContext(
             storage=storage,
             clock=clock,
@@ -66,6 +68,7 @@ class Board:
             is_file=reservations.working_tree_files(self.repo_root),
             default_lease_seconds=self.default_lease_seconds,
             escalate_to=escalate_to,
+            humans=self.humans,
         )
         self._items = Items(context)
         self._claims = Claims(context)
@@ -104,6 +107,7 @@ class Board:
         )
         options.setdefault("repo_root", board_files.repo_root(board_dir))
         options.setdefault("escalate_to", settings.get("escalate_to"))
+        options.setdefault("humans", settings.get("humans"))
         if "escalation_hold_seconds" in settings:
             options.setdefault("escalation_hold_seconds", settings["escalation_hold_seconds"])
         return cls(storage, **options)
@@ -226,10 +230,19 @@ class Board:
             remove_checks=checks_removed,
         )
 
-    def cancel(self, item_id: Any, *, agent: str, token: Any = None, reason: str = "") -> Item:
+    def cancel(self, item_id: Any, *, agent: str, token: Any = None, reason: Any = None) -> Item:
+        """Cancel an item, with the reason (required: it is recorded in the log). Its creator,
+        the holder of a live claim (with the token) or one of the board's ``humans`` may."""
         agent = model.check_agent(agent)
         ref = model.check_item_ref(item_id)
-        return self._items.cancel(ref, agent, token, model.check_body(reason))
+        return self._items.cancel(ref, agent, token, model.check_reason(reason, "reason"))
+
+    def reopen(self, item_id: Any, *, agent: str, reason: Any = None) -> Item:
+        """A cancelled item back to pending, with the reason. Its creator or one of the
+        board's ``humans`` may; a done item stays done."""
+        agent = model.check_agent(agent)
+        ref = model.check_item_ref(item_id)
+        return self._items.reopen(ref, agent, model.check_reason(reason, "reason"))
 
     # --- claims ----------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from coord.errors import StaleSnapshot
+from coord.limits import MAX_EVENT_TEXT
 from coord.model import Item
 from coord.storage.base import WriteTx
 
@@ -28,6 +29,29 @@ def compare_and_set(tx: WriteTx, item: Item, changes: dict[str, Any]) -> None:
             id=item.id,
             expected_token=item.fencing_token,
         )
+
+
+def old_and_new(item: Item, changes: dict[str, Any]) -> dict[str, Any]:
+    """An edit's event details: each changed field as ``{"old": ..., "new": ...}``, so the log
+    keeps what an edit overwrote. A text's old value is kept whole (the log is the only place
+    left that has it); a new one longer than ``MAX_EVENT_TEXT`` is cut to that with its full
+    length in ``new_chars``: the full text is the item's, and the next edit's ``old``. So one
+    edit's event is at most the body limit plus ``MAX_EVENT_TEXT``, and the log never holds a
+    version whole twice."""
+    details: dict[str, Any] = {}
+    for name, new in changes.items():
+        old = getattr(item, name)
+        change: dict[str, Any] = {"old": _plain(old), "new": _plain(new)}
+        if isinstance(new, str) and len(new) > MAX_EVENT_TEXT:
+            change["new"] = new[:MAX_EVENT_TEXT]
+            change["new_chars"] = len(new)
+        details[name] = change
+    return details
+
+
+def _plain(value: Any) -> Any:
+    """Tuples (labels, checks, files) as the JSON lists they are everywhere else."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 class Changes:

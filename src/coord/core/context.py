@@ -31,3 +31,6 @@ class BoardContext:
     default_lease_seconds: float
     # who answers needs_human questions when the item's document names nobody
     escalate_to: str | None
+    # the people who may cancel, reopen and set the checks of anyone's items (``humans`` in
+    # .coord/config.json; ``coord.core.permissions``)
+    humans: frozenset[str] = frozenset()

@@ -11,7 +11,8 @@ from dataclasses import replace
 from typing import Any
 
 from coord import model
-from coord.core import reservations, rules
+from coord.core import permissions, reservations, rules
+from coord.core.changes import old_and_new
 from coord.core.context import BoardContext
 from coord.errors import AlreadyExists, DependencyCycle, InvalidInput, NotFound, TooLarge
 from coord.model import Item
@@ -190,13 +191,12 @@ class Items:
             link(tx, item.id, adding)
             tx.remove_deps(item.id, removing)
             if add_checks or remove_checks:
+                permissions.ensure_may_set_checks(item, agent, self.ctx.humans)
                 kept = [c for c in item.checks if c not in remove_checks]
                 changes["checks"] = model.check_commands(
                     kept + [c for c in add_checks if c not in kept]
                 )
-            details: dict[str, Any] = {
-                k: list(v) if k in ("labels", "checks") else v for k, v in changes.items()
-            }
+            details = old_and_new(item, changes)
             if adding:
                 details["added_deps"] = list(adding)
             if removing:
@@ -206,11 +206,13 @@ class Items:
             return rules.require_item(tx, item_id)
 
     def cancel(self, ref: int | str, agent: str, token: Any, reason: str) -> Item:
+        """By its creator, its live claim's holder (with the token) or a human, with a reason
+        (``coord.core.permissions``)."""
         with self.ctx.storage.write() as tx:
             now = self.ctx.clock()
             item = rules.require_item(tx, ref)
             item_id = item.id
-            rules.ensure_editable(item, agent, token, now)
+            permissions.ensure_may_cancel(item, agent, token, now, self.ctx.humans)
             tx.delete_item_reservations(item_id, None)
             changes = {
                 "state": "cancelled",
@@ -219,7 +221,22 @@ class Items:
                 "question": None,
                 "closed_at": now,
             }
-            self.ctx.changes.apply(tx, item, changes, agent, "cancelled", now, {"reason": reason})
+            details: dict[str, Any] = {"reason": reason}
+            if item.lease_live(now) and item.claimed_by != agent:
+                details["holder"] = item.claimed_by  # a human took it from under its holder
+            self.ctx.changes.apply(tx, item, changes, agent, "cancelled", now, details)
+            return rules.require_item(tx, item_id)
+
+    def reopen(self, ref: int | str, agent: str, reason: str) -> Item:
+        """A cancelled item back to pending, by its creator or a human, with a reason. Its
+        claim, files and checks are as they were before the cancel: it waits to be claimed."""
+        with self.ctx.storage.write() as tx:
+            now = self.ctx.clock()
+            item = rules.require_item(tx, ref)
+            item_id = item.id
+            permissions.ensure_may_reopen(item, agent, self.ctx.humans)
+            changes = {"state": "pending", "closed_at": None}
+            self.ctx.changes.apply(tx, item, changes, agent, "reopened", now, {"reason": reason})
             return rules.require_item(tx, item_id)
 
 

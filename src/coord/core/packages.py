@@ -21,7 +21,7 @@ from typing import Any
 
 from coord import model
 from coord.core import adoption, reservations, rules
-from coord.core.changes import compare_and_set
+from coord.core.changes import compare_and_set, old_and_new
 from coord.core.claims import Claims
 from coord.core.context import BoardContext
 from coord.core.items import link
@@ -279,20 +279,16 @@ class WorkPackages:
         tx.remove_deps(item.id, removing)
         if files_changed:
             tx.set_item_files(item.id, package["files"])
+        # what the import overwrote stays in the log, as an edit's does
+        details = old_and_new(item, changes)
         if changes:
-            changes["updated_at"] = now
-            compare_and_set(tx, item, changes)
-        details: dict[str, Any] = {
-            k: list(v) if isinstance(v, tuple) else v
-            for k, v in changes.items()
-            if k != "updated_at"
-        }
+            compare_and_set(tx, item, {**changes, "updated_at": now})
         if adding:
             details["added_deps"] = adding
         if removing:
             details["removed_deps"] = removing
         if files_changed:
-            details["files"] = list(package["files"])
+            details["files"] = {"old": list(item.files), "new": list(package["files"])}
         details["spec"] = f"{item.spec}:{package['line']}"
         self.ctx.changes.record(tx, agent, item.id, "edited", now, details)
         return True

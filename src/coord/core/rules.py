@@ -127,13 +127,19 @@ def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
     )
 
 
-def ensure_editable(item: Item, agent: str, token: Any, now: float) -> None:
+def ensure_open(item: Item) -> None:
+    """A done or cancelled item no longer changes (a cancelled one may be reopened)."""
     if item.state in ("done", "cancelled"):
+        again = " (reopen it first, saying why)" if item.state == "cancelled" else ""
         raise NotClaimable(
-            f"item {item.ref} is {item.state}; it can no longer change",
+            f"item {item.ref} is {item.state}; it can no longer change{again}",
             id=item.id,
             state=item.state,
         )
+
+
+def ensure_editable(item: Item, agent: str, token: Any, now: float) -> None:
+    ensure_open(item)
     if item.lease_live(now):
         if token is None:
             raise LeaseLost(

@@ -1,10 +1,10 @@
 """coord's MCP tools: a small, sharp set an agent can use without a manual.
 
-Fourteen tools, each one call to the board. Results are structured (JSON objects). A refusal
-(someone else holds it, the lease was lost, a check failed, nothing is ready) is a tool result
-with ``isError`` and the board's own error object: the code, a sentence saying what to do next,
-and the facts (holder, expiry, blocking items), so the model can act on it rather than see a
-protocol failure.
+Fifteen tools (the budget: no more than 15), each one call to the board. Results are
+structured (JSON objects). A refusal (someone else holds it, the lease was lost, a check
+failed, nothing is ready) is a tool result with ``isError`` and the board's own error object:
+the code, a sentence saying what to do next, and the facts (holder, expiry, blocking items),
+so the model can act on it rather than see a protocol failure.
 
 Tokens: a claim's fencing token is remembered per agent (like the CLI does), so tools that
 need it take it as an optional argument.
@@ -163,6 +163,13 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
         it); the answer comes to your inbox. Use it when the design does not hold or the task
         is ambiguous."""
         return await tool.run(ctx, verbs.escalate, item=item, question=question, token=token)
+
+    @server.tool()
+    async def reopen(ctx: Context, item: str, reason: str) -> dict[str, Any]:
+        """Put a cancelled item back to pending, saying why (recorded in the log). Only its
+        creator or a human listed in the board's config may (isError not_permitted names
+        them); a done item stays done: post a follow-up instead."""
+        return await tool.run(ctx, verbs.reopen, item=item, reason=reason)
 
     @server.tool()
     async def spec_status(ctx: Context, doc: str, prefix: str | None = None) -> dict[str, Any]:

@@ -40,6 +40,10 @@ def escalate(session: Backend, agent: str, item: str, question: str, token: int 
     return flow.escalate(session, agent, _ref(item), question, token)
 
 
+def reopen(session: Backend, agent: str, item: str, reason: str) -> Any:
+    return flow.reopen(session, agent, _ref(item), reason)
+
+
 def post(session: Backend, agent: str, fields: dict[str, Any]) -> Any:
     return flow.add(session, agent, fields)
 

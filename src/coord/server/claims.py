@@ -50,8 +50,9 @@ def release(call: Call) -> dict[str, Any]:
 
 
 def cancel(call: Call) -> dict[str, Any]:
-    """By the holder (with its token) while the item is claimed, by anyone otherwise."""
-    return _as_holder(call, call.board.cancel, reason=call.body.get("reason") or "")
+    """By the holder (with its token) while the item is claimed; by its creator otherwise;
+    by a human always. The reason is required (the board says so when it is missing)."""
+    return _as_holder(call, call.board.cancel, reason=call.body.get("reason"))
 
 
 def done(call: Call) -> dict[str, Any]:

@@ -77,6 +77,12 @@ def edit_item(call: Call) -> dict[str, Any]:
     return item.to_dict(board.now())
 
 
+def reopen(call: Call) -> dict[str, Any]:
+    board = call.board
+    item = board.reopen(call.item_id, agent=call.agent(), reason=call.body.get("reason"))
+    return item.to_dict(board.now())
+
+
 def reply(call: Call) -> dict[str, Any]:
     return call.board.reply(call.item_id, agent=call.agent(), body=call.body.get("body")).to_dict()
 

@@ -17,10 +17,13 @@ ERROR_MEANINGS = {
     400: "invalid JSON (invalid_json)",
     401: "missing or wrong bearer token (unauthorized): send 'Authorization: Bearer <token>' "
     "with the token in the board's .coord/token",
-    403: "the request did not address the daemon by a loopback host name (foreign_host)",
+    403: "the request did not address the daemon by a loopback host name (foreign_host), or "
+    "the agent may not do this to someone else's item (not_permitted: the message names who "
+    "may)",
     404: "no such item (not_found), or nothing ready (nothing_ready)",
     409: "the board's state refuses it: already_claimed, lease_lost, not_ready, not_claimable, "
-    "files_reserved, checks_failed, checks_required, not_waiting or already_exists",
+    "files_reserved, checks_failed, checks_required, not_waiting, not_cancelled or "
+    "already_exists",
     413: f"too large (too_large): a request body over {MAX_REQUEST_BYTES} bytes "
     f"({MAX_IMPORT_REQUEST_BYTES} for imports), or a field over its limit",
     422: "invalid input, the field named in the message (invalid_input; unknown fields are "

@@ -152,10 +152,25 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         "/v1/items/{id}/cancel",
         claims.cancel,
-        "cancel an item",
+        "cancel an item, with the reason; by its creator, the holder of a live claim (with "
+        "its token) or a human listed in the board's config (403 not_permitted otherwise)",
         ITEM,
         write=True,
-        body=Body({"agent": AGENT, "token": TOKEN, "reason": text("why")}, ("agent",)),
+        body=Body(
+            {"agent": AGENT, "token": TOKEN, "reason": text("why", required=True)},
+            ("agent", "reason"),
+        ),
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/reopen",
+        items.reopen,
+        "a cancelled item back to pending, with the reason; by its creator or a human listed "
+        "in the board's config (403 not_permitted); 409 not_cancelled (a done item stays done)",
+        ITEM,
+        write=True,
+        body=Body({"agent": AGENT, "reason": text("why", required=True)}, ("agent", "reason")),
         errors=ABOUT_AN_ITEM,
     ),
     Route(

@@ -98,7 +98,8 @@ class ReadTx(ABC):
     @abstractmethod
     def inbox_events(self, agent: str, after_seq: int, limit: int) -> list[Event]:
         """Events by others after ``after_seq`` addressed to ``agent`` or about its items:
-        items it created, holds, was sent, or replied on, and replies that mention it."""
+        items it created, holds, was sent, or replied on, replies that mention it, and the
+        takeover or cancel that ended its claim (``takeover_from``, ``holder``)."""
 
 
 class WriteTx(ReadTx):

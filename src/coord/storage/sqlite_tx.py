@@ -24,7 +24,8 @@ SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
    AND (i.created_by = :me OR i.claimed_by = :me OR i.recipient = :me
         OR EXISTS (SELECT 1 FROM replies r WHERE r.item_id = e.item_id AND r.author = :me)
         OR EXISTS (SELECT 1 FROM json_each(e.details, '$.mentions') m WHERE m.value = :me)
-        OR json_extract(e.details, '$.takeover_from') = :me)
+        OR json_extract(e.details, '$.takeover_from') = :me
+        OR json_extract(e.details, '$.holder') = :me)
  ORDER BY e.seq
  LIMIT :limit
 """
