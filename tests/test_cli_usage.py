@@ -134,6 +134,7 @@ ITEM_COMMANDS = {
     "answer": ["yes"],
     "reply": ["hi"],
     "ack": [],
+    "reopen": ["--reason", "r"],
 }
 
 

@@ -140,5 +140,5 @@ def record(
     found = probe(board_dir) if answer is None else answer
     if found is not None:
         body = json.dumps({key: bool(found[key]) for key in ANSWER_KEYS}, indent=2) + "\n"
-        files.write_atomic(Path(board_dir, FS_FILENAME), body.encode())
+        files.write_atomic(Path(board_dir, FS_FILENAME), body.encode(), mode=0o600)
     return found
