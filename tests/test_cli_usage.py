@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
 
 
@@ -163,3 +165,27 @@ def test_a_write_without_a_token_names_the_holder(daemon: object) -> None:
     run_cli("add", "y", board_dir=board, agent="claude-1")
     pending = run_cli("done", "2", board_dir=board, agent="codex-1")
     assert pending.returncode == 3 and "not claimed: claim it first" in pending.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"colour": 1}, "unknown setting 'colour'"),
+        ({"synchronous": "SOMETIMES"}, "synchronous 'SOMETIMES' is not one of NORMAL, FULL"),
+        ({"default_lease_seconds": 99999999}, "default_lease_seconds: lease_seconds"),
+        ({"humans": "alice"}, "must be a list of names"),
+        ({"escalate_to": ""}, "escalate_to:"),
+    ],
+)
+def test_a_wrong_setting_is_named_by_the_command_that_read_it(
+    tmp_path: Path, setting: dict[str, object], said: str
+) -> None:
+    from conftest import init_board_dir
+
+    board_dir = init_board_dir(tmp_path)
+    config = board_dir / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), **setting}))
+    done = run_cli("ls", board_dir=board_dir)
+    assert done.returncode == 2, done.stderr
+    assert str(config) in done.stderr and said in done.stderr, done.stderr
+    assert "daemon.log" not in done.stderr

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from coord.cli.main import COMMANDS
-from coord.fast.board_files import DEFAULT_CONFIG
+from coord.fast.board_files import CONFIG_KEYS
 from coord.server.openapi import OPENAPI
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
@@ -40,8 +40,9 @@ def test_every_endpoint_is_in_the_readme_and_the_readme_names_no_other() -> None
 
 
 def test_every_setting_is_documented() -> None:
-    for key in DEFAULT_CONFIG:
-        assert f"`{key}`" in README, key
+    settings = README.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+    for key in CONFIG_KEYS:
+        assert f"`.coord/config.json` `{key}`" in settings, key
     for variable in ("COORD_DIR", "COORD_AGENT"):
         assert f"`{variable}`" in README
 

@@ -55,7 +55,7 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
     if args.lease is not None:
         config = board_files.read_config(board_dir)
         config["default_lease_seconds"] = args.lease
-        board_files.write_json_atomic(board_dir / "config.json", config)
+        board_files.write_config(board_dir, config)
     board = Board.open(board_dir, create=True)
     version = board.storage.schema_version()
     board.close()

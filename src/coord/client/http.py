@@ -183,6 +183,10 @@ class Client:
     def _start_daemon(self) -> dict[str, Any]:
         import subprocess
 
+        # A daemon would refuse a wrong setting into daemon.log; said here, by the command
+        # that needs the daemon, it names the file, the setting and what it may be.
+        board_files.read_config(self.board_dir)
+
         log_fd = board_files.open_private(self.board_dir / "daemon.log", os.O_WRONLY | os.O_APPEND)
         log = os.fdopen(log_fd, "ab")
         env = {**os.environ, "COORD_DIR": str(self.board_dir)}

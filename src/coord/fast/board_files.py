@@ -137,7 +137,21 @@ def sessions_dir(board_dir: Path) -> Path:
     return board_dir / SESSIONS_DIRNAME
 
 
+# Every setting .coord/config.json may hold (the README's Settings table names each one).
+CONFIG_KEYS = (
+    "default_lease_seconds",
+    "synchronous",
+    "escalate_to",
+    "humans",
+    "escalation_hold_seconds",
+)
+SYNCHRONOUS = ("NORMAL", "FULL")  # SQLite's durability settings coord supports
+
+
 def read_config(board_dir: Path) -> dict[str, Any]:
+    """The board's settings, checked: a wrong one is refused here, by the command that read
+    it, naming the file, the setting and what it may be (it once surfaced only in
+    daemon.log, as "could not start the coord daemon")."""
     path = board_dir / "config.json"
     try:
         loaded = json.loads(path.read_text(encoding="utf-8"))
@@ -147,7 +161,49 @@ def read_config(board_dir: Path) -> dict[str, Any]:
         raise InvalidInput(f"cannot read {path}: {err}; fix or delete it") from err
     if not isinstance(loaded, dict):
         raise InvalidInput(f"{path} must hold a JSON object")
-    return {**DEFAULT_CONFIG, **loaded}
+    return check_config({**DEFAULT_CONFIG, **loaded}, path)
+
+
+def write_config(board_dir: Path, config: dict[str, Any]) -> None:
+    """Write the settings, checked first: a wrong value is never written."""
+    path = board_dir / "config.json"
+    write_json_atomic(path, check_config(config, path))
+
+
+def check_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``config`` if every setting is known and valid; else InvalidInput naming the first
+    wrong one. Typos (``"colour": 1``) are refused, not ignored."""
+    from coord import model
+
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    if unknown:
+        raise InvalidInput(
+            f"{path}: unknown setting {', '.join(repr(k) for k in unknown)}; the settings are "
+            f"{', '.join(CONFIG_KEYS)} (the README's Settings table says what each means)",
+            field=unknown[0],
+        )
+    synchronous = config.get("synchronous")
+    if not isinstance(synchronous, str) or synchronous.upper() not in SYNCHRONOUS:
+        raise InvalidInput(
+            f"{path}: synchronous {synchronous!r} is not one of {', '.join(SYNCHRONOUS)}",
+            field="synchronous",
+        )
+    for key in ("default_lease_seconds", "escalation_hold_seconds"):
+        if key in config:
+            try:
+                model.check_lease(config[key], 0)
+            except InvalidInput as err:
+                raise InvalidInput(f"{path}: {key}: {err.message}", field=key) from None
+    if config.get("escalate_to") is not None:
+        try:
+            model.check_agent(config["escalate_to"])
+        except InvalidInput as err:
+            raise InvalidInput(f"{path}: escalate_to: {err.message}", field="escalate_to") from None
+    try:
+        model.check_humans(config.get("humans"))
+    except InvalidInput as err:
+        raise InvalidInput(f"{path}: {err.message}", field="humans") from None
+    return config
 
 
 def read_token(board_dir: Path) -> str:
