@@ -21,48 +21,30 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from conftest import Daemon, init_board_dir
+import test_mcp
+from conftest import Daemon
 from coord import model
 from coord.core.board import Board
-from coord.fast import board_files
-from coord.mcp.backends import AsgiBackend
-from coord.mcp.tools import build_server
-from coord.server.app import create_app
+from test_mcp import in_process
+
+board_dir, board = test_mcp.board_dir, test_mcp.board  # the fixtures, shared
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "coord"
 
 
-@pytest.fixture
-def board_dir(tmp_path: Path) -> Path:
-    (tmp_path / "src").mkdir()
-    return init_board_dir(tmp_path)
-
-
-@pytest.fixture
-def board(board_dir: Path) -> Iterator[Board]:
-    b = Board.open(board_dir)
-    yield b
-    b.close()
-
-
 def calls(board: Board, board_dir: Path, agent: str, *steps: tuple[str, dict]) -> list[Any]:
     """Each (tool, arguments) called in turn by one in-process client, the results in order."""
-    token = board_files.read_token(board_dir)
-    server = build_server(AsgiBackend(board_dir, create_app(board, token), token), lambda c: agent)
 
     async def go() -> list[Any]:
-        async with Client(server) as client:
+        async with Client(in_process(board, board_dir, agent)) as client:
             return [await client.call_tool(name, arguments) for name, arguments in steps]
 
     return asyncio.run(go())
 
 
 def listed_tools(board: Board, board_dir: Path) -> list[Any]:
-    token = board_files.read_token(board_dir)
-    server = build_server(AsgiBackend(board_dir, create_app(board, token), token), lambda c: "a")
-
     async def go() -> list[Any]:
-        async with Client(server) as client:
+        async with Client(in_process(board, board_dir, "a")) as client:
             return list((await client.list_tools()).tools)
 
     return asyncio.run(go())
@@ -330,7 +312,8 @@ async def _daemon_calls(daemon: Daemon, agent: str, *steps: tuple[str, dict]) ->
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {daemon.token}", "X-Coord-Agent": agent}
-    async with httpx2.AsyncClient(headers=headers) as http:
+    # a loaded machine can take longer than httpx's 5 s to answer one of several calls
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
         transport = streamable_http_client(daemon.url + "/mcp", http_client=http)
         async with Client(transport) as client:
             return [await client.call_tool(name, arguments) for name, arguments in steps]
