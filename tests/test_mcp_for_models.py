@@ -265,6 +265,19 @@ def test_every_cli_command_a_refusal_can_name_has_its_mcp_words() -> None:
     assert named - placed == set()
 
 
+def test_commands_are_said_as_tool_calls_with_their_item() -> None:
+    from coord.mcp.refusals import in_tool_words
+
+    said = in_tool_words(
+        "claim it again (`coord claim R3`), pick another (`coord next`), ask (`coord reply`); "
+        "check with `coord show` or `coord log`; start one with `coord serve`"
+    )
+    assert said == (
+        "claim it again (`claim` with item R3), pick another (`claim` with no item), ask "
+        "(`reply`); check with `thread` or `board`; start one with `coord serve`"
+    )
+
+
 def test_tool_words_name_tools_that_exist(board: Board, board_dir: Path) -> None:
     from coord.mcp import refusals
 

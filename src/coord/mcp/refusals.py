@@ -28,7 +28,7 @@ TOOL_WORDS: dict[str, tuple[str, str | None]] = {
     "next": ("claim", None),  # a claim with no item takes the best ready one
     "claim": ("claim", "item"),
     "show": ("thread", "item"),
-    "log": ("thread", "item"),
+    "log": ("board", None),
     "ls": ("board", None),
     "reply": ("reply", "item"),
     "heartbeat": ("heartbeat", "item"),
