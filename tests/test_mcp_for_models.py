@@ -121,7 +121,7 @@ def test_an_integer_id_a_string_id_and_a_package_id_all_work(board: Board, board
     board.add("one", created_by="h")
     board.add("two", created_by="h")
     board.import_items([{"title": "three", "key": "R3"}], created_by="h")
-    by_int, by_str, by_key, reply = calls(
+    by_int, by_str, by_key, reply, after = calls(
         board,
         board_dir,
         "agent-a",
@@ -129,12 +129,14 @@ def test_an_integer_id_a_string_id_and_a_package_id_all_work(board: Board, board
         ("claim", {"item": "2"}),
         ("claim", {"item": "R3"}),
         ("reply", {"item": 1, "text": "on it"}),
+        ("post", {"title": "after", "deps": ["R3", 1, "2"]}),
     )
-    for result in (by_int, by_str, by_key, reply):
+    for result in (by_int, by_str, by_key, reply, after):
         assert not result.is_error, result.content[0].text
     assert [by_int.structured_content["id"], by_str.structured_content["id"]] == [1, 2]
     assert by_key.structured_content["key"] == "R3"
     assert board.get(1).claimed_by == "agent-a" and board.get(3).claimed_by == "agent-a"
+    assert sorted(after.structured_content["deps"]) == [1, 2, 3]  # R3 is item 3
 
 
 @pytest.mark.parametrize(
