@@ -5,7 +5,7 @@
 A throwaway git repository gets a board of ten tasks whose files overlap (each task owns two of
 six files, so tasks sharing a file cannot be worked at once). Then, at the same time:
 
-* ``mcp-agent`` speaks MCP to ``coord mcp`` (the official SDK's stdio client): ``claim_next``,
+* ``mcp-agent`` speaks MCP to ``coord mcp`` (the official SDK's stdio client): ``claim``,
   edit its files, ``done``;
 * ``cli-agent`` runs ``coord next``, asks Claude Code's edit hook (``coord hook claude
   PreToolUse``, the JSON Claude Code sends) before every edit, edits, ``coord done``. Before
@@ -103,7 +103,7 @@ async def mcp_agent(root: Path, log: list[dict[str, Any]], lock: threading.Lock)
     )
     async with Client(params) as client:
         while True:
-            won = await client.call_tool("claim_next", {})
+            won = await client.call_tool("claim", {})
             if won.is_error:
                 if not _open_items(root):
                     return

@@ -28,7 +28,6 @@ from coord.mcp.tools import build_server
 from coord.server.app import create_app
 
 TOOLS = {
-    "claim_next",
     "claim",
     "heartbeat",
     "done",
@@ -43,6 +42,7 @@ TOOLS = {
     "escalate",
     "reopen",
     "spec_status",
+    "thread",
 }
 
 
@@ -86,7 +86,7 @@ def test_claim_work_and_finish_through_tools(board: Board, board_dir: Path) -> N
 
     async def go() -> tuple[Any, ...]:
         async with Client(in_process(board, board_dir, "agent-a")) as client:
-            won = await client.call_tool("claim_next", {})
+            won = await client.call_tool("claim", {})
             held = await client.call_tool("who_holds", {"path": "src/login.py"})
             summary = await client.call_tool("board", {})
             done = await client.call_tool("done", {"item": str(won.structured_content["id"])})
@@ -190,7 +190,7 @@ def test_stdio_server_as_a_real_subprocess(daemon: Daemon) -> None:
     async def go() -> tuple[Any, Any]:
         async with Client(params) as client:
             names = {t.name for t in (await client.list_tools()).tools}
-            return names, await client.call_tool("claim_next", {})
+            return names, await client.call_tool("claim", {})
 
     names, won = run(go())
     assert names == TOOLS
@@ -216,7 +216,7 @@ def test_daemon_serves_the_same_tools_over_http(daemon: Daemon) -> None:
             transport = streamable_http_client(daemon.url + "/mcp", http_client=http)
             async with Client(transport) as client:
                 lost = await client.call_tool("claim", {"item": "1"})
-                won = await client.call_tool("claim_next", {})
+                won = await client.call_tool("claim", {})
                 return lost, won
 
     lost, won = run(go(headers))
@@ -236,7 +236,7 @@ def _race_worker(board_dir: str, name: str, barrier: Any, out: Any) -> None:
         async with Client(server) as client:
             await client.list_tools()
             barrier.wait()
-            result = await client.call_tool("claim_next", {})
+            result = await client.call_tool("claim", {})
             return {"agent": name, "error": result.is_error, "body": result.structured_content}
 
     out.put(asyncio.run(go()))

@@ -11,45 +11,60 @@ from typing import Any
 
 from coord import model
 from coord.client import flow
+from coord.errors import InvalidInput
 from coord.mcp.backends import Backend
 
 
-def claim_next(session: Backend, agent: str, kind: str | None, label: str | None) -> Any:
-    return _claim_view(flow.claim_next(session, agent, kind=kind, label=label))
-
-
-def claim(session: Backend, agent: str, item: str) -> Any:
+def claim(
+    session: Backend, agent: str, item: int | str | None, kind: str | None, label: str | None
+) -> Any:
+    """The item given, or with none the best ready one (of this kind, with this label)."""
+    if item is None:
+        return _claim_view(flow.claim_next(session, agent, kind=kind, label=label))
+    if kind is not None or label is not None:
+        raise InvalidInput(
+            "kind and label choose among the ready items: give them without an item, or the "
+            "item alone",
+            field="kind" if kind is not None else "label",
+        )
     return _claim_view(flow.claim(session, agent, _ref(item)))
 
 
-def heartbeat(session: Backend, agent: str, item: str, token: int | None) -> Any:
+def heartbeat(session: Backend, agent: str, item: int | str, token: int | None) -> Any:
     return flow.heartbeat(session, agent, _ref(item), token)
 
 
-def release(session: Backend, agent: str, item: str, reason: str, token: int | None) -> Any:
+def release(session: Backend, agent: str, item: int | str, reason: str, token: int | None) -> Any:
     return flow.release(session, agent, _ref(item), token, reason)
 
 
 def done(
-    session: Backend, agent: str, item: str, summary: str, token: int | None, skip: str | None
+    session: Backend, agent: str, item: int | str, summary: str, token: int | None, skip: str | None
 ) -> Any:
     return flow.done(session, agent, _ref(item), token=token, summary=summary, skip_reason=skip)
 
 
-def escalate(session: Backend, agent: str, item: str, question: str, token: int | None) -> Any:
+def escalate(
+    session: Backend, agent: str, item: int | str, question: str, token: int | None
+) -> Any:
     return flow.escalate(session, agent, _ref(item), question, token)
 
 
-def reopen(session: Backend, agent: str, item: str, reason: str) -> Any:
+def reopen(session: Backend, agent: str, item: int | str, reason: str) -> Any:
     return flow.reopen(session, agent, _ref(item), reason)
 
 
 def post(session: Backend, agent: str, fields: dict[str, Any]) -> Any:
-    return flow.add(session, agent, fields)
+    deps = [_item_id(session, dep) for dep in fields.get("deps") or []]
+    return flow.add(session, agent, {**fields, "deps": deps})
 
 
-def reply(session: Backend, agent: str, item: str, text: str) -> Any:
+def reply(session: Backend, agent: str, item: int | str, text: str) -> Any:
     return flow.reply(session, agent, _ref(item), text)
+
+
+def thread(session: Backend, agent: str, item: int | str) -> Any:
+    return session.get(f"/v1/items/{_ref(item)}")
 
 
 def inbox(session: Backend, agent: str, peek: bool) -> Any:
@@ -88,8 +103,14 @@ def spec_status(session: Backend, agent: str, doc: str, prefix: str | None) -> A
     return specs.status(session, doc, prefix=prefix or None, as_typed=False)
 
 
-def _ref(item: str) -> str:
+def _ref(item: int | str) -> str:
     return str(model.check_item_ref(item))
+
+
+def _item_id(session: Backend, item: int | str) -> int:
+    """A dependency's item id: the board takes ids there (a package id is looked up)."""
+    ref = model.check_item_ref(item)
+    return ref if isinstance(ref, int) else int(session.get(f"/v1/items/{ref}")["id"])
 
 
 def _claim_view(won: dict[str, Any]) -> dict[str, Any]:

@@ -104,7 +104,10 @@ def _mcp_guard(server: Server) -> Callable[[Request], Awaitable[Response | None]
                 check_host(request.headers.get("host", ""))
             check_token(request.headers.get("authorization", ""), server.write_token)
         except CoordError as err:
-            return JSONResponse(err.to_dict(), status_code=err.http_status)
+            # a 401 without a challenge reads as OAuth to MCP clients (the Inspector starts
+            # a flow no daemon serves); Bearer says to send the board's token
+            challenge = {"WWW-Authenticate": "Bearer"} if err.http_status == 401 else None
+            return JSONResponse(err.to_dict(), status_code=err.http_status, headers=challenge)
         return None
 
     return guard

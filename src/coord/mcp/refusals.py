@@ -1,0 +1,117 @@
+"""A refusal as a model reads it over MCP: the board's error object, in the tools' words.
+
+Every refusal is a tool result with ``isError`` whose content is the object the HTTP API
+answers with (``{"error": code, "message": …, **facts}``), for the board's own refusals and
+for arguments the tool's schema refuses alike, so a model (or a script) reads one shape.
+
+The board words its messages once for every face, naming CLI commands (``pick another
+(`coord next`)``): the CLI is the face a person and most agents use, and a structured hint
+the faces render would change every refusal in the core and each face's rendering of it for
+the one face that differs. So this face says those commands in its own words instead, from
+one table: each command the board's messages name is either a tool here (``TOOL_WORDS``) or
+a person's command with no tool (``PERSONS_COMMANDS``), left as it is. A test reads the
+messages' source and fails when a new command is in neither.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent
+
+from coord.errors import CoordError, InvalidInput
+
+# the CLI command → (the tool that does it, the argument the command's first word fills)
+TOOL_WORDS: dict[str, tuple[str, str | None]] = {
+    "next": ("claim", None),  # a claim with no item takes the best ready one
+    "claim": ("claim", "item"),
+    "show": ("thread", "item"),
+    "log": ("board", None),
+    "ls": ("board", None),
+    "reply": ("reply", "item"),
+    "heartbeat": ("heartbeat", "item"),
+    "done": ("done", "item"),
+    "release": ("release", "item"),
+    "escalate": ("escalate", "item"),
+    "add": ("post", None),
+    "inbox": ("inbox", None),
+    "reserve": ("reserve_files", "patterns"),
+    "unreserve": ("release_files", "patterns"),
+    "who": ("who_holds", "path"),
+}
+# what a person does at a shell, which no tool does: said as it is
+PERSONS_COMMANDS = {"serve", "stop", "init", "uninstall", "answer", "guard", "git", "spec"}
+
+_COMMAND = re.compile(r"`coord ([a-z][a-z-]*)((?: [^`]*)?)`")
+
+
+def in_tool_words(message: str) -> str:
+    """``message`` with each CLI command it names said as the tool call that does it."""
+
+    def said(match: re.Match[str]) -> str:
+        verb, rest = match.group(1), match.group(2).strip()
+        if verb not in TOOL_WORDS:
+            return match.group(0)
+        tool, argument = TOOL_WORDS[verb]
+        if verb == "next":
+            return f"`{tool}` with no item"
+        if rest and argument and not rest.startswith("-"):
+            return f"`{tool}` with {argument} {rest.split()[0]}"
+        return f"`{tool}`"
+
+    return _COMMAND.sub(said, message)
+
+
+def refusal(err: CoordError) -> CallToolResult:
+    """The error result a model reads: the board's error object, as structured content and as
+    its JSON text for clients that show only text."""
+    shown = {**err.to_dict(), "message": _message(err)}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(shown))],
+        structured_content=shown,
+        is_error=True,
+    )
+
+
+def _message(err: CoordError) -> str:
+    if err.code == "checks_required":
+        # Only the daemon's /mcp meets it (over stdio, done runs the checks where the agent
+        # works), and there the board's words (send `evidence`) name no argument of `done`.
+        checks = ", ".join(f"`{c}`" for c in err.details.get("checks") or [])
+        return (
+            f"item {err.details.get('id')} has checks ({checks}), and this MCP server runs in "
+            "the coord daemon, not where you work, so it cannot run them: run them yourself, "
+            "then call `done` with skip_checks_reason saying how they passed (recorded for "
+            "everyone), or work through `coord mcp` (stdio), whose `done` runs them"
+        )
+    return in_tool_words(err.message)
+
+
+def bad_arguments(tool: str, errors: list[Any], described: dict[str, str]) -> InvalidInput:
+    """The schema's refusal of a call's arguments (pydantic's ``errors()``) as the board says
+    one of its own: the argument, what was wrong and what the argument is, no validator URL."""
+    problems: dict[str, str] = {}
+    for error in errors:
+        field = str(error["loc"][0]) if error.get("loc") else "arguments"
+        problems.setdefault(field, "missing" if error["type"] == "missing" else error["msg"])
+    said = [
+        f"{tool} needs the argument {field} ({described.get(field, '')})"
+        if problem == "missing"
+        else f"argument {field} of {tool}: {problem[:1].lower()}{problem[1:]} "
+        f"({described.get(field, 'see the input schema')})"
+        for field, problem in problems.items()
+    ]
+    return InvalidInput("; ".join(said), field=next(iter(problems)), tool=tool)
+
+
+def unknown_arguments(tool: str, unknown: list[str], known: list[str]) -> InvalidInput:
+    """Typos must not pass silently (the schema's model would drop them): name the known
+    arguments, as the board does for an unknown field."""
+    return InvalidInput(
+        f"{tool} has no argument {', '.join(unknown)}; its arguments are "
+        f"{', '.join(known) or 'none'}",
+        field=unknown[0],
+        tool=tool,
+    )
