@@ -198,6 +198,11 @@ def test_missing_identity_and_missing_token_are_usage_errors(daemon: Daemon) -> 
     run_cli("add", "x", board_dir=bd)
     no_agent = run_cli("claim", "1", board_dir=bd)
     assert no_agent.returncode == 2 and "--as NAME" in no_agent.stderr
+    unclaimed = run_cli("done", "1", board_dir=bd, agent="a")
+    assert unclaimed.returncode == 3 and "not claimed: claim it first" in unclaimed.stderr
+    assert run_cli("claim", "1", board_dir=bd, agent="a").returncode == 0
+    for remembered in (bd / "claims").iterdir():  # the token this machine kept is lost
+        remembered.unlink()
     no_token = run_cli("done", "1", board_dir=bd, agent="a")
     assert no_token.returncode == 2 and "--token" in no_token.stderr
 
