@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from coord.core.board import Board
@@ -25,7 +26,9 @@ SOAK = os.environ.get("COORD_SOAK") == "1"
 
 # Hypothesis fails an example that takes longer than 200 ms by default: a time, which a
 # loaded machine (CI's two cores, a neighbour's build) can break. Tests assert behaviour only.
-hypothesis_settings.register_profile("coord", deadline=None)
+hypothesis_settings.register_profile(
+    "coord", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 hypothesis_settings.load_profile("coord")
 
 
