@@ -290,6 +290,12 @@ def test_overlaps_with_the_tree_is_exact_for_literals() -> None:
     assert not overlaps("a.py", "b.py", is_dir=dirs)  # two new root files, side by side
     assert not overlaps("a.py", "src/*.py", is_dir=dirs)
     assert not overlaps("**/a.py", "src/b.py", is_dir=dirs)
+    # what lies inside the directories a glob matches is no file at the root (the property
+    # test's counterexample: '*/**' once met the file 'h')
+    assert not overlaps("h", "*/**", is_dir=dirs)
+    assert not overlaps(".h", ".*/**", is_dir=dirs)
+    assert overlaps("h/x", "*/**", is_dir=dirs)
+    assert overlaps("h", "h/**", is_dir=dirs)  # the directory h, existing or not: a file h too
 
 
 def test_rule1_keeps_the_wider_meaning_of_old_holds() -> None:

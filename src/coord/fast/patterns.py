@@ -384,6 +384,10 @@ def overlaps(
         return False
     if is_literal(key_a) and is_literal(key_b):
         return True  # equal, or one lies beneath the other: which then must be a directory
+    if is_dir is not None:  # a literal the tree says is a file: does the glob match it?
+        for literal, key, glob in ((a, key_a, key_b), (b, key_b, key_a)):
+            if is_literal(key) and not is_dir(literal):
+                return _bounded(lambda: _path_matches(glob, key))
     reach_a, reach_b = _reach(a, key_a, is_dir), _reach(b, key_b, is_dir)
     return _bounded(lambda: _path_meet(reach_a, reach_b))
 
@@ -402,12 +406,28 @@ def _nested(a: str, b: str) -> bool:
 
 
 def _path_matches(pattern: str, path: str) -> bool:
-    return globmeet.matches(pattern.split("/"), path.split("/"), "**", _segment_matches)
+    return globmeet.matches(_file_segments(pattern), path.split("/"), "**", _segment_matches)
 
 
 @lru_cache(maxsize=65536)
 def _path_meet(a: str, b: str) -> bool:
+    """Could one path match both globs? A trailing '**' may match nothing here: a directory
+    literal's reach ('src/**') stands for the directory too, and rule 1's ``beneath`` for the
+    matches themselves."""
     return globmeet.meet(a.split("/"), b.split("/"), "**", _segment_globs_meet)
+
+
+def _file_segments(glob: str) -> list[str]:
+    """The glob's segments as they match a file. 'src/**' names the directory src (existing
+    or not) and all beneath it, so it covers a file spelled 'src' too. But a trailing '**'
+    after a wildcard ('*/**', 'src/*/**') means what lies inside the directories matched,
+    which takes at least one more segment: read as zero or more, '*/**' matched the file 'h'
+    at the root, and 'h' held by one agent and '*/**' by another were judged to overlap (a
+    needless refusal; the overlap property test found it)."""
+    segments = glob.split("/")
+    if len(segments) > 1 and segments[-1] == "**" and not all(map(is_literal, segments[:-1])):
+        return [*segments[:-1], "*", "**"]
+    return segments
 
 
 # --- the rule before issue 12 ------------------------------------------------------------
@@ -423,7 +443,7 @@ def covers_rule1(pattern: str, path: str, *, fold: Fold = fsfold.nfc) -> bool:
     """``covers`` as rule 1 reads it: a glob also covers everything beneath its matches."""
     if is_literal(pattern):
         return covers(pattern, path, fold=fold)
-    return covers(beneath(pattern), path, fold=fold)
+    return covers(pattern, path, fold=fold) or covers(beneath(pattern), path, fold=fold)
 
 
 def overlaps_rule1(
