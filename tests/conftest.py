@@ -21,6 +21,8 @@ from coord.core.board import Board
 from coord.fast import board_files
 
 SOAK = os.environ.get("COORD_SOAK") == "1"
+# the PostgreSQL tier's fixtures: a fresh database per test, skipped without a server
+pytest_plugins = ["pg_support"]
 
 
 class Clock:
