@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_support import fresh_database, open_storage
 
 from coord.model import Item
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
 from coord.storage.sqlite import SQLiteStorage
+from pg_support import fresh_database, open_storage
 
 
 @contextmanager
