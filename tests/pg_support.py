@@ -1,8 +1,9 @@
 """The PostgreSQL tier of the tests: a fresh database per test, cloned from a migrated template.
 
 The server is the one at ``COORD_TEST_PG`` (default: the local PostgreSQL 15 every machine
-of this project runs, trust authentication). Without the driver or the server the tier is
-skipped with one line saying why; under ``CI=true`` it must not skip: the test fails.
+of this project runs, trust authentication). Tests of the tier carry the ``postgres`` mark.
+Without the driver or the server they are left out of the run with one line saying why;
+under ``CI=true`` they must not be left out: they run, and fail with the reason.
 
 Each test gets ``CREATE DATABASE … TEMPLATE`` of a template migrated once per test session
 (a file copy, far faster than running the migrations), dropped after the test.
@@ -96,6 +97,30 @@ def fresh_database() -> Iterator[str]:
         yield dsn_of(name)
     finally:
         _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgres: the PostgreSQL tier (tests/pg_support.py)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tier = [item for item in items if item.get_closest_marker("postgres")]
+    if not tier or os.environ.get("CI") == "true" or unavailable() is None:
+        return
+    config.hook.pytest_deselected(items=tier)
+    items[:] = [item for item in items if not item.get_closest_marker("postgres")]
+    config.stash[_LEFT_OUT] = len(tier)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    left_out = terminalreporter.config.stash.get(_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(
+            f"PostgreSQL tier skipped ({left_out} tests): {unavailable()}", yellow=True
+        )
+
+
+_LEFT_OUT = pytest.StashKey[int]()
 
 
 @pytest.fixture

@@ -36,7 +36,12 @@ BACKENDS: dict[str, Callable[[Path], AbstractContextManager[Storage]]] = {
 }
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(
+    params=[
+        pytest.param(name, marks=[pytest.mark.postgres] if name == "postgres" else [])
+        for name in sorted(BACKENDS)
+    ]
+)
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
     with BACKENDS[request.param](tmp_path) as s:
         try:
