@@ -28,13 +28,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from importlib import resources
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from coord.errors import CoordError
+from coord.storage import migrations
 from coord.storage.base import ReadTx, Storage, WriteTx
 from coord.storage.postgres_tx import PostgresTx
 
@@ -58,16 +58,6 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM clock_timestamp())
 )
 """
-
-
-def _migrations() -> list[tuple[int, str, str]]:
-    """(version, name, sql) for every PostgreSQL migration shipped with this release."""
-    found = []
-    for entry in resources.files("coord.storage").joinpath("postgres_migrations").iterdir():
-        if entry.name.endswith(".sql"):
-            version = int(entry.name.split("_", 1)[0])
-            found.append((version, entry.name, entry.read_text(encoding="utf-8")))
-    return sorted(found)
 
 
 def describe(dsn: str) -> str:
@@ -148,13 +138,8 @@ class PostgresStorage(Storage):
         with self._transaction(conn, f"BEGIN; SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"):
             conn.execute(SCHEMA_VERSION_TABLE)
             applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-            shipped = _migrations()
-            newest = max((v for v, _, _ in shipped), default=0)
-            if applied and max(applied) > newest:
-                raise CoordError(
-                    f"this board was written by a newer coord (schema {max(applied)}; this "
-                    f"release knows up to {newest}): upgrade coord",
-                )
+            shipped = migrations.shipped("postgres_migrations")
+            migrations.refuse_newer(applied, shipped)
             for version, name, sql in shipped:
                 if version not in applied:
                     conn.execute(sql.encode())  # a script: the simple protocol, no parameters

@@ -17,12 +17,9 @@ import psycopg
 
 from coord.model import Item
 from coord.storage.base import ItemQuery, WriteTx
+from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
+from coord.storage.rows import item_of
 
-_ITEM_COLUMNS = (
-    "id, kind, title, body, priority, labels, state, created_by, recipient, claimed_by, "
-    "fencing_token, lease_expires_at, created_at, updated_at, closed_at, "
-    "key, spec, spec_line, checks, evidence, question, escalate_to, reserved_for"
-)
 # Columns update_item may write, with the cast its value needs (JSON travels as text).
 _UPDATABLE = {
     "title": "",
@@ -288,32 +285,10 @@ _CLAIMED_PLAIN_RELATIONS = (
 
 
 def _item(row: Sequence[Any]) -> Item:
-    """An item from a row of ``_ITEM_COLUMNS`` followed by ``_ITEM_RELATIONS``."""
-    return Item(
-        id=row[0],
-        kind=row[1],
-        title=row[2],
-        body=row[3],
-        priority=row[4],
-        labels=tuple(row[5]),
-        state=row[6],
-        created_by=row[7],
-        to=row[8],
-        claimed_by=row[9],
-        fencing_token=row[10],
-        lease_expires_at=row[11],
-        created_at=row[12],
-        updated_at=row[13],
-        closed_at=row[14],
-        key=row[15],
-        spec=row[16],
-        spec_line=row[17],
-        checks=tuple(row[18]),
-        evidence=row[19],
-        question=row[20],
-        escalate_to=row[21],
-        reserved_for=row[22],
-        deps=tuple(row[23]),
-        blocked_by=tuple(row[24]),
-        files=tuple(row[25]),
-    )
+    """An item from a row of ``ITEM_COLUMNS`` followed by ``_ITEM_RELATIONS``: the driver
+    has decoded the JSON and the arrays already."""
+    return item_of(row, tuple, _as_is)
+
+
+def _as_is(value: Any) -> Any:
+    return value

@@ -15,6 +15,7 @@ from typing import Any
 from coord.fast import holds, patterns
 from coord.model import Agent, Event, Reply, Reservation
 from coord.storage.postgres_items import PostgresItemTx
+from coord.storage.rows import reservation_of
 
 # Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news.
 _INBOX_SQL = """
@@ -48,20 +49,7 @@ class PostgresTx(PostgresItemTx):
         if query is None:
             return []
         sql, params = query
-        return [
-            Reservation(
-                id=row[0],
-                agent=row[1],
-                pattern=row[2],
-                exclusive=bool(row[3]),
-                item_id=row[4],
-                reason=row[5],
-                created_at=row[6],
-                expires_at=row[7],
-                rule=row[8],
-            )
-            for row in self.conn.execute(_placeholders(sql), params)
-        ]
+        return [reservation_of(row) for row in self.conn.execute(_placeholders(sql), params)]
 
     def replies(self, item_id: int) -> list[Reply]:
         return [
