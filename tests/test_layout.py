@@ -202,3 +202,33 @@ def test_each_named_entry_is_used_and_lazy(entry: tuple[str, str]) -> None:
     ]
     assert used, f"{importer} no longer imports {imported}: drop the entry"
     assert all(e.lazy for e in used), [str(e) for e in used if not e.lazy]
+
+
+def _is_postgres_backend(module: str) -> bool:
+    return module.startswith("coord.storage.postgres")
+
+
+def test_the_postgresql_backend_loads_only_where_a_postgresql_board_is_opened() -> None:
+    """Its driver is an optional extra (``coord[postgres]``) and costs tens of milliseconds to
+    import: no module but the backend's own imports it, and the backend is imported only
+    lazily, by the code that opens a PostgreSQL board."""
+    leaks = [
+        str(e)
+        for e in EDGES
+        if _is_postgres_backend(e.imported) and not _is_postgres_backend(e.importer) and not e.lazy
+    ]
+    assert leaks == []
+    drivers = ("psycopg", "psycopg_pool", "asyncpg")
+    importers = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            if any(n.split(".")[0] in drivers for n in names):
+                importers.append(_module_name(path))
+    assert importers and all(_is_postgres_backend(m) for m in importers), importers

@@ -1,11 +1,13 @@
-"""The storage contract: every backend runs this same suite (SQLite today).
+"""The storage contract: every backend runs this same suite, SQLite and PostgreSQL.
 
-A new backend (PostgreSQL) is added to ``BACKENDS`` and must pass unchanged.
+A backend is added to ``BACKENDS`` and must pass unchanged. The PostgreSQL entry runs each
+test on a fresh database (``pg_support``); without a server it is skipped, under CI it fails.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +16,38 @@ import pytest
 from coord.model import Item
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
 from coord.storage.sqlite import SQLiteStorage
+from pg_support import fresh_database, open_storage
 
-BACKENDS: dict[str, Callable[[Path], Storage]] = {
-    "sqlite": lambda tmp: SQLiteStorage(tmp / "board.db"),
+
+@contextmanager
+def _sqlite(tmp: Path) -> Iterator[Storage]:
+    yield SQLiteStorage(tmp / "board.db")
+
+
+@contextmanager
+def _postgres(tmp: Path) -> Iterator[Storage]:
+    with fresh_database() as dsn:
+        yield open_storage(dsn)
+
+
+BACKENDS: dict[str, Callable[[Path], AbstractContextManager[Storage]]] = {
+    "sqlite": _sqlite,
+    "postgres": _postgres,
 }
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(
+    params=[
+        pytest.param(name, marks=[pytest.mark.postgres] if name == "postgres" else [])
+        for name in sorted(BACKENDS)
+    ]
+)
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
-    s = BACKENDS[request.param](tmp_path)
-    yield s
-    s.close()
+    with BACKENDS[request.param](tmp_path) as s:
+        try:
+            yield s
+        finally:
+            s.close()
 
 
 def _add(

@@ -31,7 +31,7 @@ class Activity:
     def reply(self, ref: int | str, agent: str, body: str) -> Reply:
         """A reply on the item; ``@name`` in it reaches that agent's inbox."""
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item_id = rules.require_item(tx, ref).id
             reply_id = tx.add_reply(item_id, agent, body, now)
             mentions = sorted(set(_MENTION.findall(body)) - {agent})
@@ -41,7 +41,7 @@ class Activity:
 
     def ack(self, ref: int | str, agent: str) -> bool:
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item_id = rules.require_item(tx, ref).id
             added = tx.add_ack(item_id, agent, now)
             if added:
@@ -52,7 +52,7 @@ class Activity:
 
     def inbox(self, agent: str, peek: bool, limit: int) -> list[Event]:
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             cursor = tx.inbox_cursor(agent)
             found = tx.inbox_events(agent, cursor, limit)
             if not peek:

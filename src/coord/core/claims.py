@@ -27,7 +27,7 @@ class Claims:
 
     def claim(self, ref: int | str, agent: str, lease: float) -> Claim:
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_claimable(item, now, agent)
             live = tx.live_reservations(now, near=item.files) if item.files else []
@@ -36,7 +36,7 @@ class Claims:
     def claim_next(self, agent: str, kind: str | None, label: str | None, lease: float) -> Claim:
         kinds = (kind,) if kind else model.WORK_KINDS
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             expires = now + lease
             # The usual case, a pending item without files, is one statement; takeovers and
             # items with files come here only when they are first in line.
@@ -61,7 +61,7 @@ class Claims:
         claims: list[Claim] = []
         taken: PrefixIndex[str] = PrefixIndex()  # the files of this batch's claims
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             scan = _Scan(self, tx, agent, now)
             for item, live in scan.ready(kinds, label):
                 if reservations.pairwise_disjoint(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coord.core.changes import Changes
-from coord.storage.base import Storage
+from coord.storage.base import ReadTx, Storage
 
 # Is this repository-relative literal path a plain file of the working tree?
 IsFile = Callable[[str], bool]
@@ -21,8 +21,8 @@ IsFile = Callable[[str], bool]
 @dataclass(frozen=True, slots=True)
 class BoardContext:
     storage: Storage
-    # The board's clock. Each write reads it after taking the write lock, so a lease is judged
-    # at the moment the write is serialised.
+    # The board's clock where the storage has none of its own (SQLite: the daemon's; tests
+    # move it by hand). Read through ``now(tx)``.
     clock: Callable[[], float]
     changes: Changes
     # file patterns are repository-relative; without a root the board holds no files
@@ -34,3 +34,10 @@ class BoardContext:
     # the people who may cancel, reopen and set the checks of anyone's items (``humans`` in
     # .coord/config.json; ``coord.core.permissions``)
     humans: frozenset[str] = frozenset()
+
+    def now(self, tx: ReadTx) -> float:
+        """The board's time for this transaction: the storage's clock (PostgreSQL: the
+        server's) or else the board's. Each write asks after taking the write lock, so a lease
+        is judged at the moment the write is serialised."""
+        own = tx.clock()
+        return self.clock() if own is None else own

@@ -30,7 +30,7 @@ class Items:
         checked, refs = self._checked_entries(entries)
         keys = [e["key"] for e in checked if e["key"] is not None]
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             taken = [k for k in keys if tx.get_item_by_key(k) is not None]
             if taken:
                 raise AlreadyExists(
@@ -116,15 +116,15 @@ class Items:
 
     def get(self, ref: int | str) -> Item:
         with self.ctx.storage.read() as tx:
-            return self.with_holds(tx, [rules.require_item(tx, ref)], self.ctx.clock())[0]
+            return self.with_holds(tx, [rules.require_item(tx, ref)], self.ctx.now(tx))[0]
 
     def show(self, ref: int | str) -> dict[str, Any]:
         with self.ctx.storage.read() as tx:
-            item = self.with_holds(tx, [rules.require_item(tx, ref)], self.ctx.clock())[0]
+            now = self.ctx.now(tx)
+            item = self.with_holds(tx, [rules.require_item(tx, ref)], now)[0]
             replies = tx.replies(item.id)
             acks = tx.acks(item.id)
             history = tx.events_after(0, 200, item_id=item.id)
-        now = self.ctx.clock()
         return {
             **item.to_dict(now),
             "replies": [r.to_dict() for r in replies],
@@ -134,10 +134,10 @@ class Items:
 
     def find(self, query: ItemQuery, *, ready: bool) -> list[Item]:
         """The items the query finds; ``ready`` keeps those claimable now, files included."""
-        now = self.ctx.clock()
-        if ready:
-            query = replace(query, claimable_at=now)
         with self.ctx.storage.read() as tx:
+            now = self.ctx.now(tx)
+            if ready:
+                query = replace(query, claimable_at=now)
             items = self.with_holds(tx, tx.list_items(query), now)
         # ready also means no file of the item is held by someone else
         return [i for i in items if i.claimable(now)] if ready else items
@@ -180,7 +180,7 @@ class Items:
         """Apply the checked field ``changes`` and the dependencies and checks added and
         removed. While the item is claimed, only its holder (with the token) can."""
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_editable(item, agent, token, now)
             missing = sorted(set(adding) - tx.existing_ids(adding))
@@ -209,7 +209,7 @@ class Items:
         """By its creator, its live claim's holder (with the token) or a human, with a reason
         (``coord.core.permissions``)."""
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             item_id = item.id
             permissions.ensure_may_cancel(item, agent, token, now, self.ctx.humans)
@@ -231,7 +231,7 @@ class Items:
         """A cancelled item back to pending, by its creator or a human, with a reason. Its
         claim, files and checks are as they were before the cancel: it waits to be claimed."""
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             item_id = item.id
             permissions.ensure_may_reopen(item, agent, self.ctx.humans)

@@ -27,7 +27,7 @@ class Leases:
 
     def heartbeat(self, ref: int | str, agent: str, token: int, lease: float) -> Claim:
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_holder(item, agent, token, now)
             expires = now + lease
@@ -55,7 +55,7 @@ class Leases:
         """Close the item if its checks passed in ``runs`` or ``skip_reason`` is given; a
         failed run is recorded too, and the item stays claimed."""
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_holder(item, agent, token, now)
             record, refusal = judge(item, runs, skip_reason, agent, now)
@@ -82,7 +82,7 @@ class Leases:
 
     def escalate(self, ref: int | str, agent: str, token: int, question: str) -> Item:
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_holder(item, agent, token, now)
             # Asking (or asking again) holds the claim and its files up to the bound.
@@ -98,7 +98,7 @@ class Leases:
 
     def answer(self, ref: int | str, agent: str, text: str) -> Item:
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             if item.state != "claimed" or item.question is None:
                 raise NotWaiting(
@@ -131,7 +131,7 @@ class Leases:
     ) -> Item:
         """End the claim: the holder's files are freed with it."""
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_holder(item, agent, token, now)
             changes = {**changes, "lease_expires_at": None, "question": None}

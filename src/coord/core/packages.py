@@ -124,7 +124,7 @@ class WorkPackages:
             "not_adopted": [],
         }
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             mine = {
                 i.key: i
                 for i in tx.list_items(ItemQuery(spec=spec, limit=MAX_PACKAGES * 2))

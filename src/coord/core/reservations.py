@@ -170,7 +170,7 @@ class Reservations:
         if not wanted:
             raise InvalidInput("name at least one path or pattern to reserve", field="patterns")
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             item_id = rules.require_item(tx, item_ref).id if item_ref is not None else None
             tx.purge_expired_reservations(now)
             live = tx.live_reservations(now, near=wanted)
@@ -227,7 +227,7 @@ class Reservations:
                 "name the patterns to free, or ask to free everything you hold", field="patterns"
             )
         with self.ctx.storage.write() as tx:
-            now = self.ctx.clock()
+            now = self.ctx.now(tx)
             mine = [
                 r
                 for r in tx.live_reservations(now, agent=agent)
@@ -243,7 +243,7 @@ class Reservations:
     def live(self, agent: str | None) -> list[Reservation]:
         """Live reservations, oldest first (of one agent, or everyone's)."""
         with self.ctx.storage.read() as tx:
-            return tx.live_reservations(self.ctx.clock(), agent=agent)
+            return tx.live_reservations(self.ctx.now(tx), agent=agent)
 
     def who(self, path: str, agent: str | None) -> dict[str, Any]:
         """Who holds ``path``, and may ``agent`` edit it?"""
@@ -253,7 +253,7 @@ class Reservations:
             raise InvalidInput("this board has no repository root, so it holds no files")
         canonical_path = patterns.normalize(path, self.ctx.repo_root, literal=True)
         with self.ctx.storage.read() as tx:
-            live = tx.live_reservations(self.ctx.clock(), near=[canonical_path])
+            live = tx.live_reservations(self.ctx.now(tx), near=[canonical_path])
         fold = fold_of(self.ctx.is_file)
         holders = [r for r in live if covers_by_rule(r, canonical_path, fold)]
         blocking = blockers(canonical_path, live, agent, fold=fold)

@@ -385,9 +385,10 @@ def overlaps(
     if is_literal(key_a) and is_literal(key_b):
         return True  # equal, or one lies beneath the other: which then must be a directory
     if is_dir is not None:  # a literal the tree says is a file: does the glob match it?
-        for literal, key, glob in ((a, key_a, key_b), (b, key_b, key_a)):
-            if is_literal(key) and not is_dir(literal):
-                return _bounded(lambda: _path_matches(glob, key))
+        if is_literal(key_a) and not is_dir(a):
+            return _bounded(lambda: _path_matches(key_b, key_a))
+        if is_literal(key_b) and not is_dir(b):
+            return _bounded(lambda: _path_matches(key_a, key_b))
     reach_a, reach_b = _reach(a, key_a, is_dir), _reach(b, key_b, is_dir)
     return _bounded(lambda: _path_meet(reach_a, reach_b))
 

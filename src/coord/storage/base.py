@@ -37,6 +37,13 @@ class ItemQuery:
 class ReadTx(ABC):
     """A consistent snapshot of the board."""
 
+    def clock(self) -> float | None:
+        """The board's time on the backend's own clock, or None when it has none and the
+        board's clock applies (SQLite: the daemon's). PostgreSQL: the database server's, read
+        in a write transaction right after its lock is granted, so every daemon judges leases
+        on one clock at the moment the write is serialised."""
+        return None
+
     @abstractmethod
     def get_item(self, item_id: int) -> Item | None: ...
 

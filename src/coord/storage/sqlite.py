@@ -15,10 +15,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 
 from coord.errors import CoordError
+from coord.storage import migrations
 from coord.storage.base import ReadTx, Storage, WriteTx
 from coord.storage.sqlite_tx import SQLiteTx
 
@@ -33,13 +33,8 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 
 
 def _migrations() -> list[tuple[int, str, str]]:
-    """(version, name, sql) for every migration shipped with this release, in order."""
-    found = []
-    for entry in resources.files("coord.storage").joinpath("sqlite_migrations").iterdir():
-        if entry.name.endswith(".sql"):
-            version = int(entry.name.split("_", 1)[0])
-            found.append((version, entry.name, entry.read_text(encoding="utf-8")))
-    return sorted(found)
+    """(version, name, sql) for every SQLite migration shipped with this release, in order."""
+    return migrations.shipped("sqlite_migrations")
 
 
 def _create_private(path: Path) -> None:
@@ -139,12 +134,7 @@ class SQLiteStorage(Storage):
             conn.execute(SCHEMA_VERSION_TABLE)
             applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
             shipped = _migrations()
-            newest = max((v for v, _, _ in shipped), default=0)
-            if applied and max(applied) > newest:
-                raise CoordError(
-                    f"this board was written by a newer coord (schema {max(applied)}; this "
-                    f"release knows up to {newest}): upgrade coord",
-                )
+            migrations.refuse_newer(applied, shipped)
             for version, name, sql in shipped:
                 if version in applied:
                     continue

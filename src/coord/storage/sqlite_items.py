@@ -17,12 +17,9 @@ from typing import Any
 
 from coord.model import Item
 from coord.storage.base import ItemQuery, WriteTx, chunks
+from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
+from coord.storage.rows import item_of
 
-_ITEM_COLUMNS = (
-    "id, kind, title, body, priority, labels, state, created_by, recipient, claimed_by, "
-    "fencing_token, lease_expires_at, created_at, updated_at, closed_at, "
-    "key, spec, spec_line, checks, evidence, question, escalate_to, reserved_for"
-)
 _UPDATABLE = frozenset(
     {
         "title",
@@ -303,35 +300,12 @@ _CLAIMED_PLAIN_RELATIONS = (
 
 
 def _item(row: Sequence[Any]) -> Item:
-    """An item from a row of ``_ITEM_COLUMNS`` followed by ``_ITEM_RELATIONS``."""
-    return Item(
-        id=row[0],
-        kind=row[1],
-        title=row[2],
-        body=row[3],
-        priority=row[4],
-        labels=_array(row[5]),
-        state=row[6],
-        created_by=row[7],
-        to=row[8],
-        claimed_by=row[9],
-        fencing_token=row[10],
-        lease_expires_at=row[11],
-        created_at=row[12],
-        updated_at=row[13],
-        closed_at=row[14],
-        key=row[15],
-        spec=row[16],
-        spec_line=row[17],
-        checks=_array(row[18]),
-        evidence=json.loads(row[19]) if row[19] else None,
-        question=row[20],
-        escalate_to=row[21],
-        reserved_for=row[22],
-        deps=_array(row[23]),
-        blocked_by=_array(row[24]),
-        files=_array(row[25]),
-    )
+    """An item from a row of ``ITEM_COLUMNS`` followed by ``_ITEM_RELATIONS``."""
+    return item_of(row, _array, _document)
+
+
+def _document(text: str | None) -> Any:
+    return json.loads(text) if text else None
 
 
 def _array(text: str) -> tuple[Any, ...]:

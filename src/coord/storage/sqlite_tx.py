@@ -12,6 +12,7 @@ from typing import Any
 
 from coord.fast import holds, patterns
 from coord.model import Agent, Event, Reply, Reservation
+from coord.storage.rows import reservation_of
 from coord.storage.sqlite_items import SQLiteItemTx
 
 # Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news.
@@ -57,20 +58,7 @@ class SQLiteTx(SQLiteItemTx):
         query = holds.select_live(now, near=near, agent=agent)  # the guard's query too
         if query is None:
             return []
-        return [
-            Reservation(
-                id=row[0],
-                agent=row[1],
-                pattern=row[2],
-                exclusive=bool(row[3]),
-                item_id=row[4],
-                reason=row[5],
-                created_at=row[6],
-                expires_at=row[7],
-                rule=row[8],
-            )
-            for row in self.conn.execute(*query)
-        ]
+        return [reservation_of(row) for row in self.conn.execute(*query)]
 
     def replies(self, item_id: int) -> list[Reply]:
         return [

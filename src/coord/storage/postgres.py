@@ -1,0 +1,193 @@
+"""The team backend: one PostgreSQL database holds the board, for daemons on several machines.
+
+Imported only where a PostgreSQL board is opened (never by the CLI's or the hooks' hot path):
+it imports the driver, psycopg 3, which ``pip install 'coord[postgres]'`` brings.
+
+Transactions, as the SQLite backend's (``coord.storage.sqlite``) but across connections:
+
+- **Writes serialise.** Each write transaction starts by taking one transaction-scoped
+  advisory lock (``pg_advisory_xact_lock``), released by its COMMIT or ROLLBACK. The core's
+  read-then-write rules (a reservation's overlap check, a claim's lease check, a dependency
+  cycle) then cannot interleave with another writer on any connection of any daemon, and the
+  event counter (``board_counters``) hands out gapless sequence numbers in commit order. The
+  write transaction runs at READ COMMITTED on purpose: each statement sees everything
+  committed before the lock was granted (a REPEATABLE READ snapshot would be taken by the
+  lock statement itself, before its wait). Cost: see ``bench/pg_driver.py``.
+- **Reads are snapshots** (REPEATABLE READ, READ ONLY): they never wait for the lock.
+- **The clock is the database server's.** ``WriteTx.clock()`` is ``clock_timestamp()`` read
+  right after the lock is granted, so a lease is judged at the moment the write is serialised,
+  on one clock for every daemon; a daemon's own clock never decides a lease.
+
+One board per database (advisory locks are scoped to their database). Connections are one
+per thread, like SQLite's; a broken connection is dropped and the next transaction opens a
+new one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from coord.errors import CoordError
+from coord.storage import migrations
+from coord.storage.base import ReadTx, Storage, WriteTx
+from coord.storage.postgres_tx import PostgresTx
+
+# The key of the board's write lock and of the migration lock (any two fixed 64-bit numbers;
+# advisory locks are per database, so two boards on one server never share them).
+WRITE_LOCK_KEY = 0x636F6F7264  # "coord"
+MIGRATION_LOCK_KEY = 0x636F6F72644D  # "coordM"
+
+# One round trip: the transaction, the board's lock, then the server's clock once granted.
+_BEGIN_WRITE = (
+    "BEGIN ISOLATION LEVEL READ COMMITTED;"
+    f" SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY});"
+    " SELECT extract(epoch FROM clock_timestamp())::float8"
+)
+_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+SCHEMA_VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM clock_timestamp())
+)
+"""
+
+
+def describe(dsn: str) -> str:
+    """Where a connection string points, without its password (for messages and logs)."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "an unreadable PostgreSQL connection string"
+    host = parts.get("host") or "localhost"
+    return f"postgresql://{parts.get('user') or ''}@{host}:{parts.get('port') or 5432}/" + str(
+        parts.get("dbname") or ""
+    )
+
+
+class PostgresStorage(Storage):
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        clock: Callable[[], float] | None = None,
+        connect_timeout: float = 10,
+    ) -> None:
+        """``clock`` replaces the server's clock: tests that move time by hand only."""
+        self.dsn = dsn
+        self._clock = clock
+        self._connect_timeout = connect_timeout
+        self._local = threading.local()
+        self._all: list[psycopg.Connection[Any]] = []
+        self._lock = threading.Lock()
+        self._migrate(self._conn())
+
+    # --- connections -----------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        try:
+            # autocommit: psycopg opens no transaction behind our back; we write BEGIN/COMMIT
+            return psycopg.connect(
+                self.dsn, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
+            )
+        except psycopg.OperationalError as error:
+            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "refused"
+            raise CoordError(
+                f"cannot reach the PostgreSQL board at {describe(self.dsn)}: {reason}; "
+                "check that the server runs and the connection string is right",
+            ) from error
+
+    def _conn(self) -> psycopg.Connection[Any]:
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def _drop(self, conn: psycopg.Connection[Any]) -> None:
+        """Forget a connection that failed mid-transaction; the next one is opened afresh."""
+        with suppress(psycopg.Error):
+            conn.close()
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+        with self._lock, suppress(ValueError):
+            self._all.remove(conn)
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                with suppress(psycopg.Error):
+                    conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    # --- schema ----------------------------------------------------------------------------
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        # Daemons starting together on a new database: the lock makes one of them migrate
+        # and the others find the work done.
+        with self._transaction(conn, f"BEGIN; SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"):
+            conn.execute(SCHEMA_VERSION_TABLE)
+            applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            shipped = migrations.shipped("postgres_migrations")
+            migrations.refuse_newer(applied, shipped)
+            for version, name, sql in shipped:
+                if version not in applied:
+                    conn.execute(sql.encode())  # a script: the simple protocol, no parameters
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        (version, name),
+                    )
+
+    def schema_version(self) -> int:
+        row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0) if row else 0
+
+    # --- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, conn: psycopg.Connection[Any], begin: str) -> Iterator[Any]:
+        """BEGIN (``begin`` may run more statements: their last result is yielded), then
+        COMMIT, or ROLLBACK on any exception; a connection that broke is dropped."""
+        try:
+            cursor = conn.execute(begin.encode())
+            while cursor.nextset():  # to the last statement's result
+                pass
+        except psycopg.Error:
+            self._drop(conn)
+            raise
+        try:
+            yield cursor
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except psycopg.Error:
+                self._drop(conn)
+            raise
+        try:
+            conn.execute("COMMIT")
+        except psycopg.Error:
+            self._drop(conn)
+            raise
+
+    @contextmanager
+    def read(self) -> Iterator[ReadTx]:
+        conn = self._conn()
+        with self._transaction(conn, _BEGIN_READ):
+            yield PostgresTx(conn, self._clock)
+
+    @contextmanager
+    def write(self) -> Iterator[WriteTx]:
+        conn = self._conn()
+        with self._transaction(conn, _BEGIN_WRITE) as granted:
+            now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
+            yield PostgresTx(conn, lambda: now)

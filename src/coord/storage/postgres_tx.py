@@ -1,0 +1,221 @@
+"""The PostgreSQL backend's transaction verbs: the SQL behind ``ReadTx`` and ``WriteTx``.
+
+The twin of ``coord.storage.sqlite_tx``: reservations, the event log, replies,
+acknowledgements, agents and inboxes, on top of the item verbs (``PostgresItemTx``). Each runs
+on the connection of the transaction ``PostgresStorage.read()`` or ``.write()`` opened.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from coord.fast import holds, patterns
+from coord.model import Agent, Event, Reply, Reservation
+from coord.storage.postgres_items import PostgresItemTx
+from coord.storage.rows import reservation_of
+
+# Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news.
+_INBOX_SQL = """
+SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
+  FROM events e LEFT JOIN items i ON i.id = e.item_id
+ WHERE e.seq > %(after)s
+   AND (e.agent IS NULL OR e.agent != %(me)s)
+   AND e.kind != 'heartbeat'
+   AND (i.created_by = %(me)s OR i.claimed_by = %(me)s OR i.recipient = %(me)s
+        OR EXISTS (SELECT 1 FROM replies r WHERE r.item_id = e.item_id AND r.author = %(me)s)
+        OR (e.details::jsonb -> 'mentions') ? %(me)s
+        OR e.details ->> 'takeover_from' = %(me)s)
+ ORDER BY e.seq
+ LIMIT %(limit)s
+"""
+_EVENT_COLUMNS = "seq, at, agent, item_id, kind, details"
+
+
+class PostgresTx(PostgresItemTx):
+    """The whole PostgreSQL transaction."""
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def live_reservations(
+        self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
+    ) -> list[Reservation]:
+        # The guard's query (``coord.fast.holds``), so "live" and "near" mean one thing on
+        # both backends. Past its prefix limit it reads every live hold: a superset, still
+        # right, and PostgreSQL has no expression-depth limit that slicing would dodge.
+        query = holds.select_live(now, near=near, agent=agent)
+        if query is None:
+            return []
+        sql, params = query
+        return [reservation_of(row) for row in self.conn.execute(_placeholders(sql), params)]
+
+    def replies(self, item_id: int) -> list[Reply]:
+        return [
+            Reply(*row)
+            for row in self.conn.execute(
+                "SELECT id, item_id, author, body, created_at FROM replies "
+                "WHERE item_id = %s ORDER BY id",
+                (item_id,),
+            )
+        ]
+
+    def acks(self, item_id: int) -> list[tuple[str, float]]:
+        return [
+            (agent, at)
+            for agent, at in self.conn.execute(
+                "SELECT agent, created_at FROM acks WHERE item_id = %s "
+                'ORDER BY created_at, agent COLLATE "C"',
+                (item_id,),
+            )
+        ]
+
+    def agents(self) -> list[Agent]:
+        holding: dict[str, list[int]] = {}
+        for name, item_id in self.conn.execute(
+            "SELECT claimed_by, id FROM items WHERE state = 'claimed' ORDER BY id"
+        ):
+            holding.setdefault(name, []).append(item_id)
+        return [
+            Agent(name, first, last, tuple(holding.get(name, ())))
+            for name, first, last in self.conn.execute(
+                "SELECT name, first_seen, last_seen FROM agents "
+                'ORDER BY last_seen DESC, name COLLATE "C"'
+            )
+        ]
+
+    def events_after(self, seq: int, limit: int, item_id: int | None = None) -> list[Event]:
+        if item_id is None:
+            rows = self.conn.execute(
+                f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > %s ORDER BY seq LIMIT %s",
+                (seq, limit),
+            )
+        else:
+            rows = self.conn.execute(
+                f"SELECT {_EVENT_COLUMNS} FROM events WHERE item_id = %s AND seq > %s "
+                "ORDER BY seq LIMIT %s",
+                (item_id, seq, limit),
+            )
+        return [Event(*row) for row in rows]
+
+    def last_seq(self) -> int:
+        row = self.conn.execute("SELECT last_seq FROM board_counters").fetchone()
+        return int(row[0]) if row else 0
+
+    def inbox_cursor(self, agent: str) -> int:
+        row = self.conn.execute("SELECT inbox_seq FROM agents WHERE name = %s", (agent,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def inbox_events(self, agent: str, after_seq: int, limit: int) -> list[Event]:
+        rows = self.conn.execute(_INBOX_SQL, {"after": after_seq, "me": agent, "limit": limit})
+        return [Event(*row) for row in rows]
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def append_event(
+        self,
+        *,
+        at: float,
+        agent: str | None,
+        item_id: int | None,
+        kind: str,
+        details: dict[str, Any],
+    ) -> int:
+        # The sequence number comes from the counter row, locked to this transaction's end:
+        # gapless (a rollback gives it back) and in commit order (the next writer waits).
+        row = self.conn.execute(
+            "WITH next AS (UPDATE board_counters SET last_seq = last_seq + 1 "
+            "RETURNING last_seq) "
+            "INSERT INTO events (seq, at, agent, item_id, kind, details) "
+            "VALUES ((SELECT last_seq FROM next), %s, %s, %s, %s, %s::json) RETURNING seq",
+            (at, agent, item_id, kind, _compact_json(details)),
+        ).fetchone()
+        return int(row[0])  # type: ignore[index]
+
+    def touch_agent(self, name: str, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO agents (name, first_seen, last_seen) VALUES (%s, %s, %s) "
+            "ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen",
+            (name, now, now),
+        )
+
+    def insert_reservation(
+        self,
+        *,
+        agent: str,
+        pattern: str,
+        exclusive: bool,
+        item_id: int | None,
+        reason: str,
+        now: float,
+        expires_at: float,
+    ) -> int:
+        row = self.conn.execute(
+            "INSERT INTO reservations (agent, pattern, prefix, exclusive, item_id, reason, "
+            "created_at, expires_at, rule) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "RETURNING id",
+            (
+                agent,
+                pattern,
+                patterns.literal_prefix(pattern),
+                int(exclusive),
+                item_id,
+                reason,
+                now,
+                expires_at,
+                patterns.RULE,
+            ),
+        ).fetchone()
+        return int(row[0])  # type: ignore[index]
+
+    def delete_reservations(self, ids: Iterable[int]) -> None:
+        self.conn.execute("DELETE FROM reservations WHERE id = ANY(%s)", (list(ids),))
+
+    def extend_item_reservations(self, item_id: int, agent: str, expires_at: float) -> None:
+        self.conn.execute(
+            "UPDATE reservations SET expires_at = %s WHERE item_id = %s AND agent = %s",
+            (expires_at, item_id, agent),
+        )
+
+    def delete_item_reservations(self, item_id: int, agent: str | None) -> None:
+        if agent is None:
+            self.conn.execute("DELETE FROM reservations WHERE item_id = %s", (item_id,))
+        else:
+            self.conn.execute(
+                "DELETE FROM reservations WHERE item_id = %s AND agent = %s", (item_id, agent)
+            )
+
+    def purge_expired_reservations(self, now: float) -> None:
+        self.conn.execute("DELETE FROM reservations WHERE expires_at <= %s", (now,))
+
+    def add_reply(self, item_id: int, author: str, body: str, now: float) -> int:
+        row = self.conn.execute(
+            "INSERT INTO replies (item_id, author, body, created_at) VALUES (%s, %s, %s, %s) "
+            "RETURNING id",
+            (item_id, author, body, now),
+        ).fetchone()
+        return int(row[0])  # type: ignore[index]
+
+    def add_ack(self, item_id: int, agent: str, now: float) -> bool:
+        cursor = self.conn.execute(
+            "INSERT INTO acks (item_id, agent, created_at) VALUES (%s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            (item_id, agent, now),
+        )
+        return cursor.rowcount == 1
+
+    def set_inbox_cursor(self, agent: str, seq: int, now: float) -> None:
+        self.touch_agent(agent, now)
+        self.conn.execute(
+            "UPDATE agents SET inbox_seq = greatest(inbox_seq, %s) WHERE name = %s", (seq, agent)
+        )
+
+
+@functools.lru_cache(maxsize=256)
+def _placeholders(sql: str) -> str:
+    """The guard's SQLite query in psycopg's placeholders (its text holds no other '?')."""
+    return sql.replace("?", "%s")
+
+
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode
