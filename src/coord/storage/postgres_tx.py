@@ -27,7 +27,8 @@ SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
    AND (i.created_by = %(me)s OR i.claimed_by = %(me)s OR i.recipient = %(me)s
         OR EXISTS (SELECT 1 FROM replies r WHERE r.item_id = e.item_id AND r.author = %(me)s)
         OR (e.details::jsonb -> 'mentions') ? %(me)s
-        OR e.details ->> 'takeover_from' = %(me)s)
+        OR e.details ->> 'takeover_from' = %(me)s
+        OR e.details ->> 'holder' = %(me)s)
  ORDER BY e.seq
  LIMIT %(limit)s
 """
