@@ -166,7 +166,11 @@ def _follow(
 def _exited(process: subprocess.Popen[bytes]) -> bool:
     """Whether the shell has exited, without reaping it: while it is not reaped, its process
     group id cannot be taken by another process, so signalling the group stays safe."""
-    return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    try:
+        found = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped already (a host process that ignores SIGCHLD)
+        return True
+    return found is not None
 
 
 def _end_group(process: subprocess.Popen[bytes], output: _Output) -> None:
