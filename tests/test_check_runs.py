@@ -19,6 +19,7 @@ from pathlib import Path
 
 from conftest import Daemon, run_cli
 from coord.client import checks
+from test_checks_shown import _claimed_item_with_check
 from test_git_mode import coord_text, isolated, make_world  # noqa: F401 (isolated: autouse)
 
 # Prints, then starts a grandchild that would outlive the shell, recording both pids (written
@@ -27,16 +28,6 @@ LINGERING = (
     "echo before the wait; echo $$ > shell.tmp && mv shell.tmp shell.pid; "
     "sleep 30 & echo $! > child.tmp && mv child.tmp child.pid; wait"
 )
-
-
-def _claimed_item_with_check(daemon: Daemon, command: str) -> str:
-    status, item = daemon.request(
-        "POST", "/v1/items", {"agent": "planner", "title": "t", "checks": [command]}
-    )
-    assert status == 201, item
-    claimed = run_cli("claim", str(item["id"]), board_dir=daemon.board_dir, agent="worker")
-    assert claimed.returncode == 0, claimed.stderr
-    return str(item["id"])
 
 
 def _alive(pid: int) -> bool:
