@@ -229,6 +229,8 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
             raise InvalidInput("--skip-checks needs --reason TEXT: it is recorded for everyone")
     elif args.reason:
         raise InvalidInput("--reason goes with --skip-checks")
+    from coord.cli.check_progress import CheckProgress
+
     as_json = bool(getattr(args, "json", False))
     ran: list[str] = []
 
@@ -244,7 +246,7 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
         summary=args.summary,
         skip_reason=args.reason if args.skip_checks else None,
         check_timeout=args.check_timeout,
-        report=_progress,
+        watch=CheckProgress(),
         before_checks=before_checks,
     )
     skipped = " (checks skipped: recorded)" if args.skip_checks else ""
@@ -260,15 +262,10 @@ def _show_checks(ref: str, commands: list[str], workdir: str, *, as_json: bool) 
         announced = {"about_to_run": commands, "item": ref, "cwd": workdir}
         print(json.dumps(announced), file=sys.stderr, flush=True)
         return
-    print(f"coord: running {len(commands)} check(s) of {ref} in {workdir}:", file=sys.stderr)
-    for command in commands:
-        print(f"  $ {command}", file=sys.stderr, flush=True)
-
-
-def _progress(line: str) -> None:
-    """How each check went, on stderr: stdout holds the answer (one JSON document)."""
-    line = line if line.startswith(" ") else f"coord: {line}"
-    print(render.for_terminal(line), file=sys.stderr)
+    where = render.one_line(f"{ref} in {workdir}")
+    print(f"coord: running {len(commands)} check(s) of {where}:", file=sys.stderr)
+    for command in commands:  # anyone's text: shown, never acted on by the terminal
+        print(f"  $ {render.one_line(command)}", file=sys.stderr, flush=True)
 
 
 def cmd_escalate(args: argparse.Namespace, ctx: Context) -> Result:

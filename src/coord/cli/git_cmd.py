@@ -100,8 +100,15 @@ def cmd_git(args: argparse.Namespace, ctx: Context) -> Result:
             if not args.reason or not args.reason.strip():
                 raise InvalidInput("--skip-checks needs --reason TEXT (it goes in the commit)")
             skip = args.reason.strip()
+        from coord.cli.check_progress import CheckProgress
+
         result = protocol.done(
-            session, args.id, user, skip_reason=skip, check_timeout=args.check_timeout
+            session,
+            args.id,
+            user,
+            skip_reason=skip,
+            check_timeout=args.check_timeout,
+            watch=CheckProgress(),
         )
     return result, _write_text(result)
 

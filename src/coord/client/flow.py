@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, NoReturn, Protocol
 
+    from coord.client.checks import Watch
+
     class Transport(Protocol):
         def call(
             self, method: str, path: str, body: Any = None, timeout: float | None = None
@@ -213,15 +215,17 @@ def done(
     summary: str = "",
     skip_reason: str | None = None,
     check_timeout: float = 1800.0,
-    report: Callable[[str], None] | None = None,
+    watch: Watch | None = None,
     before_checks: Callable[[list[str], str], None] | None = None,
 ) -> Any:
     """Close the item. If it has checks the daemon says so (checks_required); they run here,
     in the agent's working tree, and the item is closed with their evidence. A failed check
-    keeps the claim, and the refusal carries the failing commands' last lines of output.
-    ``before_checks`` hears the commands and the directory before any of them runs (they are
-    shell commands someone else may have written: the face shows them); ``report`` hears
-    how each went (one line each), for a face that shows progress."""
+    (or one that timed out) keeps the claim, and the refusal carries the failing commands'
+    last lines of output. A Ctrl-C mid-check ends the check and goes on up: nothing is sent,
+    the claim stays. ``before_checks`` hears the commands and the directory before any of
+    them runs (they are shell commands someone else may have written: the face shows them);
+    ``watch`` hears each check's output as it comes and how it went, for a face that shows
+    progress (``coord.client.checks.Watch``)."""
     body: dict[str, Any] = {"summary": summary}
     if skip_reason is not None:
         body["skip_checks"] = skip_reason
@@ -236,20 +240,11 @@ def done(
         listed = list(err.details.get("checks") or [])
         if before_checks is not None:
             before_checks(listed, workdir)
-        say = report or (lambda line: None)
-        runs = checks.run(listed, cwd=workdir, timeout=check_timeout)
-        for run in runs:
-            verdict = "ok" if run["exit_code"] == 0 else f"FAILED (exit {run['exit_code']})"
-            say(f"  {run['command']}: {verdict} in {run['duration_s']:.1f}s")
+        runs = checks.run(listed, cwd=workdir, timeout=check_timeout, watch=watch)
         try:
             return _write(session, agent, ref, "done", token, {**body, "evidence": runs})
         except ChecksFailed as failed:
-            tails = [
-                f"--- {r['command']} (exit {r['exit_code']}), last lines:\n{r['output_tail']}"
-                for r in runs
-                if r["exit_code"] != 0
-            ]
-            failed.message = "\n".join([failed.message, *tails])
+            failed.message = "\n".join([failed.message, checks.failed_output(runs)])
             raise
 
 

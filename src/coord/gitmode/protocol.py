@@ -124,7 +124,10 @@ def done(
     *,
     skip_reason: str | None = None,
     check_timeout: float = 1800.0,
+    watch: checks_module.Watch | None = None,
 ) -> dict[str, Any]:
+    """Run the package's checks here (``watch`` hears them as they go, as ``coord done``'s
+    do), then tick it on the remote's branch if they passed."""
     runs: dict[str, dict[str, Any]] = {}
 
     def decide(state: State) -> Change | None:
@@ -149,14 +152,15 @@ def done(
         body = ""
         if skip_reason is None:
             missing = [c for c in package.checks if c not in runs]
-            for run in checks_module.run(missing, session.settings.root, check_timeout):
+            found = checks_module.run(missing, session.settings.root, check_timeout, watch=watch)
+            for run in found:
                 runs[run["command"]] = run
             failed = [runs[c] for c in package.checks if runs[c]["exit_code"] != 0]
             if failed:
                 listed = "; ".join(f"`{r['command']}` exited {r['exit_code']}" for r in failed)
                 raise ChecksFailed(
                     f"{package_id} is not done: {listed}. Nothing was pushed; fix it and run "
-                    f"`coord git done {package_id}` again",
+                    f"`coord git done {package_id}` again\n" + checks_module.failed_output(failed),
                     package=package_id,
                     runs=[runs[c] for c in package.checks],
                 )
