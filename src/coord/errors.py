@@ -167,6 +167,40 @@ class DaemonUnavailable(CoordError):
     http_status = 503
 
 
+class BoardUnavailable(DaemonUnavailable):
+    """The board cannot take the request now, for a reason outside the request: nothing was
+    changed. Each subclass names the reason and what to do."""
+
+    code = "board_unavailable"
+
+
+class BoardGone(BoardUnavailable):
+    """The daemon's board file was deleted or replaced while it ran: a write to the file it
+    still has open would be acknowledged and then lost at the next start."""
+
+    code = "board_gone"
+
+
+class BoardBusy(BoardUnavailable):
+    """Another process holds SQLite's write lock longer than the daemon will wait."""
+
+    code = "board_busy"
+    retry_after = 1  # seconds: the HTTP face sends it as Retry-After
+
+
+class DiskFull(BoardUnavailable):
+    """SQLite could not write (SQLITE_FULL / ENOSPC): the transaction was rolled back."""
+
+    code = "disk_full"
+    http_status = 507
+
+
+class BoardUnreadable(CoordError):
+    """The board's files cannot be opened or written with this process's permissions."""
+
+    code = "board_unreadable"
+
+
 class GitError(CoordError):
     """git failed in a way that is not a lost race: not installed, no repository, no remote,
     no network, a command that did not finish in time."""
@@ -200,6 +234,11 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         BoardNotFound,
         DaemonAlreadyRunning,
         DaemonUnavailable,
+        BoardUnavailable,
+        BoardGone,
+        BoardBusy,
+        DiskFull,
+        BoardUnreadable,
         GitError,
     )
 }

@@ -43,7 +43,14 @@ ABOUT_AN_ITEM = (404, 409, 422)
 _END_CLAIM = Body({"agent": AGENT, "token": TOKEN, "reason": text("why")}, ("agent", "token"))
 
 ROUTES: tuple[Route, ...] = (
-    Route("GET", "/v1/health", events.health, "liveness and schema version", ANY_OBJECT),
+    Route(
+        "GET",
+        "/v1/health",
+        events.health,
+        "liveness and schema version; 503 or 507 with the reason when the board cannot take writes",
+        ANY_OBJECT,
+        errors=(507,),
+    ),
     Route("GET", "/openapi.json", events.openapi_document, "this document", ANY_OBJECT),
     Route(
         "POST",
