@@ -11,6 +11,11 @@ accept loop failed with EMFILE and legitimate clients timed out. So the daemon:
 - keeps at most ``max_connections`` open, a reserve below the limit for the board's own
   files: when a new connection goes past that, the longest-idle connections without a
   request in progress are closed, so a newcomer with a real request is always served.
+
+asyncio accepts up to its ``backlog`` connections in one go before any of them reaches
+``connection_made``, and a closed one gives its descriptor back an iteration later: the bound
+leaves room for two such bursts, and the backlog (``accept_batch``) is kept small for it.
+Measured by bench/run.py connections.
 """
 
 from __future__ import annotations
@@ -43,8 +48,15 @@ def raise_open_file_limit() -> int:
     return soft
 
 
+def accept_batch(open_file_limit: int) -> int:
+    """The listen backlog, which is also how many connections asyncio accepts at once."""
+    return max(16, min(open_file_limit // 16, 128))
+
+
 def connection_bound(open_file_limit: int) -> int:
-    return max(16, min(open_file_limit - RESERVED_FILES, MAX_CONNECTIONS))
+    """How many connections the daemon keeps open under ``open_file_limit``."""
+    room = open_file_limit - RESERVED_FILES - 2 * accept_batch(open_file_limit)
+    return max(16, min(room, MAX_CONNECTIONS))
 
 
 def bounded_protocol(max_connections: int) -> type[asyncio.Protocol]:

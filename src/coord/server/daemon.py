@@ -88,11 +88,17 @@ def serve(
 
     from coord.core.board import Board
     from coord.server.app import create_app
-    from coord.server.connections import bounded_protocol, connection_bound, raise_open_file_limit
+    from coord.server.connections import (
+        accept_batch,
+        bounded_protocol,
+        connection_bound,
+        raise_open_file_limit,
+    )
     from coord.server.pipeline import LOOPBACK_HOSTS
     from coord.storage.sqlite import Checkpointer, SQLiteStorage
 
-    max_connections = connection_bound(raise_open_file_limit())
+    open_file_limit = raise_open_file_limit()
+    max_connections = connection_bound(open_file_limit)
     lock_fd = _take_lock(board_dir)
     board = Board.open(
         board_dir, storage_options={"wal_autocheckpoint": 0, "busy_timeout_ms": BUSY_TIMEOUT_MS}
@@ -115,7 +121,7 @@ def serve(
         raise CoordError(
             f"cannot listen on {host}:{port}: {err.strerror}; try another --port"
         ) from err
-    sock.listen(1024)
+    sock.listen(accept_batch(open_file_limit))
     bound_port = sock.getsockname()[1]
     url_host = f"[{host}]" if ":" in host else host
     record = {
@@ -141,6 +147,7 @@ def serve(
         http=bounded_protocol(max_connections),  # httptools, with idle connections bounded
         # past the bound with no idle connection to close: 503 rather than no descriptor left
         limit_concurrency=max_connections + 1,
+        backlog=accept_batch(open_file_limit),  # asyncio re-listens with it
         timeout_keep_alive=5,
         timeout_graceful_shutdown=2,
     )
