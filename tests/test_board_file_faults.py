@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coord.errors import BoardBusy, BoardGone, DiskFull, error_from_dict
+from coord.errors import BoardBusy, BoardGone, BoardIOError, DiskFull, error_from_dict
 from coord.server.connections import accept_batch, connection_bound
 from coord.storage import sqlite_faults
 from coord.storage.sqlite import SQLiteStorage
@@ -85,10 +85,18 @@ def test_an_unknown_sqlite_error_stays_a_bug(tmp_path: Path) -> None:
 
 
 def test_the_errors_cross_the_wire_as_themselves() -> None:
-    for cls in (BoardGone, BoardBusy, DiskFull):
+    for cls in (BoardGone, BoardBusy, DiskFull, BoardIOError):
         assert type(error_from_dict({"error": cls.code, "message": "m"})) is cls
 
 
 @pytest.mark.parametrize("limit", [256, 1024, 20_000, 1 << 20])
 def test_the_connection_bound_leaves_room_for_two_accept_bursts_and_the_board(limit: int) -> None:
     assert connection_bound(limit) + 2 * accept_batch(limit) + 64 <= limit
+
+
+def test_an_io_error_is_the_file_systems_not_a_bug(tmp_path: Path) -> None:
+    # what a file-size limit (RLIMIT_FSIZE, EFBIG) gives: SQLITE_IOERR_WRITE
+    err = sqlite3.OperationalError("disk I/O error")
+    err.sqlite_errorcode = 778  # type: ignore[attr-defined]
+    found = sqlite_faults.translate(tmp_path / "board.db", err)
+    assert isinstance(found, BoardIOError) and found.http_status == 503

@@ -195,6 +195,13 @@ class DiskFull(BoardUnavailable):
     http_status = 507
 
 
+class BoardIOError(BoardUnavailable):
+    """SQLite's read or write of the board failed in the operating system (SQLITE_IOERR): a
+    failing device, a file-size limit, a quota. The transaction was rolled back."""
+
+    code = "board_io_error"
+
+
 class BoardUnreadable(CoordError):
     """The board's files cannot be opened or written with this process's permissions."""
 
@@ -238,6 +245,7 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         BoardGone,
         BoardBusy,
         DiskFull,
+        BoardIOError,
         BoardUnreadable,
         GitError,
     )

@@ -25,7 +25,8 @@ ERROR_MEANINGS = {
     422: "invalid input, the field named in the message (invalid_input; unknown fields are "
     "refused), or dependency_cycle",
     503: "the board cannot answer now: its file was deleted or replaced while the daemon ran "
-    "(board_gone), or another process holds its write lock (board_busy, with Retry-After)",
+    "(board_gone), another process holds its write lock (board_busy, with Retry-After), or "
+    "the file system failed (board_io_error)",
     507: "the disk is full (disk_full): nothing was changed",
 }
 

@@ -13,7 +13,14 @@ import os
 import sqlite3
 from pathlib import Path
 
-from coord.errors import BoardBusy, BoardGone, BoardUnreadable, CoordError, DiskFull
+from coord.errors import (
+    BoardBusy,
+    BoardGone,
+    BoardIOError,
+    BoardUnreadable,
+    CoordError,
+    DiskFull,
+)
 
 # SQLite's primary result codes (the low byte of an extended code)
 SQLITE_PERM = 3
@@ -110,4 +117,10 @@ def translate(path: Path, err: sqlite3.Error) -> CoordError | None:
             return unreadable(path, err)
         if code == SQLITE_CANTOPEN and out_of_space(path):
             return disk_full(path)
+    if code == SQLITE_IOERR:  # the operating system's, not ours: a device, a limit, a quota
+        return BoardIOError(
+            f"the board {path} could not be read or written ({err}); nothing was changed; "
+            "check that file system: a failing disk, a quota or a file-size limit",
+            path=str(path),
+        )
     return None
