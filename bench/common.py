@@ -161,8 +161,11 @@ class Server:
         stop_process(self.proc)
 
 
-def start_daemon(board_dir: Path, timeout: float = 30.0) -> Server:
-    """`python -m coord serve --port 0` for ``board_dir``, like tests/conftest.py's Daemon."""
+def start_daemon(
+    board_dir: Path, timeout: float = 30.0, preexec_fn: Callable[[], None] | None = None
+) -> Server:
+    """`python -m coord serve --port 0` for ``board_dir``, like tests/conftest.py's Daemon.
+    ``preexec_fn`` runs in the daemon's process before it starts (a lower open-file limit)."""
     record = board_files.daemon_record_path(board_dir)
     record.unlink(missing_ok=True)
     logfile = (board_dir / "daemon-bench.log").open("ab")
@@ -172,6 +175,7 @@ def start_daemon(board_dir: Path, timeout: float = 30.0) -> Server:
         stdout=logfile,
         stderr=logfile,
         stdin=subprocess.DEVNULL,
+        preexec_fn=preexec_fn,
     )
     logfile.close()
     CLEANUP.processes.append(proc)

@@ -1,7 +1,7 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
-    python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook] [--items N]
-        [--quick]
+    python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook|connections]
+        [--items N] [--quick]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
 target is a ratio to a reference measured in this very run. See bench/README.md.
@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import claims
 import cli_plan
+import connections
 import hooks
 import overlap
 import plan_overlap
@@ -38,6 +39,7 @@ BENCHES = (
     "plan-overlap",
     "spec",
     "hook",
+    "connections",
 )
 
 
@@ -94,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                 specs.bench_specs(args.packages, 5 if args.quick else 11)
             elif name == "hook":
                 hooks.bench_hook(cli_runs, args.importtime)
+            elif name == "connections":
+                connections.bench_connections(args.quick)
             sys.stdout.flush()
     except KeyboardInterrupt:
         print("\ninterrupted: cleaning up", file=sys.stderr)

@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,6 +108,8 @@ class Daemon:
     url: str = ""
     token: str = ""
     log_path: Path = field(default_factory=Path)
+    # run in the daemon's process before it starts (e.g. a lower open-file limit)
+    preexec_fn: Callable[[], None] | None = None
 
     def start(self, timeout: float = 20.0) -> Daemon:
         record = board_files.daemon_record_path(self.board_dir)
@@ -120,6 +122,7 @@ class Daemon:
             stdout=log,
             stderr=log,
             stdin=subprocess.DEVNULL,
+            preexec_fn=self.preexec_fn,
         )
         log.close()
         deadline = time.monotonic() + timeout

@@ -186,6 +186,47 @@ class DaemonUnavailable(CoordError):
     http_status = 503
 
 
+class BoardUnavailable(DaemonUnavailable):
+    """The board cannot take the request now, for a reason outside the request: nothing was
+    changed. Each subclass names the reason and what to do."""
+
+    code = "board_unavailable"
+
+
+class BoardGone(BoardUnavailable):
+    """The daemon's board file was deleted or replaced while it ran: a write to the file it
+    still has open would be acknowledged and then lost at the next start."""
+
+    code = "board_gone"
+
+
+class BoardBusy(BoardUnavailable):
+    """Another process holds SQLite's write lock longer than the daemon will wait."""
+
+    code = "board_busy"
+    retry_after = 1  # seconds: the HTTP face sends it as Retry-After
+
+
+class DiskFull(BoardUnavailable):
+    """SQLite could not write (SQLITE_FULL / ENOSPC): the transaction was rolled back."""
+
+    code = "disk_full"
+    http_status = 507
+
+
+class BoardIOError(BoardUnavailable):
+    """SQLite's read or write of the board failed in the operating system (SQLITE_IOERR): a
+    failing device, a file-size limit, a quota. The transaction was rolled back."""
+
+    code = "board_io_error"
+
+
+class BoardUnreadable(CoordError):
+    """The board's files cannot be opened or written with this process's permissions."""
+
+    code = "board_unreadable"
+
+
 class GitError(CoordError):
     """git failed in a way that is not a lost race: not installed, no repository, no remote,
     no network, a command that did not finish in time."""
@@ -221,6 +262,12 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         BoardNotFound,
         DaemonAlreadyRunning,
         DaemonUnavailable,
+        BoardUnavailable,
+        BoardGone,
+        BoardBusy,
+        DiskFull,
+        BoardIOError,
+        BoardUnreadable,
         GitError,
     )
 }

@@ -8,8 +8,9 @@ the pipeline (``pipeline.py``) does the rest, for every route alike. Errors are
 Board calls run inline on the event loop. A board call is one short SQLite transaction
 (tens of microseconds); a hop to a worker thread costs more than it saves and adds GIL
 hand-off latency under load (measured in bench/). The daemon is the board's only regular
-writer, so the write lock is rarely contended; when another process holds it, SQLite's busy
-timeout bounds the wait.
+writer, so the write lock is rarely contended; when another process holds it, the daemon's
+short busy timeout (``daemon.BUSY_TIMEOUT_MS``) bounds how long the loop waits, and the write
+is answered 503 ``board_busy`` with Retry-After instead of stalling every other request.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from starlette.routing import Route as StarletteRoute
 
 from coord.core.board import Board
 from coord.errors import CoordError
-from coord.server.context import Server
+from coord.server.context import Server, retry_after
 from coord.server.hot import HotEndpoint, HotPaths
 from coord.server.pipeline import Endpoint, JSONResponse, check_host, check_token
 from coord.server.routes import ROUTES
@@ -89,7 +90,9 @@ def _starlette_endpoint(endpoint: Endpoint) -> Callable[[Request], Awaitable[Res
             request.query_params,
             headers,
         )
-        return JSONResponse(content, status_code=status)
+        wait = retry_after(status, content)
+        headers_out = {"retry-after": wait} if wait is not None else None
+        return JSONResponse(content, status_code=status, headers=headers_out)
 
     serve.__name__ = endpoint.route.handler.__name__
     return serve

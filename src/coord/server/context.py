@@ -95,6 +95,13 @@ class Call:
         return value
 
 
+def retry_after(status: int, content: Any) -> str | None:
+    """The Retry-After header of an answer: set when the board is busy (board_busy)."""
+    if status == 503 and isinstance(content, dict) and "retry_after" in content:
+        return str(content["retry_after"])
+    return None
+
+
 # --- query parameters: strings, read the way HTML forms and curl send them --------------------
 
 

@@ -8,6 +8,8 @@ written, so a client that reads the record can connect at once.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -19,8 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coord.errors import CoordError, DaemonAlreadyRunning
+from coord.errors import CoordError, DaemonAlreadyRunning, DiskFull
 from coord.fast import board_files, fsfold
+
+# How long a write waits for SQLite's write lock when another process holds it. Board calls
+# run on the event loop, so this is how long every other request waits too: short, then 503
+# board_busy with Retry-After. (The library's 5 s suits a process of its own.)
+BUSY_TIMEOUT_MS = 50
 
 
 def _take_lock(board_dir: Path) -> int:
@@ -49,6 +56,32 @@ def read_record(board_dir: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+def _write_record(board_dir: Path, record: dict[str, Any]) -> None:
+    path = board_files.daemon_record_path(board_dir)
+    try:
+        board_files.write_json_atomic(path, record)
+        return
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+    # A full disk has no block for the temporary file, but a daemon killed on it (kill -9)
+    # left its record behind, and that file's block takes the new one: a client may read a
+    # torn record for a moment, and takes it for no daemon yet (``read_record``).
+    data = json.dumps(record).encode()
+    try:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, data)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+    except OSError:
+        raise DiskFull(
+            f"the disk is full: cannot write {path}, which tells clients where the daemon "
+            "listens; free some space on that file system and start it again"
+        ) from None
+
+
 def serve(
     board_dir: Path, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
 ) -> None:
@@ -56,12 +89,20 @@ def serve(
 
     from coord.core.board import Board
     from coord.server.app import create_app
+    from coord.server.connections import (
+        accept_batch,
+        bounded_protocol,
+        connection_bound,
+        raise_open_file_limit,
+    )
     from coord.server.pipeline import LOOPBACK_HOSTS
     from coord.storage.sqlite import Checkpointer, SQLiteStorage
 
     # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
     # owner's alone; the daemon is a process of its own, so the umask is its own to set.
     os.umask(0o077)
+    open_file_limit = raise_open_file_limit()
+    max_connections = connection_bound(open_file_limit)
     lock_fd = _take_lock(board_dir)
     # Probed again at each start: the board may have moved to another file system since init.
     fsfold.record(board_dir)
@@ -72,7 +113,9 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-    board = Board.open(board_dir, storage_options={"wal_autocheckpoint": 0})
+    board = Board.open(
+        board_dir, storage_options={"wal_autocheckpoint": 0, "busy_timeout_ms": BUSY_TIMEOUT_MS}
+    )
     storage = board.storage
     assert isinstance(storage, SQLiteStorage)
     checkpointer = Checkpointer(
@@ -91,7 +134,7 @@ def serve(
         raise CoordError(
             f"cannot listen on {host}:{port}: {err.strerror}; try another --port"
         ) from err
-    sock.listen(1024)
+    sock.listen(accept_batch(open_file_limit))
     bound_port = sock.getsockname()[1]
     url_host = f"[{host}]" if ":" in host else host
     instance = secrets.token_hex(16)
@@ -120,7 +163,11 @@ def serve(
         log_level=log_level,
         access_log=False,
         lifespan="off",
-        http="httptools",
+        http=bounded_protocol(max_connections),  # httptools, with idle connections bounded
+        # past the bound with no idle connection to close: 503 rather than no descriptor left
+        limit_concurrency=max_connections + 1,
+        backlog=accept_batch(open_file_limit),  # asyncio re-listens with it
+        timeout_keep_alive=5,
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
@@ -129,12 +176,13 @@ def serve(
     # cleanup below (daemon.json stayed behind, the board was never closed).
     signal.signal(signal.SIGTERM, _exit_quietly)
     record_path = board_files.daemon_record_path(board_dir)
-    board_files.write_json_atomic(record_path, record)
-    print(
-        f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})",
-        file=sys.stderr,
-        flush=True,
-    )
+    _write_record(board_dir, record)
+    with contextlib.suppress(OSError):  # the log on a full disk: serve all the same
+        print(
+            f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         server.run(sockets=[sock])
     finally:

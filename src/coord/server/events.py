@@ -55,11 +55,18 @@ def agents(call: Call) -> dict[str, Any]:
 def health(call: Call) -> dict[str, Any]:
     """Open to every caller (no token), so it tells nothing of the board's contents."""
     board = call.board
-    return {
+    problem = board.storage.problem()
+    if problem is not None and problem.code != "board_busy":
+        # not ok: the answer is the error (503 board_gone, 507 disk_full), flagged as health
+        raise type(problem)(problem.message, **problem.details, ok=False)
+    answer = {
         "ok": True,
         "version": __version__,
         "schema_version": board.storage.schema_version(),
     }
+    if problem is not None:  # busy passes: reads go on, writes wait for the other process
+        answer["busy"] = problem.message
+    return answer
 
 
 def openapi_document(call: Call) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 
+from coord.server.context import retry_after
 from coord.server.pipeline import Endpoint, render
 
 TYPE_CHECKING = False
@@ -42,13 +43,11 @@ class HotEndpoint:
             receive,
         )
         payload = render(content)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-length", str(len(payload)).encode()), _JSON],
-            }
-        )
+        headers_out = [(b"content-length", str(len(payload)).encode()), _JSON]
+        wait = retry_after(status, content)
+        if wait is not None:
+            headers_out.append((b"retry-after", wait.encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers_out})
         await send({"type": "http.response.body", "body": payload})
 
 

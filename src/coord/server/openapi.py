@@ -28,6 +28,10 @@ ERROR_MEANINGS = {
     f"({MAX_IMPORT_REQUEST_BYTES} for imports), or a field over its limit",
     422: "invalid input, the field named in the message (invalid_input; unknown fields are "
     "refused), or dependency_cycle",
+    503: "the board cannot answer now: its file was deleted or replaced while the daemon ran "
+    "(board_gone), another process holds its write lock (board_busy, with Retry-After), or "
+    "the file system failed (board_io_error)",
+    507: "the disk is full (disk_full): nothing was changed",
 }
 
 # a path's {name}: the only one is an item's id or package id

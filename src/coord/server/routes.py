@@ -47,8 +47,10 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/v1/health",
         events.health,
-        "liveness and schema version (open: no token)",
+        "liveness and schema version (open: no token); 503 or 507 with the reason when the "
+        "board cannot take writes",
         ANY_OBJECT,
+        errors=(507,),
         public=True,
     ),
     Route(

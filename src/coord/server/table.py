@@ -127,8 +127,11 @@ class Route:
     def error_statuses(self) -> list[int]:
         """Every error status this route can answer: the pipeline's, then the handler's."""
         statuses = {403}  # a foreign host name (when the daemon checks it)
+        statuses.add(503)  # the board's file is gone, or another process holds its lock
         if not self.public:
             statuses.add(401)
+        if self.write:
+            statuses.add(507)  # the disk is full
         if self.body is not None:
             statuses |= {400, 413, 422}
         return sorted(statuses | set(self.errors))

@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from coord.errors import CoordError
 from coord.model import Agent, Event, Item, Reply, Reservation
 
 
@@ -229,6 +230,11 @@ class Storage(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def problem(self) -> CoordError | None:
+        """What keeps the board from taking writes now (health reports it), found without
+        waiting for any lock; None when nothing does."""
+        return None
 
 
 def chunks(values: Sequence[int], size: int = 500) -> Iterator[Sequence[int]]:

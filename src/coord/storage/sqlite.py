@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from coord.errors import CoordError
-from coord.storage import migrations
+from coord.storage import migrations, sqlite_faults
 from coord.storage.base import ReadTx, Storage, WriteTx
 from coord.storage.sqlite_tx import SQLiteTx
 
@@ -68,10 +68,23 @@ class SQLiteStorage(Storage):
         self._rewind_due = False  # set by a Checkpointer's thread, see rewind_soon()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        if not read_only:
-            self.path.parent.mkdir(0o700, parents=True, exist_ok=True)
-            _create_private(self.path)
-            self._migrate(self._conn())
+        self._disk_full = False  # the last write failed for want of space; health says so
+        try:
+            if not read_only:
+                self.path.parent.mkdir(0o700, parents=True, exist_ok=True)
+                _create_private(self.path)
+                self._migrate(self._conn())
+        except sqlite3.Error as err:
+            self.close()
+            found = self._translate(err)
+            if found is None:
+                raise
+            raise found from None  # one line in the CLI: the cause is in the message
+        except PermissionError as err:  # the directory itself
+            self.close()
+            raise sqlite_faults.unreadable(self.path, err) from None
+        # the file this storage opened: every transaction checks the path still names it
+        self._opened = sqlite_faults.identity(self.path)
 
     # --- connections -----------------------------------------------------------------------
 
@@ -158,27 +171,80 @@ class SQLiteStorage(Storage):
 
     @contextmanager
     def read(self) -> Iterator[ReadTx]:
+        # A board whose file is gone is refused for reads too: the guard and every other
+        # process read the file at the path, and the daemon would answer for another board.
+        self._check_board_file()
         conn = self._conn()
-        conn.execute("BEGIN")  # deferred: a snapshot that never blocks writers under WAL
         try:
+            conn.execute("BEGIN")  # deferred: a snapshot that never blocks writers under WAL
             yield SQLiteTx(conn)
+        except sqlite3.Error as err:
+            found = self._translate(err)
+            if found is None:
+                raise
+            raise found from err
         finally:
-            conn.execute("COMMIT")
+            if conn.in_transaction:
+                conn.execute("COMMIT")
 
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
         if self._read_only:
             raise CoordError("this board was opened read-only")
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
         try:
+            conn.execute("BEGIN IMMEDIATE")  # busy: another process holds the write lock
             yield SQLiteTx(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            # the last moment before the write is acknowledged: never into a deleted file
+            self._check_board_file()
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            # SQLite may already have rolled back (a full disk at COMMIT); never leave the
+            # write lock held by a transaction nobody will finish
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            found = self._translate(exc) if isinstance(exc, sqlite3.Error) else None
+            if found is None:
+                raise
+            raise found from exc
+        self._disk_full = False
         if self._rewind_due:
             self._copy_back_tail(conn)
+
+    def _check_board_file(self) -> None:
+        gone = sqlite_faults.board_gone(self.path, self._opened)
+        if gone is not None:
+            raise gone
+
+    def _translate(self, err: sqlite3.Error) -> CoordError | None:
+        """The error the user can act on for ``err``, or None: a bug of ours, raised as is."""
+        found = sqlite_faults.translate(self.path, err)
+        if found is not None and found.code == "disk_full":
+            self._disk_full = True
+        return found
+
+    def problem(self) -> CoordError | None:
+        """What keeps this board from taking writes now, without waiting for any lock."""
+        gone = sqlite_faults.board_gone(self.path, self._opened)
+        if gone is not None:
+            return gone
+        if self._disk_full or sqlite_faults.out_of_space(self.path):
+            return sqlite_faults.disk_full(self.path)
+        if self._read_only:
+            return None
+        # Try the write lock without waiting, and give it back at once: health must answer
+        # while another process holds it, and say so.
+        conn = self._conn()
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as err:
+            return self._translate(err)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        return None
 
     def rewind_soon(self) -> None:
         """Copy the rest of the WAL back after the next commit, so the log starts over.
