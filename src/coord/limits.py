@@ -4,6 +4,9 @@ The model's validation, the pattern normaliser on the guard's path and the OpenA
 all read these, so a limit cannot say one number in one face and another in the next.
 """
 
+# SQLite's INTEGER is 64-bit: an id, token, sequence number or count beyond it is refused as
+# input rather than overflowing in the driver.
+MAX_INTEGER = 2**63 - 1
 MAX_TITLE = 300
 MAX_BODY = 64 * 1024
 MAX_LABELS = 20

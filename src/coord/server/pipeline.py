@@ -131,14 +131,42 @@ async def read_body(
     return b"".join(chunks)
 
 
+# No request of the API nests deeper than a few levels; a deeper body is an attack or a bug,
+# and past ~1,000 levels the decoder (and past 255 orjson) would fail with a RecursionError.
+MAX_JSON_DEPTH = 32
+
+
 def parse_json(raw: bytes) -> Any:
     if not raw.strip():
         return {}
     try:
         # JSON between systems is UTF-8 (RFC 8259), and a byte-order mark may be ignored
-        return _decode_json(raw.decode("utf-8-sig"))
+        decoded = _decode_json(raw.decode("utf-8-sig"))
     except (ValueError, UnicodeDecodeError) as err:
         raise InvalidJson(f"request body is not valid JSON: {err}") from None
+    except RecursionError:
+        raise _too_deep() from None
+    # counting brackets is cheap and rules out deep nesting for every ordinary body
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and _depth(decoded) > MAX_JSON_DEPTH:
+        raise _too_deep()
+    return decoded
+
+
+def _too_deep() -> InvalidJson:
+    return InvalidJson(f"request body nests arrays or objects more than {MAX_JSON_DEPTH} deep")
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and objects nest in ``value``, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in node)
+    return deepest
 
 
 def _refuse_constant(name: str) -> Any:
