@@ -23,4 +23,10 @@ MAX_BATCH = 200  # claim-next --count
 # each costs a read and an overlap check, and one request must not hold the daemon for long.
 MAX_CLAIM_SCAN = 500
 MAX_CHECKS = 20
+# An item's thread is answered a page at a time, and a page is cut short once its replies
+# hold this many bytes: ten slow readers of an item with 800 64 KiB replies took the daemon
+# from 55 MB to 654 MB when the whole thread was one answer.
+REPLIES_PAGE = 100
+MAX_REPLIES_PAGE = 500
+MAX_ANSWER_BYTES = 1024 * 1024
 MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its last lines)

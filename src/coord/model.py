@@ -34,10 +34,12 @@ SHOWN_STATES = ("pending", "claimed", "needs_human", "done", "cancelled")
 PRIORITY_HIGHEST, PRIORITY_LOWEST, PRIORITY_DEFAULT = 0, 4, 2
 
 
-_AGENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$")
+AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$"
+_AGENT_RE = re.compile(AGENT_PATTERN)
 _LABEL_RE = re.compile(r"^[^\s,][^,]{0,63}$")
 # package ids: R3, QA1, harness:R3. Never all digits, so they cannot be mistaken for item ids.
-_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
+KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$"
+_KEY_RE = re.compile(KEY_PATTERN)
 
 
 # Plain slotted dataclasses, not frozen: a frozen __init__ costs ~5 us more per object, paid

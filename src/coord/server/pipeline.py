@@ -175,11 +175,13 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite_float(text: str) -> float:
+def _finite_float(text: str) -> float | int:
     value = float(text)
     if not math.isfinite(value):  # 1e999
         raise ValueError(f"{text} is out of range for a JSON number")
-    return value
+    # JSON has one kind of number: 3.0 is the integer 3 (JSON Schema agrees), so an id,
+    # a token or a count written 3.0 is read as 3.
+    return int(value) if value.is_integer() else value
 
 
 # Built once: json.loads with any option builds a new decoder on every call.
