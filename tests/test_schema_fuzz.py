@@ -150,3 +150,17 @@ def test_the_live_daemon_answers_every_generated_request_as_documented(
     )
     assert not failures and not errors, result["output"]
     assert cases > 0, result["output"]
+
+
+def test_an_edit_past_the_items_checks_limit_is_a_conflict_not_too_large(daemon: Daemon) -> None:
+    """Found by the fuzzer: a well-formed add_checks (within its own limit) that the item's
+    own checks make too many was a 413, as if the request were too large."""
+    checks = [f"true {n}" for n in range(20)]
+    status, item = daemon.request(
+        "POST", "/v1/items", {"agent": "seed", "title": "checked", "checks": checks}
+    )
+    assert status == 201, item
+    body = {"agent": "seed", "add_checks": ["true again"]}
+    status, answer = daemon.request("PATCH", f"/v1/items/{item['id']}", body)
+    assert status == 409 and "remove_checks" in answer["message"], answer
+    assert daemon.request("GET", f"/v1/items/{item['id']}")[1]["checks"] == checks

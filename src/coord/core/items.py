@@ -13,7 +13,14 @@ from typing import Any
 from coord import model
 from coord.core import reservations, rules
 from coord.core.context import BoardContext
-from coord.errors import AlreadyExists, DependencyCycle, InvalidInput, NotFound, TooLarge
+from coord.errors import (
+    AlreadyExists,
+    Conflict,
+    DependencyCycle,
+    InvalidInput,
+    NotFound,
+    TooLarge,
+)
 from coord.limits import MAX_ANSWER_BYTES
 from coord.model import Item, Reply
 from coord.storage.base import ItemQuery, ReadTx, WriteTx
@@ -196,9 +203,15 @@ class Items:
             tx.remove_deps(item.id, removing)
             if add_checks or remove_checks:
                 kept = [c for c in item.checks if c not in remove_checks]
-                changes["checks"] = model.check_commands(
-                    kept + [c for c in add_checks if c not in kept]
-                )
+                merged = kept + [c for c in add_checks if c not in kept]
+                if len(merged) > model.MAX_CHECKS:
+                    # each list is within the limit; the item's own checks make it too many
+                    raise Conflict(
+                        f"item {item.ref} would have {len(merged)} checks; the limit is "
+                        f"{model.MAX_CHECKS}: remove some with remove_checks",
+                        field="add_checks",
+                    )
+                changes["checks"] = model.check_commands(merged)
             details: dict[str, Any] = {
                 k: list(v) if k in ("labels", "checks") else v for k, v in changes.items()
             }

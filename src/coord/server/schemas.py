@@ -85,7 +85,7 @@ LABEL: Schema = {
     "type": "string",
     "minLength": 1,
     "maxLength": limits.MAX_LABEL,
-    "pattern": rf"^{NOT_BLANK}[^,]*$",
+    "pattern": r"^[^\s\x1c-\x1f\x85,][^,]*$",  # NOT_BLANK, and no comma anywhere
 }
 LABELS: Schema = {
     "type": "array",
