@@ -61,6 +61,11 @@ parameters = { "query.wait" = 0 }
 [[operations]]
 include-path = "/v1/spec:import"
 checks.positive_data_acceptance.expected-statuses = ["2XX", "404", "409", "422"]
+
+# Likewise an import's refs: a dep written as a string must be the ref of another entry.
+[[operations]]
+include-path = "/v1/items:import"
+checks.positive_data_acceptance.expected-statuses = ["2XX", "404", "409", "422"]
 """
 # A crash inside the generator, not an answer of the daemon: CPython 3.11's ast.parse fails
 # this way when Hypothesis describes a filter deep in schemathesis' recursion.

@@ -25,20 +25,15 @@ def listing(name: str, schema: Schema) -> Schema:
 # and refuses what is left empty. Spelled out because JSON Schema's \s (ECMA) and Python's
 # whitespace differ on \x1c-\x1f and \x85.
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
-# Text of at most MAX_BODY / 4 characters fits MAX_BODY bytes of UTF-8 whatever they are.
-_ALWAYS_FITS = limits.MAX_BODY // 4
 
 
 def text(description: str, *, required: bool = False) -> Schema:
     """Free text. JSON Schema counts characters; the board counts bytes of UTF-8, so the
-    limit is stated as ``x-maxBytes`` (an OpenAPI extension) and in words, and ``maxLength``
-    is the length that always fits."""
+    limit is stated as ``x-maxBytes`` (an OpenAPI extension) and in words."""
     schema: Schema = {
         "type": "string",
-        "maxLength": _ALWAYS_FITS,
         "x-maxBytes": limits.MAX_BODY,
-        "description": f"{description} (at most {limits.MAX_BODY} bytes of UTF-8: "
-        f"{_ALWAYS_FITS} characters always fit)",
+        "description": f"{description} (at most {limits.MAX_BODY} bytes of UTF-8)",
     }
     if required:
         schema["pattern"] = NOT_BLANK  # some text: not empty, not only spaces
@@ -95,13 +90,12 @@ LABELS: Schema = {
 }
 ITEM_IDS: Schema = {"type": "array", "maxItems": limits.MAX_DEPS, "items": ITEM_ID}
 # One segment of a path or pattern: no leading dot (so no '.', '..' or '.git'), no backslash,
-# at most two wildcards, so twenty segments stay under the board's wildcard limit.
+# at most two wildcards: fifteen segments stay under the board's wildcard limit and, at 65
+# characters each, under its length limit (MAX_PATTERN), so the pattern alone says it.
 _SEGMENT = r"(\*\*|\*?[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}\*?)"
 PATH_PATTERN: Schema = {
     "type": "string",
-    "minLength": 1,
-    "maxLength": limits.MAX_PATTERN,
-    "pattern": rf"^{_SEGMENT}(/{_SEGMENT}){{0,19}}/?$",
+    "pattern": rf"^{_SEGMENT}(/{_SEGMENT}){{0,14}}/?$",
     "description": "a repository-relative path or gitignore-style pattern (the board reads "
     "more spellings: absolute paths inside the repository, '..', '[...]'; see the README)",
 }
@@ -140,9 +134,13 @@ _ITEM_FIELD_TYPES: dict[str, Schema] = {
     "priority": {**PRIORITY, "default": model.PRIORITY_DEFAULT},
     "labels": LABELS,
     "deps": {
-        **ITEM_IDS,
-        "description": "item ids; in an import, also the ref (a string) of another entry of "
-        "the same import",
+        "type": "array",
+        "maxItems": limits.MAX_DEPS,
+        "items": {
+            "type": ["integer", "string"],
+            "anyOf": [ITEM_ID, {"type": "string", "minLength": 1}],
+        },
+        "description": "item ids, or (in an import) refs of other entries of the same import",
     },
     "body": text("the item's description"),
     "to": {**AGENT, "description": "the agent it is addressed to"},
@@ -162,8 +160,10 @@ IMPORT_ITEMS: Schema = {
     "maxItems": limits.MAX_IMPORT,
     "items": IMPORT_ENTRY,
 }
+# POST /v1/items takes an import entry's fields but ref; its deps are item ids only
 NEW_ITEM_FIELDS: dict[str, Schema] = {
-    name: schema for name, schema in IMPORT_ENTRY["properties"].items() if name != "ref"
+    **{name: schema for name, schema in IMPORT_ENTRY["properties"].items() if name != "ref"},
+    "deps": {**ITEM_IDS, "description": "item ids"},
 }
 
 _RUN_FIELD_TYPES: dict[str, Schema] = {
