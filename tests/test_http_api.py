@@ -160,7 +160,7 @@ BAD_INPUTS = [
         "patch",
         "/v1/items/1",
         {"json": {"agent": "a", "add_deps": [1]}},
-        422,
+        409,
         "dependency_cycle",
     ),
     ("post", "/v1/items:import", {"json": {"agent": "h", "items": []}}, 422, "invalid_input"),
@@ -267,7 +267,7 @@ BAD_INPUTS = [
                 ],
             }
         },
-        422,
+        409,
         "dependency_cycle",
     ),
     (

@@ -336,6 +336,16 @@ def test_acks_replies_agents_and_inbox_cursor(storage: Storage) -> None:
         assert tx.inbox_cursor("nobody") == 0
 
 
+def test_replies_come_a_page_at_a_time(storage: Storage) -> None:
+    with storage.write() as tx:
+        item_id = _add(tx)
+        ids = [tx.add_reply(item_id, "b", f"r{n}", float(n)) for n in range(5)]
+    with storage.read() as tx:
+        assert [r.body for r in tx.replies(item_id, ids[1], 2)] == ["r2", "r3"]
+        assert [r.body for r in tx.replies(item_id, ids[3])] == ["r4"]
+        assert len(tx.replies(item_id)) == 5
+
+
 def test_the_inbox_tells_a_holder_its_claim_was_taken_or_cancelled(storage: Storage) -> None:
     """The item no longer names its former holder once another took it or a human cancelled
     it; the event does (``takeover_from``, ``holder``), and the inbox reads it there."""

@@ -66,7 +66,12 @@ class InvalidJson(InvalidInput):
 
 
 class DependencyCycle(InvalidInput):
+    """Every dependency is well formed; together with the others (the board's, or the rest
+    of the import) they would close a loop: a conflict, answered 409 like the board's other
+    refusals of well-formed requests."""
+
     code = "dependency_cycle"
+    http_status = 409
 
 
 class TooLarge(InvalidInput):

@@ -4,6 +4,9 @@ The model's validation, the pattern normaliser on the guard's path and the OpenA
 all read these, so a limit cannot say one number in one face and another in the next.
 """
 
+# SQLite's INTEGER is 64-bit: an id, token, sequence number or count beyond it is refused as
+# input rather than overflowing in the driver.
+MAX_INTEGER = 2**63 - 1
 MAX_TITLE = 300
 MAX_BODY = 64 * 1024
 MAX_LABELS = 20
@@ -20,6 +23,12 @@ MAX_BATCH = 200  # claim-next --count
 # each costs a read and an overlap check, and one request must not hold the daemon for long.
 MAX_CLAIM_SCAN = 500
 MAX_CHECKS = 20
+# An item's thread is answered a page at a time, and a page is cut short once its replies
+# hold this many bytes: ten slow readers of an item with 800 64 KiB replies took the daemon
+# from 55 MB to 654 MB when the whole thread was one answer.
+REPLIES_PAGE = 100
+MAX_REPLIES_PAGE = 500
+MAX_ANSWER_BYTES = 1024 * 1024
 MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its last lines)
 # An edit's event keeps a changed text's old value whole (nowhere else keeps it once it is
 # overwritten) and its new value up to this many characters: the new value is the item's own,

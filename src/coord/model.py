@@ -16,6 +16,7 @@ from coord.limits import (  # noqa: F401 (the model's limits, as every face has 
     MAX_EVIDENCE_OUTPUT,
     MAX_FILES,
     MAX_IMPORT,
+    MAX_INTEGER,
     MAX_LABEL,
     MAX_LABELS,
     MAX_LEASE_SECONDS,
@@ -33,10 +34,12 @@ SHOWN_STATES = ("pending", "claimed", "needs_human", "done", "cancelled")
 PRIORITY_HIGHEST, PRIORITY_LOWEST, PRIORITY_DEFAULT = 0, 4, 2
 
 
-_AGENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$")
+AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,63}$"
+_AGENT_RE = re.compile(AGENT_PATTERN)
 _LABEL_RE = re.compile(r"^[^\s,][^,]{0,63}$")
 # package ids: R3, QA1, harness:R3. Never all digits, so they cannot be mistaken for item ids.
-_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
+KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$"
+_KEY_RE = re.compile(KEY_PATTERN)
 
 
 # Plain slotted dataclasses, not frozen: a frozen __init__ costs ~5 us more per object, paid
@@ -285,20 +288,34 @@ def check_humans(value: Any) -> frozenset[str]:
     return frozenset(value)
 
 
+def digits(value: Any) -> Any:
+    """``value`` as an int if it is a string of ASCII digits, else unchanged. Not
+    ``str.isdigit`` alone: it says yes to '²' and '٣', which are no id anyone was given."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return value
+
+
+def is_stored_integer(value: Any) -> bool:
+    """An integer the board can store and compare: SQLite's are 64-bit, so a larger one
+    names nothing and cannot be a count either."""
+    return isinstance(value, int) and not isinstance(value, bool) and value <= MAX_INTEGER
+
+
 def check_item_id(value: Any) -> int:
-    if isinstance(value, bool):
-        raise InvalidInput(f"invalid item id {value!r}: ids are positive integers", field="id")
-    if isinstance(value, str) and value.strip().lstrip("#").isdigit():
-        value = int(value.strip().lstrip("#"))
-    if not isinstance(value, int) or value <= 0:
-        raise InvalidInput(f"invalid item id {value!r}: ids are positive integers", field="id")
+    if isinstance(value, str):
+        value = digits(value.strip().lstrip("#"))
+    if not is_stored_integer(value) or value <= 0:
+        raise InvalidInput(
+            f"invalid item id {value!r}: ids are positive integers up to {MAX_INTEGER}",
+            field="id",
+        )
     return value
 
 
 def check_token(value: Any) -> int:
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    value = digits(value)
+    if not is_stored_integer(value) or value <= 0:
         raise InvalidInput(
             "a fencing token (the positive integer your claim returned) is required",
             field="token",
@@ -388,8 +405,7 @@ def check_commands(value: Any, field_name: str = "checks") -> tuple[str, ...]:
 
 
 def check_priority(value: Any) -> int:
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
+    value = digits(value)
     if (
         isinstance(value, bool)
         or not isinstance(value, int)

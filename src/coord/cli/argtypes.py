@@ -6,7 +6,9 @@ parser (``coord.cli.entry``); a bad value sends it to the full parser, which say
 
 from __future__ import annotations
 
-from coord.limits import MAX_BATCH
+from collections.abc import Callable
+
+from coord.limits import MAX_BATCH, MAX_INTEGER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,27 +23,65 @@ def _refuse(message: str) -> argparse.ArgumentTypeError:
     return argparse.ArgumentTypeError(message)
 
 
+def _whole_number(text: str) -> int | None:
+    """ASCII digits only (``str.isdigit`` says yes to '²'), and no more than the board can
+    store: SQLite's integers are 64-bit."""
+    if text.isascii() and text.isdigit() and int(text) <= MAX_INTEGER:
+        return int(text)
+    return None
+
+
 def item_id(text: str) -> int:
-    value = text.lstrip("#")
-    if not value.isdigit() or int(value) <= 0:
-        raise _refuse(f"{text!r} is not an item id (a positive integer)")
-    return int(value)
+    value = _whole_number(text.lstrip("#"))
+    if not value:
+        raise _refuse(f"{text!r} is not an item id (a positive integer up to {MAX_INTEGER})")
+    return value
 
 
 def item_ref(text: str) -> int | str:
     """An item id (12, #12) or a work-package key (R3)."""
     value = text.strip().lstrip("#")
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    if value[:1].isalpha() and len(value) <= 64 and all(c.isalnum() or c in "_.:-" for c in value):
+    number = _whole_number(value)
+    if number:
+        return number
+    if (
+        value.isascii()
+        and value[:1].isalpha()
+        and len(value) <= 64
+        and all(c.isalnum() or c in "_.:-" for c in value)
+    ):
         return value
-    raise _refuse(f"{text!r} is neither an item id (a positive integer) nor a package id (R3)")
+    raise _refuse(
+        f"{text!r} is neither an item id (a positive integer up to {MAX_INTEGER}) nor a "
+        "package id (R3)"
+    )
+
+
+def position(text: str) -> int:
+    """--after: an id or sequence number to start after (0: from the start)."""
+    value = _whole_number(text)
+    if value is None:
+        raise _refuse(f"{text!r} is not a position (0, or an id or sequence number)")
+    return value
+
+
+def page_size(maximum: int) -> Callable[[str], int]:
+    """--limit: 1 to ``maximum``, the most the daemon answers in one page."""
+
+    def limit(text: str) -> int:
+        value = _whole_number(text)
+        if value is None or not 1 <= value <= maximum:
+            raise _refuse(f"{text!r}: the limit is 1 to {maximum}")
+        return value
+
+    return limit
 
 
 def count(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_BATCH:
+    value = _whole_number(text)
+    if value is None or not 1 <= value <= MAX_BATCH:
         raise _refuse(f"{text!r}: count is 1 to {MAX_BATCH}")
-    return int(text)
+    return value
 
 
 def priority(text: str) -> int:

@@ -132,8 +132,15 @@ def args_ls(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ready", action="store_true", help="only items claimable now")
     p.add_argument("--kind", choices=argtypes.KINDS)
     p.add_argument("--label")
-    p.add_argument("--limit", type=int, default=100, help="at most this many items (1 to 1000)")
-    p.add_argument("--after", type=int, default=0, metavar="ID", help="ids after this one")
+    p.add_argument(
+        "--limit",
+        type=argtypes.page_size(1000),
+        default=100,
+        help="at most this many items (1 to 1000)",
+    )
+    p.add_argument(
+        "--after", type=argtypes.position, default=0, metavar="ID", help="ids after this one"
+    )
 
 
 def args_id(p: argparse.ArgumentParser) -> None:
@@ -269,8 +276,15 @@ def args_inbox(p: argparse.ArgumentParser) -> None:
 
 
 def args_log(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--after", type=int, default=0, metavar="SEQ", help="events after this one")
-    p.add_argument("--limit", type=int, default=500, help="at most this many events (1 to 5000)")
+    p.add_argument(
+        "--after", type=argtypes.position, default=0, metavar="SEQ", help="events after this one"
+    )
+    p.add_argument(
+        "--limit",
+        type=argtypes.page_size(5000),
+        default=500,
+        help="at most this many events (1 to 5000)",
+    )
     p.add_argument("--item", type=argtypes.item_id, metavar="ID", help="only this item's events")
     p.add_argument("--follow", "-f", action="store_true", help="keep streaming new events")
 

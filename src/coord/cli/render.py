@@ -126,6 +126,11 @@ def item_detail(item: dict[str, Any]) -> str:
     for reply in item.get("replies", []):
         lines.append(f"\n  {reply['author']} at {reply['created_at']}:")
         lines += ["    " + line for line in reply["body"].splitlines()]
+    if item.get("replies_next") is not None:  # the daemon answers a thread a page at a time
+        lines.append(
+            f"\n  ... the thread goes on (cut to one page): GET /v1/items/{item['id']}"
+            f"?replies_after={item['replies_next']} shows the next"
+        )
     if item.get("acks"):
         lines.append("\n  acknowledged by " + ", ".join(a["agent"] for a in item["acks"]))
     if item.get("history"):

@@ -31,6 +31,7 @@ from coord.core.items import Items
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
 from coord.errors import InvalidInput
+from coord.limits import MAX_REPLIES_PAGE, REPLIES_PAGE
 from coord.model import Agent, Claim, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, Storage
 
@@ -160,9 +161,16 @@ class Board:
         """An item by id, or by the package key it was imported as."""
         return self._items.get(model.check_item_ref(item_id))
 
-    def show(self, item_id: Any) -> dict[str, Any]:
-        """An item with its thread, acknowledgements and history."""
-        return self._items.show(model.check_item_ref(item_id))
+    def show(
+        self, item_id: Any, *, replies_after: int = 0, replies_limit: int = REPLIES_PAGE
+    ) -> dict[str, Any]:
+        """An item with its thread (a page of it: ``replies_next`` says where the next one
+        starts), acknowledgements and history."""
+        if not 1 <= replies_limit <= MAX_REPLIES_PAGE:
+            raise InvalidInput(
+                f"replies_limit must be 1 to {MAX_REPLIES_PAGE}", field="replies_limit"
+            )
+        return self._items.show(model.check_item_ref(item_id), replies_after, replies_limit)
 
     def list_items(
         self,

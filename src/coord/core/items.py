@@ -14,8 +14,16 @@ from coord import model
 from coord.core import permissions, reservations, rules
 from coord.core.changes import old_and_new
 from coord.core.context import BoardContext
-from coord.errors import AlreadyExists, DependencyCycle, InvalidInput, NotFound, TooLarge
-from coord.model import Item
+from coord.errors import (
+    AlreadyExists,
+    Conflict,
+    DependencyCycle,
+    InvalidInput,
+    NotFound,
+    TooLarge,
+)
+from coord.limits import MAX_ANSWER_BYTES
+from coord.model import Item, Reply
 from coord.storage.base import ItemQuery, ReadTx, WriteTx
 from coord.times import iso
 
@@ -118,16 +126,20 @@ class Items:
         with self.ctx.storage.read() as tx:
             return self.with_holds(tx, [rules.require_item(tx, ref)], self.ctx.now(tx))[0]
 
-    def show(self, ref: int | str) -> dict[str, Any]:
+    def show(self, ref: int | str, replies_after: int, replies_limit: int) -> dict[str, Any]:
         with self.ctx.storage.read() as tx:
             now = self.ctx.now(tx)
             item = self.with_holds(tx, [rules.require_item(tx, ref)], now)[0]
-            replies = tx.replies(item.id)
+            # one more than the page, to know whether there is more
+            replies = tx.replies(item.id, replies_after, replies_limit + 1)
             acks = tx.acks(item.id)
             history = tx.events_after(0, 200, item_id=item.id)
+        page = _replies_page(replies, replies_limit)
         return {
             **item.to_dict(now),
-            "replies": [r.to_dict() for r in replies],
+            "replies": [r.to_dict() for r in page],
+            # where the next page starts (?replies_after=), or null: the thread is all here
+            "replies_next": page[-1].id if len(page) < len(replies) else None,
             "acks": [{"agent": a, "at": iso(at)} for a, at in acks],
             "history": [e.to_dict() for e in history],
         }
@@ -193,9 +205,15 @@ class Items:
             if add_checks or remove_checks:
                 permissions.ensure_may_set_checks(item, agent, self.ctx.humans)
                 kept = [c for c in item.checks if c not in remove_checks]
-                changes["checks"] = model.check_commands(
-                    kept + [c for c in add_checks if c not in kept]
-                )
+                merged = kept + [c for c in add_checks if c not in kept]
+                if len(merged) > model.MAX_CHECKS:
+                    # each list is within the limit; the item's own checks make it too many
+                    raise Conflict(
+                        f"item {item.ref} would have {len(merged)} checks; the limit is "
+                        f"{model.MAX_CHECKS}: remove some with remove_checks",
+                        field="add_checks",
+                    )
+                changes["checks"] = model.check_commands(merged)
             details = old_and_new(item, changes)
             if adding:
                 details["added_deps"] = list(adding)
@@ -251,3 +269,16 @@ def link(tx: WriteTx, item_id: int, deps: Iterable[int]) -> None:
                 cycle=[item_id, *cycle],
             )
         tx.add_deps(item_id, [dep])
+
+
+def _replies_page(replies: list[Reply], limit: int) -> list[Reply]:
+    """At most ``limit`` replies and ``MAX_ANSWER_BYTES`` of their text (at least one reply,
+    which is at most ``MAX_BODY``): one answer's size is bounded however long the thread."""
+    page: list[Reply] = []
+    size = 0
+    for reply in replies[:limit]:
+        size += len(reply.body.encode())
+        if page and size > MAX_ANSWER_BYTES:
+            break
+        page.append(reply)
+    return page

@@ -21,6 +21,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Match
 from starlette.routing import Route as StarletteRoute
 
 from coord.core.board import Board
@@ -123,7 +124,21 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         404: f"no such endpoint: {request.method} {request.url.path}; see /openapi.json",
         405: f"{request.method} is not allowed on {request.url.path}; see /openapi.json",
     }.get(status, str(getattr(exc, "detail", "error")))
-    return JSONResponse({"error": code, "message": message}, status_code=status)
+    headers = None
+    if status == 405:  # RFC 9110: a 405 says which methods the resource takes
+        headers = {"Allow": ", ".join(_allowed_methods(request))}
+    return JSONResponse({"error": code, "message": message}, status_code=status, headers=headers)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at this path: the table has a route per method, so
+    Starlette's own answer would name only the first route's."""
+    allowed: set[str] = set()
+    for route in request.app.routes:
+        match, _ = route.matches({**request.scope, "method": "OPTIONS"})
+        if match is not Match.NONE:
+            allowed |= getattr(route, "methods", None) or set()
+    return sorted(allowed)
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:

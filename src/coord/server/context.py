@@ -117,12 +117,13 @@ def count(value: Any, name: str, default: int, minimum: int = 0) -> int:
     """An integer from ``minimum`` up, given as a JSON integer or as digits (a query string)."""
     if value is None or value == "":
         return default
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= minimum:
+    value = model.digits(value)
+    if model.is_stored_integer(value) and value >= minimum:
         return value
     what = "a non-negative integer" if minimum == 0 else f"an integer of at least {minimum}"
-    raise InvalidInput(f"{name} must be {what}, not {value!r}", field=name)
+    raise InvalidInput(
+        f"{name} must be {what} up to {model.MAX_INTEGER}, not {value!r}", field=name
+    )
 
 
 def number(value: str | None, name: str, default: float) -> float:

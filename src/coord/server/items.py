@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from coord import model
+from coord.limits import REPLIES_PAGE
 from coord.server.context import Call, count, query_flag
 
 
@@ -56,7 +57,12 @@ def list_items(call: Call) -> dict[str, Any]:
 
 
 def show_item(call: Call) -> dict[str, Any]:
-    return call.board.show(call.item_id)
+    q = call.query
+    return call.board.show(
+        call.item_id,
+        replies_after=count(q.get("replies_after"), "replies_after", 0),
+        replies_limit=count(q.get("replies_limit"), "replies_limit", REPLIES_PAGE, minimum=1),
+    )
 
 
 def edit_item(call: Call) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Built on the first request, so a daemon nobody asks for MCP never imports the SD
 starts daemons on demand, and their start-up is on an agent's critical path). The tools call
 the daemon's own ASGI app in-process (``AsgiBackend``). The caller's agent name comes from the
 ``X-Coord-Agent`` header; like every write, a request needs the board's token, and it must
-address the daemon by a loopback name.
+address the daemon by a loopback name. Sessions are stateless: the daemon keeps nothing
+per MCP client between requests.
 """
 
 from __future__ import annotations
@@ -38,7 +39,14 @@ class McpMount:
             from coord.mcp.tools import build_server
 
             server = build_server(AsgiBackend(self.board_dir, coord_app, self.token), _agent)
-            app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+            # Stateless: every tool call is one request that carries all it needs (the token,
+            # X-Coord-Agent), so no session is kept between requests, and none can pile up
+            # (each held ~37 KB until an idle timeout, however many clients came and went).
+            app = server.streamable_http_app(
+                streamable_http_path="/mcp",
+                host="127.0.0.1",
+                stateless_http=True,
+            )
             started = asyncio.Event()
 
             async def hold() -> None:

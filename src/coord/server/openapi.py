@@ -14,7 +14,7 @@ from coord.server.schemas import COMPONENTS, ITEM_REF, ref
 from coord.server.table import MAX_IMPORT_REQUEST_BYTES, MAX_REQUEST_BYTES, Param, Route
 
 ERROR_MEANINGS = {
-    400: "invalid JSON (invalid_json)",
+    400: "invalid JSON, or JSON nested too deeply (invalid_json)",
     401: "missing or wrong bearer token (unauthorized): send 'Authorization: Bearer <token>' "
     "with the token in the board's .coord/token",
     403: "the request did not address the daemon by a loopback host name (foreign_host), or "
@@ -22,12 +22,12 @@ ERROR_MEANINGS = {
     "may)",
     404: "no such item (not_found), or nothing ready (nothing_ready)",
     409: "the board's state refuses it: already_claimed, lease_lost, not_ready, not_claimable, "
-    "files_reserved, checks_failed, checks_required, not_waiting, not_cancelled or "
-    "already_exists",
+    "files_reserved, checks_failed, checks_required, not_waiting, not_cancelled, "
+    "already_exists or dependency_cycle",
     413: f"too large (too_large): a request body over {MAX_REQUEST_BYTES} bytes "
     f"({MAX_IMPORT_REQUEST_BYTES} for imports), or a field over its limit",
     422: "invalid input, the field named in the message (invalid_input; unknown fields are "
-    "refused), or dependency_cycle",
+    "refused)",
     503: "the board cannot answer now: its file was deleted or replaced while the daemon ran "
     "(board_gone), another process holds its write lock (board_busy, with Retry-After), or "
     "the file system failed (board_io_error)",
@@ -35,7 +35,9 @@ ERROR_MEANINGS = {
 }
 
 # a path's {name}: the only one is an item's id or package id
-PATH_PARAMS = {"id": Param("id", {"type": ITEM_REF["type"]}, ITEM_REF["description"], where="path")}
+PATH_PARAMS = {
+    "id": Param("id", {"anyOf": ITEM_REF["anyOf"]}, ITEM_REF["description"], where="path")
+}
 
 
 def _operation(route: Route) -> dict[str, Any]:

@@ -149,14 +149,42 @@ async def read_body(
     return b"".join(chunks)
 
 
+# No request of the API nests deeper than a few levels; a deeper body is an attack or a bug,
+# and past ~1,000 levels the decoder (and past 255 orjson) would fail with a RecursionError.
+MAX_JSON_DEPTH = 32
+
+
 def parse_json(raw: bytes) -> Any:
     if not raw.strip():
         return {}
     try:
         # JSON between systems is UTF-8 (RFC 8259), and a byte-order mark may be ignored
-        return _decode_json(raw.decode("utf-8-sig"))
+        decoded = _decode_json(raw.decode("utf-8-sig"))
     except (ValueError, UnicodeDecodeError) as err:
         raise InvalidJson(f"request body is not valid JSON: {err}") from None
+    except RecursionError:
+        raise _too_deep() from None
+    # counting brackets is cheap and rules out deep nesting for every ordinary body
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and _depth(decoded) > MAX_JSON_DEPTH:
+        raise _too_deep()
+    return decoded
+
+
+def _too_deep() -> InvalidJson:
+    return InvalidJson(f"request body nests arrays or objects more than {MAX_JSON_DEPTH} deep")
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and objects nest in ``value``, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in node)
+    return deepest
 
 
 def _refuse_constant(name: str) -> Any:
@@ -165,11 +193,13 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite_float(text: str) -> float:
+def _finite_float(text: str) -> float | int:
     value = float(text)
     if not math.isfinite(value):  # 1e999
         raise ValueError(f"{text} is out of range for a JSON number")
-    return value
+    # JSON has one kind of number: 3.0 is the integer 3 (JSON Schema agrees), so an id,
+    # a token or a count written 3.0 is read as 3.
+    return int(value) if value.is_integer() else value
 
 
 # Built once: json.loads with any option builds a new decoder on every call.

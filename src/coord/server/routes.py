@@ -7,13 +7,16 @@ OpenAPI document at /openapi.json (openapi.py) are all made from ``ROUTES``.
 from __future__ import annotations
 
 from coord import model
+from coord.limits import MAX_ANSWER_BYTES, MAX_REPLIES_PAGE, REPLIES_PAGE
 from coord.server import claims, events, identity, items, reservations
 from coord.server.schemas import (
     ADOPT,
     AGENT,
     CHECK_RUNS,
     COMMANDS,
+    DOCUMENT_PATH,
     IMPORT_ITEMS,
+    ITEM_ID,
     ITEM_IDS,
     ITEM_REF,
     KIND,
@@ -21,12 +24,14 @@ from coord.server.schemas import (
     LEASE,
     NEW_ITEM_FIELDS,
     PACKAGES,
+    PATH_PATTERN,
     PATTERNS,
     PRIORITY,
     SPEC_IMPORTED,
     TITLE,
     TOKEN,
     WHO,
+    integer,
     listing,
     ref,
     text,
@@ -34,6 +39,16 @@ from coord.server.schemas import (
 from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route
 
 ITEM = ref("Item")
+ITEM_SHOWN = {
+    "allOf": [ITEM],
+    "required": ["replies", "replies_next"],
+    "properties": {
+        "replies": {"type": "array", "items": ref("Reply")},
+        "replies_next": {"type": ["integer", "null"]},
+        "acks": {"type": "array"},
+        "history": {"type": "array", "items": ref("Event")},
+    },
+}
 CLAIM = ref("Claim")
 ANY_OBJECT = {"type": "object"}
 # what the board answers about an item named in the path: 404 no such item, 409 its state
@@ -96,8 +111,8 @@ ROUTES: tuple[Route, ...] = (
             Param("ready", {"type": "boolean"}, "only items claimable now"),
             Param("kind", KIND),
             Param("label", {"type": "string"}),
-            Param("after", {"type": "integer", "minimum": 0}, "items with a greater id"),
-            Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}),
+            Param("after", integer(0), "items with a greater id"),
+            Param("limit", integer(1, maximum=1000)),
         ),
         errors=(422,),
     ),
@@ -111,7 +126,7 @@ ROUTES: tuple[Route, ...] = (
         write=True,
         body=Body(
             {"agent": AGENT, "items": IMPORT_ITEMS},
-            ("items",),
+            ("agent", "items"),
             list_field="items",
         ),
         params=(Param("agent", AGENT, "the agent, when the body is a bare array"),),
@@ -122,8 +137,22 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/v1/items/{id}",
         items.show_item,
-        "an item with replies, acknowledgements and history",
-        ITEM,
+        "an item with acknowledgements, history and a page of its replies: up to "
+        f"replies_limit of them and {MAX_ANSWER_BYTES} bytes of their text; replies_next, "
+        "when not null, is the replies_after of the next page",
+        ITEM_SHOWN,
+        params=(
+            Param(
+                "replies_after",
+                integer(0),
+                "replies with a greater id (the last page's replies_next)",
+            ),
+            Param(
+                "replies_limit",
+                {**integer(1, maximum=MAX_REPLIES_PAGE), "default": REPLIES_PAGE},
+                "replies in one page",
+            ),
+        ),
         errors=(404, 422),
     ),
     Route(
@@ -147,6 +176,13 @@ ROUTES: tuple[Route, ...] = (
                 "remove_checks": COMMANDS,
             },
             ("agent",),
+            any_of=(
+                *({"required": [name]} for name in ("title", "body", "priority", "labels")),
+                *(
+                    {"required": [name], "properties": {name: {"minItems": 1}}}
+                    for name in ("add_deps", "remove_deps", "add_checks", "remove_checks")
+                ),
+            ),
         ),
         errors=ABOUT_AN_ITEM,
     ),
@@ -192,7 +228,7 @@ ROUTES: tuple[Route, ...] = (
         "claim the best ready item (priority, then age); 404 nothing_ready. With count: up "
         "to count items whose files overlap neither each other nor anything held, as "
         '{"items": [claim, ...]}',
-        {"oneOf": [CLAIM, listing("items", CLAIM)]},
+        {"anyOf": [CLAIM, {**listing("items", CLAIM), "required": ["items"]}]},
         write=True,
         body=Body(
             {
@@ -284,10 +320,14 @@ ROUTES: tuple[Route, ...] = (
         body=Body(
             {
                 "agent": AGENT,
-                "spec": {"type": "string", "description": "repository-relative path"},
+                "spec": DOCUMENT_PATH,
                 "packages": PACKAGES,
-                "escalate_to": {"type": "string", "description": "who answers its questions"},
-                "prefix": {"type": "string", "description": "prepended to every package id"},
+                "escalate_to": {**AGENT, "description": "who answers its questions"},
+                "prefix": {
+                    "type": "string",
+                    "pattern": r"^[A-Za-z][A-Za-z0-9_.:-]{0,31}$",
+                    "description": "prepended to every package id",
+                },
                 "adopt": ADOPT,
             },
             ("agent", "spec", "packages"),
@@ -328,7 +368,7 @@ ROUTES: tuple[Route, ...] = (
             {
                 "agent": AGENT,
                 "peek": {"type": "boolean"},
-                "limit": {"type": "integer", "minimum": 1, "default": 200},
+                "limit": {**integer(1), "default": 200},
             },
             ("agent",),
         ),
@@ -347,9 +387,9 @@ ROUTES: tuple[Route, ...] = (
         "the event log after a sequence number; wait long-polls",
         {**listing("events", ref("Event")), "required": ["events", "last_seq"]},
         params=(
-            Param("after", {"type": "integer", "minimum": 0}),
-            Param("limit", {"type": "integer", "minimum": 1, "maximum": 5000}),
-            Param("item", {"type": "integer", "minimum": 1}),
+            Param("after", integer(0)),
+            Param("limit", integer(1, maximum=5000)),
+            Param("item", ITEM_ID),
             Param(
                 "wait",
                 {"type": "number", "minimum": 0, "maximum": events.MAX_WAIT_SECONDS},
@@ -399,6 +439,10 @@ ROUTES: tuple[Route, ...] = (
         body=Body(
             {"agent": AGENT, "patterns": PATTERNS, "all": {"type": "boolean"}},
             ("agent",),
+            any_of=(
+                {"required": ["patterns"], "properties": {"patterns": {"minItems": 1}}},
+                {"required": ["all"], "properties": {"all": {"const": True}}},
+            ),
         ),
         errors=(422,),
     ),
@@ -408,7 +452,7 @@ ROUTES: tuple[Route, ...] = (
         reservations.who,
         "who holds a path, and may the agent edit it",
         WHO,
-        params=(Param("path", {"type": "string"}, required=True), Param("agent", AGENT)),
+        params=(Param("path", PATH_PATTERN, required=True), Param("agent", AGENT)),
         errors=(422,),
     ),
     Route(

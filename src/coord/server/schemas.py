@@ -21,6 +21,12 @@ def listing(name: str, schema: Schema) -> Schema:
     return {"type": "object", "properties": {name: {"type": "array", "items": schema}}}
 
 
+# Some character Python's str.strip() keeps: the board strips free text, titles and labels,
+# and refuses what is left empty. Spelled out because JSON Schema's \s (ECMA) and Python's
+# whitespace differ on \x1c-\x1f and \x85.
+NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
+
+
 def text(description: str, *, required: bool = False) -> Schema:
     """Free text. JSON Schema counts characters; the board counts bytes of UTF-8, so the
     limit is stated as ``x-maxBytes`` (an OpenAPI extension) and in words."""
@@ -30,23 +36,39 @@ def text(description: str, *, required: bool = False) -> Schema:
         "description": f"{description} (at most {limits.MAX_BODY} bytes of UTF-8)",
     }
     if required:
-        schema["pattern"] = r"\S"  # some text: not empty, not only spaces
+        schema["pattern"] = NOT_BLANK  # some text: not empty, not only spaces
     return schema
 
 
-AGENT: Schema = {"type": "string", "description": "the acting agent's name"}
-TOKEN: Schema = {
-    "type": "integer",
-    "minimum": 1,
-    "description": "the fencing token the claim returned",
+def integer(minimum: int, description: str = "", maximum: int = limits.MAX_INTEGER) -> Schema:
+    """An integer the board can store: SQLite's are 64-bit."""
+    schema: Schema = {"type": "integer", "minimum": minimum, "maximum": maximum}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+AGENT: Schema = {
+    "type": "string",
+    "pattern": model.AGENT_PATTERN,
+    "description": "the acting agent's name: 1-64 letters, digits or ._@:+- starting with a "
+    "letter or digit",
 }
+TOKEN: Schema = integer(1, "the fencing token the claim returned")
+ITEM_ID: Schema = integer(1, "an item id")
+PACKAGE_ID: Schema = {"type": "string", "pattern": model.KEY_PATTERN}
 LEASE: Schema = {
     "type": "number",
     "minimum": limits.MIN_LEASE_SECONDS,
     "maximum": limits.MAX_LEASE_SECONDS,
     "description": "lease length in seconds (default: the board's setting)",
 }
-TITLE: Schema = {"type": "string", "minLength": 1, "maxLength": limits.MAX_TITLE}
+TITLE: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": limits.MAX_TITLE,
+    "pattern": NOT_BLANK,
+}
 KIND: Schema = {"enum": list(model.KINDS)}
 PRIORITY: Schema = {
     "type": "integer",
@@ -54,31 +76,53 @@ PRIORITY: Schema = {
     "maximum": model.PRIORITY_LOWEST,
     "description": f"{model.PRIORITY_HIGHEST} is the highest",
 }
+LABEL: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": limits.MAX_LABEL,
+    "pattern": r"^[^\s\x1c-\x1f\x85,][^,]*$",  # NOT_BLANK, and no comma anywhere
+}
 LABELS: Schema = {
     "type": "array",
     "maxItems": limits.MAX_LABELS,
-    "items": {"type": "string", "minLength": 1, "maxLength": limits.MAX_LABEL},
+    "items": LABEL,
     "description": "labels: no commas",
 }
-ITEM_IDS: Schema = {
-    "type": "array",
-    "maxItems": limits.MAX_DEPS,
-    "items": {"type": "integer", "minimum": 1},
+ITEM_IDS: Schema = {"type": "array", "maxItems": limits.MAX_DEPS, "items": ITEM_ID}
+# One segment of a path or pattern: no leading dot (so no '.', '..' or '.git'), no backslash,
+# at most two wildcards: fifteen segments stay under the board's wildcard limit and, at 65
+# characters each, under its length limit (MAX_PATTERN), so the pattern alone says it.
+_SEGMENT = r"(\*\*|\*?[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}\*?)"
+PATH_PATTERN: Schema = {
+    "type": "string",
+    "pattern": rf"^{_SEGMENT}(/{_SEGMENT}){{0,14}}/?$",
+    "description": "a repository-relative path or gitignore-style pattern (the board reads "
+    "more spellings: absolute paths inside the repository, '..', '[...]'; see the README)",
+}
+DOCUMENT_PATH: Schema = {
+    "type": "string",
+    "pattern": r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$",
+    "description": "the design document's path, relative to the repository root",
 }
 PATTERNS: Schema = {
     "type": "array",
     "maxItems": limits.MAX_FILES,
-    "items": {"type": "string", "minLength": 1, "maxLength": limits.MAX_PATTERN},
+    "items": PATH_PATTERN,
     "description": "repository-relative paths or gitignore-style patterns",
 }
 COMMANDS: Schema = {
     "type": "array",
     "maxItems": limits.MAX_CHECKS,
-    "items": {"type": "string", "minLength": 1, "maxLength": limits.MAX_PATTERN},
+    "items": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": limits.MAX_PATTERN,
+        "pattern": rf"^[^\n]*{NOT_BLANK}[^\n]*$",
+    },
     "description": "one-line shell commands that must pass before the item is done",
 }
 ITEM_REF: Schema = {
-    "type": ["integer", "string"],
+    "anyOf": [ITEM_ID, PACKAGE_ID],
     "description": "an item id, or the work-package id it was imported as (R3)",
 }
 
@@ -92,18 +136,21 @@ _ITEM_FIELD_TYPES: dict[str, Schema] = {
     "deps": {
         "type": "array",
         "maxItems": limits.MAX_DEPS,
-        "items": {"type": ["integer", "string"]},
+        "items": {
+            "type": ["integer", "string"],
+            "anyOf": [ITEM_ID, {"type": "string", "minLength": 1}],
+        },
         "description": "item ids, or (in an import) refs of other entries of the same import",
     },
     "body": text("the item's description"),
-    "to": {"type": "string", "description": "the agent it is addressed to"},
+    "to": {**AGENT, "description": "the agent it is addressed to"},
     "ref": {
         "type": "string",
         "minLength": 1,
         "description": "a name the deps of other entries of the same import can use",
     },
     "files": {**PATTERNS, "description": "paths or patterns the item owns; claiming reserves them"},
-    "key": {"type": "string", "description": "a work-package id to name the item by (R3)"},
+    "key": {**PACKAGE_ID, "description": "a work-package id to name the item by (R3)"},
     "checks": COMMANDS,
 }
 IMPORT_ENTRY = closed(_ITEM_FIELD_TYPES, rules.IMPORT_FIELDS, required=["title"])
@@ -113,8 +160,10 @@ IMPORT_ITEMS: Schema = {
     "maxItems": limits.MAX_IMPORT,
     "items": IMPORT_ENTRY,
 }
+# POST /v1/items takes an import entry's fields but ref; its deps are item ids only
 NEW_ITEM_FIELDS: dict[str, Schema] = {
-    name: schema for name, schema in IMPORT_ENTRY["properties"].items() if name != "ref"
+    **{name: schema for name, schema in IMPORT_ENTRY["properties"].items() if name != "ref"},
+    "deps": {**ITEM_IDS, "description": "item ids"},
 }
 
 _RUN_FIELD_TYPES: dict[str, Schema] = {
@@ -131,11 +180,11 @@ CHECK_RUNS: Schema = {
 }
 
 _PACKAGE_FIELD_TYPES: dict[str, Schema] = {
-    "id": {"type": "string", "description": "the package id (R3)"},
+    "id": {**PACKAGE_ID, "description": "the package id (R3)"},
     "title": TITLE,
     "done": {"type": "boolean", "description": "its box is ticked"},
     "line": {"type": "integer", "minimum": 1},
-    "dependencies": {"type": "array", "items": {"type": "string"}},
+    "dependencies": {"type": "array", "items": PACKAGE_ID},
     "files": PATTERNS,
     "checks": COMMANDS,
     "description": {"type": "string"},
@@ -148,7 +197,7 @@ _PACKAGE_FIELD_TYPES: dict[str, Schema] = {
     },
 }
 _ADOPT_FIELD_TYPES: dict[str, Schema] = {
-    "package": {"type": "string"},
+    "package": PACKAGE_ID,
     "track": {"type": "string"},
     "user": AGENT,
     "line": {"type": "integer"},
@@ -249,6 +298,7 @@ COMPONENTS: dict[str, Schema] = {
     },
     "Claim": {
         "type": "object",
+        "required": ["id", "agent", "token", "lease_expires_at"],
         "properties": {
             "id": {"type": "integer"},
             "title": {"type": "string"},
@@ -271,6 +321,16 @@ COMPONENTS: dict[str, Schema] = {
             "reason": {"type": "string"},
             "created_at": {"type": "string"},
             "expires_at": {"type": "string"},
+        },
+    },
+    "Reply": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "item_id": {"type": "integer"},
+            "author": {"type": "string"},
+            "body": {"type": "string"},
+            "created_at": {"type": "string"},
         },
     },
     "Event": {

@@ -50,6 +50,9 @@ class Body:
     required: tuple[str, ...] = ()
     # A body that may also be a bare JSON array, read as {list_field: array} (items:import).
     list_field: str | None = None
+    # What a body must also have, as JSON Schema alternatives, each a whole rule of the
+    # board's (an edit changes something): the document says it, the board checks it.
+    any_of: tuple[Schema, ...] = ()
     names: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -76,10 +79,18 @@ class Body:
         return payload
 
     def schema(self) -> Schema:
+        """The object form. A bare array (``list_field``) is read too, but it needs the agent
+        from elsewhere (a query parameter or header), which a body schema cannot say: the
+        document gives the form that stands on its own, and the description the other."""
         shape = closed(self.fields, required=self.required)
-        if self.list_field is None:
-            return shape
-        return {"oneOf": [self.fields[self.list_field], shape]}
+        if self.any_of:
+            shape["anyOf"] = list(self.any_of)
+        if self.list_field is not None:
+            shape["description"] = (
+                f"or a bare array of {self.list_field}, with the agent as ?agent= or an "
+                "X-Coord-Agent header"
+            )
+        return shape
 
 
 @dataclass(frozen=True)

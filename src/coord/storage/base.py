@@ -86,7 +86,8 @@ class ReadTx(ABC):
     def existing_ids(self, item_ids: Iterable[int]) -> set[int]: ...
 
     @abstractmethod
-    def replies(self, item_id: int) -> list[Reply]: ...
+    def replies(self, item_id: int, after: int = 0, limit: int = -1) -> list[Reply]:
+        """The item's replies with ids above ``after``, oldest first; ``limit`` -1: all."""
 
     @abstractmethod
     def acks(self, item_id: int) -> list[tuple[str, float]]: ...

@@ -52,13 +52,13 @@ class PostgresTx(PostgresItemTx):
         sql, params = query
         return [reservation_of(row) for row in self.conn.execute(_placeholders(sql), params)]
 
-    def replies(self, item_id: int) -> list[Reply]:
+    def replies(self, item_id: int, after: int = 0, limit: int = -1) -> list[Reply]:
         return [
             Reply(*row)
             for row in self.conn.execute(
                 "SELECT id, item_id, author, body, created_at FROM replies "
-                "WHERE item_id = %s ORDER BY id",
-                (item_id,),
+                "WHERE item_id = %s AND id > %s ORDER BY id LIMIT %s",
+                (item_id, after, None if limit < 0 else limit),  # LIMIT NULL: all
             )
         ]
 

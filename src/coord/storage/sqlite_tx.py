@@ -60,13 +60,13 @@ class SQLiteTx(SQLiteItemTx):
             return []
         return [reservation_of(row) for row in self.conn.execute(*query)]
 
-    def replies(self, item_id: int) -> list[Reply]:
+    def replies(self, item_id: int, after: int = 0, limit: int = -1) -> list[Reply]:
         return [
             Reply(*row)
             for row in self.conn.execute(
                 "SELECT id, item_id, author, body, created_at FROM replies "
-                "WHERE item_id = ? ORDER BY id",
-                (item_id,),
+                "WHERE item_id = ? AND id > ? ORDER BY id LIMIT ?",
+                (item_id, after, limit),
             )
         ]
 
