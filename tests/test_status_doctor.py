@@ -17,7 +17,6 @@ import pytest
 
 from conftest import Daemon, run_cli, stop_leftover_daemon
 from coord.fast import board_files
-from coord.wiring import checks
 
 BIN = str(Path(sys.executable).parent)  # the venv's `coord`, which the wired hooks call
 
@@ -249,6 +248,8 @@ def test_doctor_finds_stale_claim_tokens_and_dead_sessions(wired: Any) -> None:
 
 
 def _trust(root: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    from coord.wiring import checks
+
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CODEX_HOME", raising=False)
     found = checks.trust_findings(root, ["claude", "codex", "gemini"])
