@@ -157,7 +157,7 @@ def test_doctor_on_a_healthy_wired_repository_exits_0(wired: Any) -> None:
     document = _json(cli("doctor", "--json"))
     assert document["ok"] is True
     checked = {f["check"] for f in document["findings"]}
-    assert {"config", "modes", "daemon", "sessions", "wiring", "commands"} <= checked
+    assert {"config", "board", "modes", "daemon", "sessions", "wiring", "commands"} <= checked
     assert _no_daemon_ran(board_dir)  # doctor starts no daemon either
 
 

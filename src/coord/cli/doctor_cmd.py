@@ -49,7 +49,7 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> Result:
     fixing = bool(getattr(args, "fix", False))
     found = [
         _config(board_dir, finding),
-        _token(board_dir, finding),
+        _board(board_dir, finding),
         _modes(board_dir, finding, fixing),
     ]
     found += _daemon_and_claims(board_dir, finding, fixing)
@@ -84,13 +84,17 @@ def _config(board_dir: Path, finding: Any) -> Finding:
     return finding("config", "ok", f"{path} is valid")
 
 
-def _token(board_dir: Path, finding: Any) -> Finding:
+def _board(board_dir: Path, finding: Any) -> Finding:
     path = board_files.token_path(board_dir)
+    db = board_files.db_path(board_dir)
+    if not os.access(db, os.R_OK | os.W_OK):
+        fix = f"chmod u+rw {shlex.quote(str(db))} (as its owner)"
+        return finding("board", "fix", f"{db} cannot be read and written by you", fix)
     if not path.is_file():
         return finding(
-            "token", "fix", f"{path} is missing: no client can reach the daemon", "coord init"
+            "board", "fix", f"{path} is missing: no client can reach the daemon", "coord init"
         )
-    return finding("token", "ok", f"{path} is there")
+    return finding("board", "ok", f"{db} and its token are there, yours to read and write")
 
 
 def _modes(board_dir: Path, finding: Any, fixing: bool) -> Finding:
