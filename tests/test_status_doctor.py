@@ -208,6 +208,17 @@ def test_doctor_finds_a_missing_pre_commit_guard(wired: Any) -> None:
     assert cli("doctor").returncode == 0
 
 
+def test_doctor_finds_a_pre_commit_guard_git_would_skip(wired: Any) -> None:
+    repo, _board_dir, _home, cli = wired
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.chmod(0o644)
+    done = cli("doctor", "--json")
+    assert done.returncode == 1
+    guard = _findings(done, "fix")["pre-commit guard"]
+    assert "not executable" in guard["message"]
+    assert guard["fix"] == f"chmod +x {hook}"
+
+
 def test_doctor_finds_stale_claim_tokens_and_dead_sessions(wired: Any) -> None:
     _repo, board_dir, _home, cli = wired
     daemon = Daemon(board_dir).start()

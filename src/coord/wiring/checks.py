@@ -37,7 +37,7 @@ def wiring_findings(board_dir: Path) -> list[Finding]:
     try:
         record = load_record(board_dir)
     except InvalidInput as err:
-        return [finding("wiring", "fix", err.message, "coord uninstall; coord init --all")]
+        return [finding("wiring", "fix", err.message, "coord init --all, once it is fixed or gone")]
     recorded = record.get("clients", [])
     clients = [c for c in init_command.CLIENT_MODULES if c in recorded]  # the flags' order
     if not clients:
@@ -54,7 +54,7 @@ def wiring_findings(board_dir: Path) -> list[Finding]:
     argv = shlex.split(shell)
     reinit = _init_line(clients, shell)
     found = _as_init_left_them(root, record, clients, argv, shell, reinit)
-    found += _hook_file_runs(root, record, reinit)
+    found += _hook_file_runs(root, record)
     found += _commands_resolve(root, record, shell)
     found += trust_findings(root, clients)
     return found
@@ -88,7 +88,7 @@ def _as_init_left_them(
     return found
 
 
-def _hook_file_runs(root: Path, record: dict[str, Any], fix: str) -> list[Finding]:
+def _hook_file_runs(root: Path, record: dict[str, Any]) -> list[Finding]:
     """git skips a pre-commit hook it cannot execute, with only a hint on stderr."""
     for key in record.get("files", {}):
         path = path_of(root, key)
