@@ -499,3 +499,37 @@ def test_take_first_pending_leaves_files_and_takeovers_to_the_core(storage: Stor
         else:
             assert took is None
         assert tx.take_first_pending("a", ("task",), None, 60.0, 99.0) is None  # none left
+
+
+def test_counts_by_state_and_claims_ending_in_a_window(storage: Storage) -> None:
+    """`coord status` reads these on a board of any size: grouped counts, and the claims whose
+    lease ends soon (a question waiting on a human is counted and listed apart)."""
+    claimed = {"state": "claimed", "claimed_by": "a", "fencing_token": 1}
+    with storage.write() as tx:
+        _add(tx)  # pending
+        ends = {lease: _add(tx) for lease in (40.0, 70.0, 60.0, 200.0)}
+        for lease, item_id in ends.items():
+            assert tx.update_item(item_id, 0, {**claimed, "lease_expires_at": lease})
+        waiting = _add(tx)
+        assert tx.update_item(waiting, 0, {**claimed, "lease_expires_at": 65.0, "question": "?"})
+        for state in ("done", "done", "cancelled"):
+            assert tx.update_item(_add(tx), 0, {"state": state, "closed_at": 1.0})
+    with storage.read() as tx:
+        assert tx.count_items_by_state() == {
+            "pending": 1,
+            "claimed": 4,
+            "needs_human": 1,
+            "done": 2,
+            "cancelled": 1,
+        }
+        soon = tx.claims_ending_between(50.0, 100.0, limit=10)
+        assert [i.id for i in soon] == [ends[60.0], ends[70.0]]
+        assert [i.id for i in tx.claims_ending_between(50.0, 100.0, limit=1)] == [ends[60.0]]
+        assert [i.id for i in tx.claims_ending_between(0.0, 50.0, limit=10)] == [ends[40.0]]
+
+
+def test_counts_of_an_empty_board_name_every_state(storage: Storage) -> None:
+    with storage.read() as tx:
+        assert tx.count_items_by_state() == dict.fromkeys(
+            ("pending", "claimed", "needs_human", "done", "cancelled"), 0
+        )

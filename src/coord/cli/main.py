@@ -180,6 +180,18 @@ COMMANDS: Commands = {
         "cmd_uninstall",
         "args_uninstall",
     ),
+    "status": _elsewhere(
+        "coord.cli.status_cmd",
+        "the daemon and the board at a glance; starts no daemon",
+        "cmd_status",
+        "args_status",
+    ),
+    "doctor": _elsewhere(
+        "coord.cli.doctor_cmd",
+        "check the install, the wiring and the board; each finding with its fix (exit 1)",
+        "cmd_doctor",
+        "args_doctor",
+    ),
     "guard": (
         files.cmd_guard,
         "may I edit these paths? exit 0, or 2 with the reasons "

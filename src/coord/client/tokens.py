@@ -35,6 +35,11 @@ def remembered(board_dir: Path, agent: str, item_id: int | str) -> int | None:
     return _read(_file(board_dir, agent)).get(str(item_id))
 
 
+def remembered_all(board_dir: Path, agent: str) -> dict[str, int]:
+    """Every token remembered for ``agent``, by item id or package key."""
+    return _read(_file(board_dir, agent))
+
+
 def _update(board_dir: Path, agent: str, change: Callable[[dict[str, int]], None]) -> None:
     path = _file(board_dir, agent)
     board_files.private_dir(path.parent)

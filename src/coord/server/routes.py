@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from coord import model
 from coord.limits import MAX_ANSWER_BYTES, MAX_REPLIES_PAGE, REPLIES_PAGE
-from coord.server import claims, events, identity, items, reservations
+from coord.server import claims, events, identity, items, reservations, status
 from coord.server.schemas import (
     ADOPT,
     AGENT,
@@ -379,6 +379,14 @@ ROUTES: tuple[Route, ...] = (
         events.agents,
         "agents, when last seen, and what each holds",
         listing("agents", ANY_OBJECT),
+    ),
+    Route(
+        "GET",
+        "/v1/status",
+        status.status,
+        "the daemon (version, pid) and the board at a glance: counts by state, active agents, "
+        "claims near or past their lease's end, items waiting on a human",
+        status.ANSWER_SCHEMA,
     ),
     Route(
         "GET",

@@ -72,6 +72,17 @@ class ReadTx(ABC):
         """
 
     @abstractmethod
+    def count_items_by_state(self) -> dict[str, int]:
+        """How many items are in each state people see (``model.SHOWN_STATES``, every one
+        present, 0 when none): a claimed item with an open question counts as
+        ``needs_human``, not ``claimed``. One grouped count, never a read of the items."""
+
+    @abstractmethod
+    def claims_ending_between(self, start: float, end: float, limit: int) -> list[Item]:
+        """Up to ``limit`` claimed items not waiting on a human whose lease ends after
+        ``start`` and at or before ``end``, soonest first."""
+
+    @abstractmethod
     def live_reservations(
         self, now: float, *, near: Sequence[str] | None = None, agent: str | None = None
     ) -> list[Reservation]:

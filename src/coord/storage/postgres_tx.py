@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from coord.fast import holds, patterns
-from coord.model import Agent, Event, Reply, Reservation
+from coord.model import SHOWN_STATES, Agent, Event, Item, Reply, Reservation
 from coord.storage.postgres_items import PostgresItemTx
 from coord.storage.rows import reservation_of
 
@@ -51,6 +51,24 @@ class PostgresTx(PostgresItemTx):
             return []
         sql, params = query
         return [reservation_of(row) for row in self.conn.execute(_placeholders(sql), params)]
+
+    def count_items_by_state(self) -> dict[str, int]:
+        counts = dict.fromkeys(SHOWN_STATES, 0)
+        for state, waiting, number in self.conn.execute(
+            "SELECT state, (question IS NOT NULL AND state = 'claimed'), count(*) FROM items "
+            "GROUP BY 1, 2"
+        ):
+            shown = "needs_human" if waiting else state
+            counts[shown] = counts.get(shown, 0) + number
+        return counts
+
+    def claims_ending_between(self, start: float, end: float, limit: int) -> list[Item]:
+        return self._items(
+            "state = 'claimed' AND question IS NULL AND lease_expires_at > %s "
+            "AND lease_expires_at <= %s",
+            (start, end),
+            f"ORDER BY lease_expires_at, id LIMIT {int(limit)}",
+        )
 
     def replies(self, item_id: int, after: int = 0, limit: int = -1) -> list[Reply]:
         return [
