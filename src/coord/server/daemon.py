@@ -44,8 +44,12 @@ def _take_lock(board_dir: Path) -> int:
     return fd
 
 
+class _Terminated(Exception):
+    """SIGTERM, once uvicorn has shut down gracefully and raised the signal again."""
+
+
 def _exit_quietly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+    raise _Terminated
 
 
 def read_record(board_dir: Path) -> dict[str, Any] | None:
@@ -185,6 +189,10 @@ def serve(
         )
     try:
         server.run(sockets=[sock])
+    except (_Terminated, KeyboardInterrupt):
+        # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
+        # (SIGTERM from a service manager, Ctrl-C at a terminal), said alike by `coord serve`
+        pass
     finally:
         if (read_record(board_dir) or {}).get("pid") == os.getpid():
             record_path.unlink(missing_ok=True)
