@@ -76,7 +76,13 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
 def cmd_serve(args: argparse.Namespace, ctx: Context) -> Result:
     from coord.server.daemon import serve
 
-    serve(ctx.board_dir, host=args.host, port=args.port, log_level=args.log_level)
+    serve(
+        ctx.board_dir,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        idle_exit=args.idle_exit or None,
+    )
     return {"stopped": True}, "daemon stopped"
 
 

@@ -70,6 +70,13 @@ def args_serve(p: argparse.ArgumentParser) -> None:
         choices=["critical", "error", "warning", "info", "debug"],
         help="what the daemon logs to its stderr",
     )
+    p.add_argument(
+        "--idle-exit",
+        type=argtypes.seconds,
+        metavar="SECONDS",
+        help="exit after this long with no request (what a daemon the CLI starts on demand "
+        "does, after the board's idle_exit_seconds); by default a daemon you serve never idles",
+    )
 
 
 def args_none(p: argparse.ArgumentParser) -> None:
