@@ -189,3 +189,10 @@ def test_a_wrong_setting_is_named_by_the_command_that_read_it(
     assert done.returncode == 2, done.stderr
     assert str(config) in done.stderr and said in done.stderr, done.stderr
     assert "daemon.log" not in done.stderr
+
+
+def test_commands_that_print_no_json_refuse_json(board_dir: Path) -> None:
+    for args in (["serve", "--json"], ["mcp", "--json"], ["hook", "claude", "Stop", "--json"]):
+        done = run_cli(*args, board_dir=board_dir, input="{}")
+        assert done.returncode == 2, (args, done.stderr)
+        assert "--json:" in done.stderr and done.stdout == "", (args, done.stderr)

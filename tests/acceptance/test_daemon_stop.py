@@ -58,3 +58,29 @@ def test_coord_stop_returns_once_the_daemon_is_gone_so_serve_can_follow(board_di
         assert not board_files.daemon_record_path(board_dir).exists()
         served = Daemon(board_dir).start()  # `coord serve` right after: no "already runs"
         served.stop()
+
+
+def test_sigterm_and_ctrl_c_both_say_the_daemon_stopped(board_dir: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from coord.fast.processes import wait_for_daemon_exit
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        record = board_files.daemon_record_path(board_dir)
+        served = subprocess.Popen(
+            [sys.executable, "-m", "coord", "serve"],
+            env={**os.environ, "COORD_DIR": str(board_dir)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        while not record.exists():  # its record is written once it listens
+            assert served.poll() is None, served.communicate()
+        served.send_signal(signum)
+        out, err = served.communicate(timeout=30)
+        assert served.returncode == 0, (signum, err)
+        assert out.strip() == "daemon stopped", (signum, out, err)
+        assert wait_for_daemon_exit(board_dir, None, 10)

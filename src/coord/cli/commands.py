@@ -76,7 +76,13 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
 def cmd_serve(args: argparse.Namespace, ctx: Context) -> Result:
     from coord.server.daemon import serve
 
-    serve(ctx.board_dir, host=args.host, port=args.port, log_level=args.log_level)
+    serve(
+        ctx.board_dir,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        idle_exit=args.idle_exit or None,
+    )
     return {"stopped": True}, "daemon stopped"
 
 
@@ -109,7 +115,7 @@ def cmd_add(args: argparse.Namespace, ctx: Context) -> Result:
         "kind": args.kind,
         "priority": args.priority,
         "labels": args.label,
-        "deps": args.dep,
+        "deps": [flow.item_id(ctx.session, dep) for dep in args.dep],
         "body": args.body,
         "to": args.to,
         "files": args.file,
@@ -177,9 +183,9 @@ def cmd_edit(args: argparse.Namespace, ctx: Context) -> Result:
     if args.label is not None:
         changes["labels"] = args.label
     if args.dep:
-        changes["add_deps"] = args.dep
+        changes["add_deps"] = [flow.item_id(ctx.session, dep) for dep in args.dep]
     if args.no_dep:
-        changes["remove_deps"] = args.no_dep
+        changes["remove_deps"] = [flow.item_id(ctx.session, dep) for dep in args.no_dep]
     if args.check:
         changes["add_checks"] = args.check
     if args.no_check:
@@ -312,7 +318,8 @@ def cmd_agents(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
-    query = {"after": args.after, "limit": args.limit, "item": args.item}
+    item = None if args.item is None else flow.item_id(ctx.session, args.item)
+    query = {"after": args.after, "limit": args.limit, "item": item}
     if not args.follow:
         result = ctx.session.get("/v1/events", query)
         return result, render.events_table(result["events"], empty="no events")

@@ -25,7 +25,7 @@ def cmd_reserve(args: argparse.Namespace, ctx: Context) -> Result:
         args.patterns,
         shared=args.shared,
         lease=args.lease,
-        item=args.item,
+        item=None if args.item is None else flow.item_id(ctx.session, args.item),
         reason=args.reason,
     )
     held = made["reservations"]

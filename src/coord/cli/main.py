@@ -228,4 +228,16 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         full.print_help()
         return EXIT_USAGE
+    if getattr(args, "json", False) and args.command in NO_JSON:
+        parser.Parser.json_errors = False  # it was taken, then ignored: say so, plainly
+        full.command_parsers[args.command].error(f"--json: {NO_JSON[args.command]}")
     return execute(args.func, args)
+
+
+# Commands whose output is not one answer to print as JSON: taking --json and ignoring it
+# misled scripts.
+NO_JSON = {
+    "serve": "the daemon's answers are JSON already; `coord status --json` reports on it",
+    "mcp": "it speaks MCP (JSON-RPC) on stdout already",
+    "hook": "its answer is the client's own JSON already",
+}

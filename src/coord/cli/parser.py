@@ -70,6 +70,13 @@ def args_serve(p: argparse.ArgumentParser) -> None:
         choices=["critical", "error", "warning", "info", "debug"],
         help="what the daemon logs to its stderr",
     )
+    p.add_argument(
+        "--idle-exit",
+        type=argtypes.seconds,
+        metavar="SECONDS",
+        help="exit after this long with no request (what a daemon the CLI starts on demand "
+        "does, after the board's idle_exit_seconds); by default a daemon you serve never idles",
+    )
 
 
 def args_none(p: argparse.ArgumentParser) -> None:
@@ -86,10 +93,10 @@ def args_add(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dep",
         action="append",
-        type=argtypes.item_id,
+        type=argtypes.item_ref,
         default=[],
         metavar="ID",
-        help="an item this one waits on (repeatable)",
+        help="an item this one waits on: an id or a package id (repeatable)",
     )
     p.add_argument("--body", default="", help="the details")
     p.add_argument("--to", metavar="AGENT", help="address it to an agent (handoffs, notes)")
@@ -160,15 +167,15 @@ def args_edit(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dep",
         action="append",
-        type=argtypes.item_id,
+        type=argtypes.item_ref,
         default=[],
         metavar="ID",
-        help="add a dependency",
+        help="add a dependency: an id or a package id",
     )
     p.add_argument(
         "--no-dep",
         action="append",
-        type=argtypes.item_id,
+        type=argtypes.item_ref,
         default=[],
         metavar="ID",
         help="remove a dependency",
@@ -285,7 +292,12 @@ def args_log(p: argparse.ArgumentParser) -> None:
         default=500,
         help="at most this many events (1 to 5000)",
     )
-    p.add_argument("--item", type=argtypes.item_id, metavar="ID", help="only this item's events")
+    p.add_argument(
+        "--item",
+        type=argtypes.item_ref,
+        metavar="ID",
+        help="only this item's events (an id or a package id)",
+    )
     p.add_argument("--follow", "-f", action="store_true", help="keep streaming new events")
 
 
@@ -306,9 +318,9 @@ def args_reserve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lease", type=argtypes.seconds, metavar="SECONDS", help="lease length")
     p.add_argument(
         "--item",
-        type=argtypes.item_id,
+        type=argtypes.item_ref,
         metavar="ID",
-        help="the item this is for (freed when its claim ends)",
+        help="the item this is for, an id or a package id (freed when its claim ends)",
     )
     p.add_argument("--reason", default="", help="why, for the others")
 

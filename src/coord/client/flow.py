@@ -269,6 +269,12 @@ def reopen(session: Session, agent: str, ref: int | str, reason: str) -> Any:
 # --- items and talk --------------------------------------------------------------------------
 
 
+def item_id(session: Session, ref: int | str) -> int:
+    """The item's id where the board takes ids (dependencies, a reservation's item, the log's
+    filter): a package id (``R3``) is looked up, and no such item is the board's not_found."""
+    return ref if isinstance(ref, int) else int(session.get(f"/v1/items/{ref}")["id"])
+
+
 def add(session: Session, agent: str, fields: dict[str, Any]) -> Any:
     """Post an item; its ``files`` as the board names them."""
     files = fields.get("files") or []

@@ -185,13 +185,15 @@ class Client:
 
         # A daemon would refuse a wrong setting into daemon.log; said here, by the command
         # that needs the daemon, it names the file, the setting and what it may be.
-        board_files.read_config(self.board_dir)
+        idle_exit = board_files.read_config(self.board_dir).get("idle_exit_seconds", 1800)
 
         log_fd = board_files.open_private(self.board_dir / "daemon.log", os.O_WRONLY | os.O_APPEND)
         log = os.fdopen(log_fd, "ab")
         env = {**os.environ, "COORD_DIR": str(self.board_dir)}
         process = subprocess.Popen(
-            [sys.executable, "-m", "coord", "serve", "--port", "0"],
+            [sys.executable, "-m", "coord", "serve", "--port", "0"]
+            # started on demand, so it goes once unused (0: the board asks it never to)
+            + (["--idle-exit", str(idle_exit)] if idle_exit else []),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

@@ -144,6 +144,7 @@ CONFIG_KEYS = (
     "escalate_to",
     "humans",
     "escalation_hold_seconds",
+    "idle_exit_seconds",
 )
 SYNCHRONOUS = ("NORMAL", "FULL")  # SQLite's durability settings coord supports
 
@@ -194,6 +195,12 @@ def check_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
                 model.check_lease(config[key], 0)
             except InvalidInput as err:
                 raise InvalidInput(f"{path}: {key}: {err.message}", field=key) from None
+    idle_exit = config.get("idle_exit_seconds", 0)
+    if isinstance(idle_exit, bool) or not isinstance(idle_exit, int | float) or idle_exit < 0:
+        raise InvalidInput(
+            f"{path}: idle_exit_seconds {idle_exit!r} is not a number of seconds (0: never)",
+            field="idle_exit_seconds",
+        )
     if config.get("escalate_to") is not None:
         try:
             model.check_agent(config["escalate_to"])

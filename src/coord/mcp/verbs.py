@@ -109,8 +109,7 @@ def _ref(item: int | str) -> str:
 
 def _item_id(session: Backend, item: int | str) -> int:
     """A dependency's item id: the board takes ids there (a package id is looked up)."""
-    ref = model.check_item_ref(item)
-    return ref if isinstance(ref, int) else int(session.get(f"/v1/items/{ref}")["id"])
+    return flow.item_id(session, model.check_item_ref(item))
 
 
 def _claim_view(won: dict[str, Any]) -> dict[str, Any]:

@@ -44,8 +44,12 @@ def _take_lock(board_dir: Path) -> int:
     return fd
 
 
+class _Terminated(Exception):
+    """SIGTERM, once uvicorn has shut down gracefully and raised the signal again."""
+
+
 def _exit_quietly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+    raise _Terminated
 
 
 def read_record(board_dir: Path) -> dict[str, Any] | None:
@@ -83,11 +87,16 @@ def _write_record(board_dir: Path, record: dict[str, Any]) -> None:
 
 
 def serve(
-    board_dir: Path, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
+    board_dir: Path,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    log_level: str = "warning",
+    idle_exit: float | None = None,
 ) -> None:
     import uvicorn
 
     from coord.core.board import Board
+    from coord.server import idle
     from coord.server.app import create_app
     from coord.server.connections import (
         accept_batch,
@@ -149,7 +158,7 @@ def serve(
         "instance": instance,
     }
 
-    config = uvicorn.Config(
+    activity = idle.Activity(
         create_app(
             board,
             board_files.read_token(board_dir),
@@ -159,7 +168,10 @@ def serve(
             board_dir=board_dir,
             instance=instance,
             port=bound_port,
-        ),
+        )
+    )
+    config = uvicorn.Config(
+        activity,
         log_level=log_level,
         access_log=False,
         lifespan="off",
@@ -171,6 +183,13 @@ def serve(
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
+
+    def stop(reason: str) -> None:
+        with contextlib.suppress(OSError):
+            print(f"coord daemon exiting: {reason}", file=sys.stderr, flush=True)
+        server.should_exit = True
+
+    idle.watch(board_dir, activity, idle_exit, stop)
     # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
     # the signal again. The default handler would end the process right there, before the
     # cleanup below (daemon.json stayed behind, the board was never closed).
@@ -185,6 +204,10 @@ def serve(
         )
     try:
         server.run(sockets=[sock])
+    except (_Terminated, KeyboardInterrupt):
+        # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
+        # (SIGTERM from a service manager, Ctrl-C at a terminal), said alike by `coord serve`
+        pass
     finally:
         if (read_record(board_dir) or {}).get("pid") == os.getpid():
             record_path.unlink(missing_ok=True)
