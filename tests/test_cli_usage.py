@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,47 +61,30 @@ def test_a_hook_event_coord_does_not_answer_is_said_not_swallowed(board_dir: Pat
     assert "no event 'Foo'" in done.stderr and "PreToolUse" in done.stderr
 
 
-def test_init_outside_a_git_repository_is_refused_and_writes_nothing(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
+def _coord_here(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real `coord` in ``cwd``, finding its board from there (no COORD_DIR)."""
     env = {k: v for k, v in os.environ.items() if k != "COORD_DIR"}
-    done = subprocess.run(
-        [sys.executable, "-m", "coord", "init"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
+    return subprocess.run(
+        [sys.executable, "-m", "coord", *args], cwd=cwd, env=env, capture_output=True, text=True
     )
+
+
+def test_init_outside_a_git_repository_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    done = _coord_here(tmp_path, "init")
     assert done.returncode == 2
     assert "not inside a git repository" in done.stderr and "COORD_DIR" in done.stderr
     assert not (tmp_path / ".coord").exists()
 
 
 def test_an_out_of_range_lease_is_refused_before_anything_is_written(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
     (tmp_path / ".git").mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "COORD_DIR"}
-    init = [sys.executable, "-m", "coord", "init"]
-    done = subprocess.run(
-        [*init, "--lease", "99999999"], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
+    done = _coord_here(tmp_path, "init", "--lease", "99999999")
     assert done.returncode == 2 and "out of range" in done.stderr
     assert not (tmp_path / ".coord").exists()
-    assert subprocess.run(init, cwd=tmp_path, env=env, capture_output=True).returncode == 0
-    listed = subprocess.run(
-        [sys.executable, "-m", "coord", "ls"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    assert _coord_here(tmp_path, "init").returncode == 0
+    listed = _coord_here(tmp_path, "ls")
     assert listed.returncode == 0, listed.stderr  # the board works: nothing bad was kept
-    subprocess.run([sys.executable, "-m", "coord", "stop"], cwd=tmp_path, env=env)
+    _coord_here(tmp_path, "stop")
 
 
 def test_import_errors_name_the_line_of_the_file(board_dir: Path) -> None:

@@ -44,8 +44,12 @@ def _take_lock(board_dir: Path) -> int:
     return fd
 
 
-class _Terminated(Exception):
-    """SIGTERM, once uvicorn has shut down gracefully and raised the signal again."""
+class _Terminated(SystemExit):
+    """SIGTERM, once uvicorn has shut down gracefully and raised the signal again. A quiet
+    exit 0 wherever it lands (before uvicorn runs, or during the cleanup after it)."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
 
 
 def _exit_quietly(signum: int, frame: object) -> None:
@@ -193,16 +197,17 @@ def serve(
     # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
     # the signal again. The default handler would end the process right there, before the
     # cleanup below (daemon.json stayed behind, the board was never closed).
-    signal.signal(signal.SIGTERM, _exit_quietly)
     record_path = board_files.daemon_record_path(board_dir)
-    _write_record(board_dir, record)
-    with contextlib.suppress(OSError):  # the log on a full disk: serve all the same
-        print(
-            f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})",
-            file=sys.stderr,
-            flush=True,
-        )
     try:
+        # from here on a SIGTERM is a stop asked for, whenever it comes
+        signal.signal(signal.SIGTERM, _exit_quietly)
+        _write_record(board_dir, record)
+        with contextlib.suppress(OSError):  # the log on a full disk: serve all the same
+            print(
+                f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})",
+                file=sys.stderr,
+                flush=True,
+            )
         server.run(sockets=[sock])
     except (_Terminated, KeyboardInterrupt):
         # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
