@@ -163,11 +163,20 @@ def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
         "ready": "true" if args.ready else None,
         "kind": args.kind,
         "label": args.label,
-        "limit": args.limit,
+        "limit": 1000 if args.all else args.limit,
         "after": args.after,
     }
     result = ctx.session.get("/v1/items", query)
-    return result, render.items_table(result["items"])
+    while args.all and result.get("next"):  # --all: every state, every page
+        page = ctx.session.get("/v1/items", {**query, "after": result["next"]})
+        result = {"items": result["items"] + page["items"], "next": page.get("next")}
+    text = render.items_table(result["items"])
+    if result.get("next"):  # a cut listing says so, and how to see the rest
+        text += (
+            f"\nshowing {len(result['items'])} items; more after {result['next']}: "
+            f"`coord ls --after {result['next']}` (or `--limit 1000`, or `--all`)"
+        )
+    return result, text
 
 
 def cmd_show(args: argparse.Namespace, ctx: Context) -> Result:
@@ -322,7 +331,16 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
     query = {"after": args.after, "limit": args.limit, "item": item}
     if not args.follow:
         result = ctx.session.get("/v1/events", query)
-        return result, render.events_table(result["events"], empty="no events")
+        text = render.events_table(result["events"], empty="no events")
+        events = result["events"]
+        if len(events) == args.limit:  # a full page: does one more event follow?
+            last = events[-1]["seq"]
+            if ctx.session.get("/v1/events", {**query, "after": last, "limit": 1})["events"]:
+                text += (
+                    f"\nshowing {len(events)} events, {events[0]['seq']} to {last}; more "
+                    f"after {last}: `coord log --after {last}`"
+                )
+        return result, text
     after = args.after
     pause = 0.0
     try:

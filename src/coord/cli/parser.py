@@ -135,7 +135,9 @@ def args_ls(p: argparse.ArgumentParser) -> None:
         "--needs-human", action="store_true", help="only items waiting for a human answer"
     )
     p.add_argument("--spec", metavar="DOC", help="only packages imported from this document")
-    p.add_argument("--all", action="store_true", help="every state, closed ones too")
+    p.add_argument(
+        "--all", action="store_true", help="every item: every state (closed ones too), every page"
+    )
     p.add_argument("--ready", action="store_true", help="only items claimable now")
     p.add_argument("--kind", choices=argtypes.KINDS)
     p.add_argument("--label")

@@ -6,11 +6,14 @@ fields, calls one Board method (which checks the values), and returns the JSON a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coord import model
 from coord.limits import REPLIES_PAGE
 from coord.server.context import Call, count, query_flag
+
+if TYPE_CHECKING:
+    from coord.model import Item
 
 
 def add_item(call: Call) -> dict[str, Any]:
@@ -43,17 +46,25 @@ def import_spec(call: Call) -> dict[str, Any]:
 
 def list_items(call: Call) -> dict[str, Any]:
     q, board = call.query, call.board
-    items = board.list_items(
-        state=q.get("state") or None,
-        ready=query_flag(q.get("ready")),
-        kind=q.get("kind") or None,
-        label=q.get("label") or None,
-        spec=q.get("spec") or None,
-        after_id=count(q.get("after"), "after", 0),
-        limit=count(q.get("limit"), "limit", 100),
-    )
+    limit = count(q.get("limit"), "limit", 100)
+
+    def page(after_id: int, limit: int) -> list[Item]:
+        return board.list_items(
+            state=q.get("state") or None,
+            ready=query_flag(q.get("ready")),
+            kind=q.get("kind") or None,
+            label=q.get("label") or None,
+            spec=q.get("spec") or None,
+            after_id=after_id,
+            limit=limit,
+        )
+
+    items = page(count(q.get("after"), "after", 0), limit)
+    # Where the next page starts (?after=), or null when the listing is whole: a listing cut
+    # at its limit said nothing of the rest. A full page asks whether one more item follows.
+    more = len(items) == limit and bool(page(items[-1].id, 1))
     now = board.now()
-    return {"items": [i.to_dict(now) for i in items]}
+    return {"items": [i.to_dict(now) for i in items], "next": items[-1].id if more else None}
 
 
 def show_item(call: Call) -> dict[str, Any]:

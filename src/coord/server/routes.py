@@ -33,6 +33,7 @@ from coord.server.schemas import (
     WHO,
     integer,
     listing,
+    paged_listing,
     ref,
     text,
 )
@@ -103,8 +104,8 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/v1/items",
         items.list_items,
-        "list items",
-        listing("items", ITEM),
+        "list items, a page at a time: `next` is the `after` of the next page (null: no more)",
+        paged_listing("items", ITEM),
         params=(
             Param("state", {"enum": [*model.SHOWN_STATES, "open"]}),
             Param("spec", {"type": "string"}, "only packages imported from this document"),

@@ -21,6 +21,14 @@ def listing(name: str, schema: Schema) -> Schema:
     return {"type": "object", "properties": {name: {"type": "array", "items": schema}}}
 
 
+def paged_listing(name: str, schema: Schema) -> Schema:
+    """One page of a list, and where the next one starts: {"items": [...], "next": 12}."""
+    page = listing(name, schema)
+    page["properties"]["next"] = {"type": ["integer", "null"]}
+    page["required"] = [name, "next"]
+    return page
+
+
 # Some character Python's str.strip() keeps: the board strips free text, titles and labels,
 # and refuses what is left empty. Spelled out because JSON Schema's \s (ECMA) and Python's
 # whitespace differ on \x1c-\x1f and \x85.
