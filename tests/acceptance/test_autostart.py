@@ -55,7 +55,7 @@ def test_simultaneous_clis_autostart_exactly_one_daemon(board_dir):
             runs = list(pool.map(ls, range(CLIS)))
         for run in runs:
             assert run.returncode == 0, (run.stdout, run.stderr)
-            assert json.loads(run.stdout) == {"items": []}
+            assert json.loads(run.stdout) == {"items": [], "next": None}
 
         pid = json.loads((board_dir / "daemon.json").read_text())["pid"]
         # Losers of the start race exit at once; give them a bounded moment to be gone.
