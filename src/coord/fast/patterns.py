@@ -378,12 +378,9 @@ def overlaps(
     compared by ``fold``; the tree is asked in the user's own spelling.
     """
     key_a, key_b = fold(a), fold(b)
-    if key_a == key_b:
-        return True
-    if not _nested(literal_prefix(key_a), literal_prefix(key_b)):
-        return False
-    if is_literal(key_a) and is_literal(key_b):
-        return True  # equal, or one lies beneath the other: which then must be a directory
+    settled = _settled(key_a, key_b)
+    if settled is not None:
+        return settled
     if is_dir is not None:  # a literal the tree says is a file: does the glob match it?
         if is_literal(key_a) and not is_dir(a):
             return _bounded(lambda: _path_matches(key_b, key_a))
@@ -391,6 +388,19 @@ def overlaps(
             return _bounded(lambda: _path_matches(key_a, key_b))
     reach_a, reach_b = _reach(a, key_a, is_dir), _reach(b, key_b, is_dir)
     return _bounded(lambda: _path_meet(reach_a, reach_b))
+
+
+def _settled(key_a: str, key_b: str) -> bool | None:
+    """What both rules answer before they look at the tree or match globs: the same key
+    overlaps; literal prefixes on separate branches do not; two literals do (equal, or one
+    lies beneath the other, which then must be a directory). None: not settled yet."""
+    if key_a == key_b:
+        return True
+    if not _nested(literal_prefix(key_a), literal_prefix(key_b)):
+        return False
+    if is_literal(key_a) and is_literal(key_b):
+        return True
+    return None
 
 
 def _reach(pattern: str, key: str, is_dir: Callable[[str], bool] | None) -> str:
@@ -453,12 +463,9 @@ def overlaps_rule1(
     """``overlaps`` as rule 1 reads it: each pattern covers everything beneath it, except a
     literal ``is_file`` says is a plain file."""
     key_a, key_b = fold(a), fold(b)
-    if key_a == key_b:
-        return True
-    if not _nested(literal_prefix(key_a), literal_prefix(key_b)):
-        return False
-    if is_literal(key_a) and is_literal(key_b):
-        return True
+    settled = _settled(key_a, key_b)
+    if settled is not None:
+        return settled
     if is_file is not None and (is_literal(a) or is_literal(b)):
         path, pattern = (a, b) if is_literal(a) else (b, a)
         if is_file(path):
