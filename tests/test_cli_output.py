@@ -58,6 +58,7 @@ def test_a_week_long_reservation_shows_its_day_and_heartbeat_reads_like_claim(
     board = daemon.board_dir
     held = run_cli("reserve", "src/a.py", "--lease", str(7 * 86_400), board_dir=board, agent="ann")
     assert held.returncode == 0, held.stderr
+    assert "T" not in held.stdout.split("until ", 1)[1].split(")")[0], held.stdout
     listed = run_cli("reservations", board_dir=board)
     week = time.gmtime(time.time() + 7 * 86_400)
     assert time.strftime("%Y-%m-%d", week) in listed.stdout, listed.stdout

@@ -10,6 +10,7 @@ from coord.cli import render
 from coord.client import flow
 from coord.errors import InvalidInput
 from coord.fast import identity
+from coord.times import clock_of_iso
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def cmd_reserve(args: argparse.Namespace, ctx: Context) -> Result:
     )
     held = made["reservations"]
     mode = "shared" if args.shared else "exclusive"
-    until = held[0]["expires_at"] if held else "-"
+    until = clock_of_iso(held[0]["expires_at"] if held else None)
     return made, f"reserved ({mode}, until {until}): " + ", ".join(r["pattern"] for r in held)
 
 
