@@ -7,8 +7,8 @@ pages (``Board.events``), never from a buffer of its own, so a client that recon
 
 Between pages it waits on ``Server.changes``, woken at once by this daemon's writes (and by
 whatever else notifies it), with a poll for writers it cannot hear. What a connection can
-make the daemon hold is bounded: one page (``PAGE_EVENTS``) plus the transport's write
-buffer (uvicorn pauses the writer at 64 KiB); while a socket does not take what was written,
+make the daemon hold is bounded: one chunk (``PAGE_BYTES``, give or take an event) plus the
+transport's write buffer (uvicorn pauses the writer at 64 KiB); while a socket does not take what was written,
 the stream waits, reading nothing more. A reader more than ``limits.MAX_STREAM_BEHIND`` events
 behind the board's newest is told to reload (``event: reload``) and the stream ends; one whose
 socket has stopped taking data while it fell that far behind is cut. Writers never wait for a
@@ -31,8 +31,10 @@ from coord.errors import CoordError, InvalidInput
 from coord.server.context import Call, Server, count, number
 from coord.server.pipeline import render
 
-# events read from the board, and written to the socket, at a time
+# events read from the board at a time, and written to the socket as one chunk of at most
+# about PAGE_BYTES (past it, the rest of the page is read again next time)
 PAGE_EVENTS = 200
+PAGE_BYTES = 256 * 1024
 KEEPALIVE_SECONDS = 15.0
 MIN_KEEPALIVE, MAX_KEEPALIVE = 0.05, 300.0
 # how often a waiting stream looks at the board when nothing in this daemon wrote
@@ -107,8 +109,7 @@ class EventStream(Response):
                 full = len(page) == PAGE_EVENTS
                 if full and board.last_seq() - self.after > server.stream_max_behind:
                     return await self._reload(scope, send, gone)
-                data = b"".join(frame(event) for event in page)
-                self.after = page[-1].seq
+                data = self._chunk(page)
                 if not await self._write(scope, send, data, gone):
                     return False
                 quiet_since = loop.time()
@@ -125,6 +126,19 @@ class EventStream(Response):
             if loop.time() - began < waited:  # woken by a write: let the burst land
                 await asyncio.sleep(COALESCE_SECONDS)
         return not gone.is_set()
+
+    def _chunk(self, page: list[model.Event]) -> bytes:
+        """The page's frames, up to about ``PAGE_BYTES`` (events can be large: a created
+        item's event names its files); ``after`` moves to the last one taken."""
+        frames, size = [], 0
+        for event in page:
+            framed = frame(event)
+            frames.append(framed)
+            size += len(framed)
+            self.after = event.seq
+            if size >= PAGE_BYTES:
+                break
+        return b"".join(frames)
 
     async def _reload(self, scope: Any, send: Any, gone: asyncio.Event) -> bool:
         last = self.server.board.last_seq()
