@@ -248,6 +248,7 @@ def test_a_stalled_reader_neither_blocks_writers_nor_grows_the_daemon(daemon: Da
     except ConnectionResetError:
         pass
     stalled.close()
+    assert received.startswith(b"HTTP/1.1 200"), bytes(received[:200])  # it was a stream
     newest = logged(daemon, MAX_STREAM_BEHIND)[-1]["seq"]
     assert f"id: {newest}\n".encode() not in received
     assert daemon.request("GET", "/v1/health")[0] == 200
