@@ -1,7 +1,7 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
-    python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook|connections|stream]
-        [--items N] [--quick]
+    python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook|connections
+        |stream] [--items N] [--quick]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
 target is a ratio to a reference measured in this very run. See bench/README.md.

@@ -16,7 +16,6 @@ import asyncio
 import multiprocessing as mp
 import re
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
