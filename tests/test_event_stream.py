@@ -9,11 +9,13 @@ daemon buffer without bound; keep-alives, the item filter, the token, a reader t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -24,7 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from conftest import Daemon, run_cli
+import pytest
+
+from conftest import Daemon, init_board_dir, run_cli
 from coord.client.http import Client
 from coord.client.stream import Interrupted, Reload, Resumed, follow
 from coord.core.board import Board
@@ -462,3 +466,101 @@ def test_log_follow_pages_the_log_when_the_stream_says_reload(daemon: Daemon) ->
         follow_log.send_signal(signal.SIGINT)
         follow_log.communicate(timeout=WAIT)
     assert seen == list(range(1, MAX_STREAM_BEHIND + 22))
+
+
+# --- in process: the stream over either backend ---------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_board(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Board]:
+    if request.param == "sqlite":
+        board = Board.open(init_board_dir(tmp_path))
+    else:
+        from pg_support import open_storage
+
+        dsn = request.getfixturevalue("pg_dsn")
+        board = Board(open_storage(dsn), repo_root=tmp_path)
+    yield board
+    board.close()
+
+
+def test_the_stream_reads_either_backend_the_same_way(any_board: Board) -> None:
+    """Nothing in the stream is the backend's: it reads Board.events and waits on Changes,
+    with a poll for writes nobody announces (another process, another daemon)."""
+    from coord.server.context import Call, Server
+    from coord.server.stream import events_stream
+
+    for title in ("one", "two"):
+        any_board.add(title, created_by="ann")
+    server = Server(any_board, "token")
+    call = Call(server, query={"after": "1", "keepalive": "0.05"})
+    sent: list[bytes] = []
+    ended = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        await ended.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            sent.append(message["body"])
+            if not message.get("more_body"):
+                ended.set()
+
+    def seqs() -> list[int]:
+        found = re.findall(rb"(?m)^id: (\d+)$", b"".join(sent))
+        return [int(n) for n in found]
+
+    async def until(predicate: Any) -> None:
+        for _ in range(int(WAIT / 0.01)):
+            if predicate():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"not reached: {b''.join(sent)!r}")
+
+    async def go() -> None:
+        stream = asyncio.ensure_future(events_stream(call)({}, receive, send))
+        await until(lambda: seqs() == [2])
+        any_board.add("announced", created_by="ann")
+        server.changes.notify()  # as the pipeline does after a write
+        await until(lambda: seqs() == [2, 3])
+        any_board.add("unannounced", created_by="ann")  # found by the poll
+        await until(lambda: seqs() == [2, 3, 4])
+        await until(lambda: b": keep-alive" in b"".join(sent))
+        server.close_streams()  # the daemon stops
+        await asyncio.wait_for(stream, WAIT)
+
+    asyncio.run(go())
+    assert seqs() == [2, 3, 4] and ended.is_set()
+
+
+def test_the_client_reads_messages_however_the_bytes_are_cut() -> None:
+    """The reader's chunked and SSE parsing, against every place TCP could split the bytes."""
+    from coord.client.stream import _messages
+
+    body = (
+        b"retry: 1000\n: coord event stream after 0\n\n"
+        b'id: 1\nevent: coord\ndata: {"seq":1,"t":"a\\nb"}\n\n: keep-alive\n\n'
+        b'id: 2\nevent: coord\ndata: {"seq":2}\n\nevent: reload\ndata: {"last_seq":9}\n\n'
+    )
+    pieces = [body[:40], body[40:97], body[97:]]  # as the daemon sends chunks
+    wire = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+    expected = [
+        ("coord", '{"seq":1,"t":"a\\nb"}', "1"),
+        ("coord", '{"seq":2}', "2"),
+        ("reload", '{"last_seq":9}', "2"),
+    ]
+
+    class Wire:
+        def __init__(self, parts: list[bytes]) -> None:
+            self.parts = parts
+
+        def recv(self, size: int) -> bytes:
+            return self.parts.pop(0) if self.parts else b""
+
+    for cut in range(1, len(wire)):
+        for first in (b"", wire[:1]):  # what came with the answer's head, or nothing
+            rest = wire[len(first) :]
+            at = max(cut - len(first), 1)
+            got = list(_messages(Wire([rest[:at], rest[at:]]), first))
+            assert got == expected, (cut, first)
