@@ -59,6 +59,7 @@ def events_stream(call: Call) -> EventStream:
         raise InvalidInput(
             f"keepalive must be {MIN_KEEPALIVE:g} to {MAX_KEEPALIVE:g} seconds", field="keepalive"
         )
+    Feed.of(call.server)  # made here, where a failing board is answered as its error
     return EventStream(call.server, after, item_id, keepalive)
 
 
