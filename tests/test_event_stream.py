@@ -135,6 +135,18 @@ def test_each_event_once_in_order_and_a_reconnect_gets_exactly_the_missed_ones(
     assert got == [6]  # nothing again, nothing missed
 
 
+def test_a_head_request_gets_the_headers_and_ends(daemon: Daemon) -> None:
+    host, port = daemon.url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=5)
+    conn.request("HEAD", "/v1/events/stream", headers={"Authorization": f"Bearer {daemon.token}"})
+    answer = conn.getresponse()
+    assert answer.status == 200 and answer.read() == b""
+    assert answer.getheader("content-type", "").startswith("text/event-stream")
+    conn.request("GET", "/v1/health")  # the same connection: the HEAD's answer is complete
+    assert conn.getresponse().status == 200
+    conn.close()
+
+
 def test_a_keep_alive_comes_while_nothing_happens(daemon: Daemon) -> None:
     stream = Stream(daemon, "?keepalive=0.1")
     comments = []

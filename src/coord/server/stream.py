@@ -90,6 +90,9 @@ class EventStream(Response):
         feed.join(self)
         try:
             await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+            if scope.get("method") == "HEAD":  # the headers say it all; no stream follows
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
             opening = b"retry: %d\n: coord event stream after %d\n\n" % (RETRY_MS, self.after)
             if await self._write(send, opening) and await self._run(send, feed):
                 with contextlib.suppress(OSError):
