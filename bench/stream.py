@@ -16,6 +16,7 @@ import asyncio
 import multiprocessing as mp
 import re
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,8 @@ def bench_stream(items: int, quick: bool, layout: str) -> None:
     problems = [p for c in checks for p in c["problems"]]
     print(
         f"   readers: {kept_up} of {READERS * len(checks)} kept up and got every event in order "
-        f"({events:,} events delivered over {len(checks)} rounds)"
+        f"({events:,} events delivered over {len(checks)} rounds; the readers' process took "
+        f"{sum(c['cpu'] for c in checks) / max(events, 1) * 1e6:.1f} us CPU per event)"
         + (f"; {problems[:5]}" if problems else "")
     )
     print(
@@ -122,7 +124,8 @@ class _Readers:
         if not self.pipe.poll(120):
             self.process.terminate()
             raise RuntimeError("the stream readers did not finish")
-        seen: list[tuple[list[int], bool]] = self.pipe.recv()
+        seen: list[tuple[list[int], bool]]
+        seen, cpu = self.pipe.recv()
         self.process.join(10)
         expected = list(range(self.after + 1, newest + 1))
         problems = []
@@ -132,6 +135,7 @@ class _Readers:
             elif ids != expected:
                 problems.append(f"reader {n}: {len(ids)} events, not {len(expected)} in order")
         return {
+            "cpu": cpu,
             "kept_up": len(seen) - len(problems),
             "events": sum(len(ids) for ids, _ in seen),
             "problems": problems,
@@ -156,8 +160,9 @@ async def _readers(port: int, token: str, after: int, pipe: Any) -> None:
     loop = asyncio.get_running_loop()
     newest: asyncio.Future[int] = loop.create_future()
     loop.add_reader(pipe.fileno(), lambda: newest.done() or newest.set_result(pipe.recv()))
+    began = time.process_time()
     seen = await asyncio.gather(*(_read(reader, after, newest) for reader, _ in streams))
-    pipe.send(seen)
+    pipe.send((seen, time.process_time() - began))
     for _, writer in streams:
         writer.close()
 

@@ -25,7 +25,7 @@ FEED_EVENTS = 4096
 FEED_BYTES = 8 * 1024 * 1024
 PAGE_EVENTS = 200  # events read from the board at a time
 POLL_SECONDS = 0.25  # how often the feed looks at the board when nothing in this daemon wrote
-COALESCE_SECONDS = 0.01  # after a wake-up, let a burst of writes land: one read, not many
+COALESCE_SECONDS = 0.025  # after a wake-up, let a burst of writes land: one read, not many
 
 
 def frame(event: model.Event) -> bytes:
