@@ -306,7 +306,7 @@ def test_an_unreachable_database_is_a_503_and_the_daemon_reconnects_by_itself(te
             assert name in body["message"] and "try again" in body["message"]
         assert _raw(daemon, "/v1/health")[2]["ok"] is False
         failed = one.cli("add", "during the outage", "--json")
-        assert failed.returncode != 0 and "Traceback" not in failed.stderr
+        assert failed.returncode == 1 and "Traceback" not in failed.stderr
         assert json.loads(failed.stdout)["error"] == "database_unreachable"
 
         _admin(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
@@ -333,3 +333,66 @@ def test_a_terminated_connection_is_replaced_without_failing_a_request(team) -> 
         assert one.ok("add", "after")["id"] == 2
     finally:
         daemon.stop()
+
+
+def test_session_start_and_stop_hooks_work_on_a_team_board(team) -> None:
+    from test_hooks import fixture, hook, name_of
+
+    url, one, two = team
+    one.ok("init", "--database", url)
+    two.ok("init", "--database", url)
+    start = fixture("claude/session_start.json", one.root)
+    me = name_of("claude", start)
+    item = two.ok("add", "rework the session store")  # posted on the other machine
+    one.ok("claim", str(item["id"]), agent=me)
+    started = hook("claude", "SessionStart", start, board_dir=one.board_dir, cwd=one.root)
+    assert started.returncode == 0, started.stderr
+    context = json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"You are coord agent `{me}`" in context
+    assert f'#{item["id"]} "rework the session store"' in context
+    stop = fixture("claude/stop.json", one.root)
+    stopped = hook("claude", "Stop", stop, board_dir=one.board_dir, cwd=one.root)
+    assert stopped.returncode == 0 and "Traceback" not in stopped.stderr, stopped.stderr
+
+
+def test_a_killed_daemon_drops_out_of_the_others_status(team) -> None:
+    url, one, two = team
+    one.ok("init", "--database", url)
+    two.ok("init", "--database", url)
+    a = Daemon(one.board_dir).start()
+    b = Daemon(two.board_dir).start()
+    try:
+        assert [o["pid"] for o in one.ok("status")["daemon"]["others"]] == [b.process.pid]
+        b.kill9()  # no goodbye: its row stays until its heartbeats lapse
+        deadline = time.monotonic() + 60
+        while one.ok("status")["daemon"]["others"] and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert one.ok("status")["daemon"]["others"] == []
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_doctor_checks_the_team_boards_database(team) -> None:
+    url, one, _ = team
+    one.ok("init", "--database", url)
+    name = _database_of(url)
+
+    def board_finding() -> dict[str, Any]:
+        run = one.cli("doctor", "--json")
+        found = json.loads(run.stdout)["findings"]
+        return next(f for f in found if f["check"] == "board")
+
+    assert board_finding()["status"] == "ok"
+    _admin(f"ALTER DATABASE {name} ALLOW_CONNECTIONS false")
+    try:
+        finding = board_finding()
+        assert finding["status"] == "fix" and "cannot be reached" in finding["message"]
+    finally:
+        _admin(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:  # as if made by an older coord
+        conn.execute("DELETE FROM schema_migrations WHERE version = 2")
+    finding = board_finding()
+    assert finding["status"] == "fix" and "has schema 1" in finding["message"]
