@@ -25,9 +25,11 @@ STOP_WAIT_SECONDS = 30.0
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
     from typing import Any
 
     from coord.cli.context import Context, Result
+    from coord.client.http import Client
 
 
 def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
@@ -94,7 +96,7 @@ def _describe(url: str) -> str:
     return describe(url)
 
 
-def _team_board(board_dir: Any, url: str, command: str) -> bool:
+def _team_board(board_dir: Path, url: str, command: str) -> bool:
     """Check that this checkout's board may be the PostgreSQL database ``url``: a valid URL
     without a password, and no other board here (a SQLite board.db, another database named
     in config.json). True if config.json names it already; nothing is written here."""
@@ -141,7 +143,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> Result:
     return {"stopped": True}, "daemon stopped"
 
 
-def _serve_database(url: str) -> Any:
+def _serve_database(url: str) -> Path:
     """The board directory ``coord serve --database URL`` serves: one whose config names that
     database, or that has no board yet, and then records it there, so this checkout's hooks,
     guard, library and on-demand daemons all use the one board the daemon serves."""
@@ -202,7 +204,7 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
     )
 
 
-def _other_daemons(client: Any) -> list[dict[str, Any]] | None:
+def _other_daemons(client: Client) -> list[dict[str, Any]] | None:
     """The other daemons serving this team board (None when the daemon cannot tell now)."""
     try:
         answer = client.get("/v1/status", timeout=10.0)

@@ -9,8 +9,8 @@ On a team board (PostgreSQL, config.json's ``database``) every machine runs its 
 the shared database: the flock still means one daemon per ``.coord/`` (per checkout), the
 database serialises the writes of them all, and each registers itself in the database's
 ``daemons`` table with a heartbeat, so ``coord status`` shows the others. Such a daemon never
-idles out (the others' agents may need what it holds mirrored here) and needs no SQLite
-checkpointer.
+idles out (this machine's hooks and agents rely on it answering while the team works) and
+needs no SQLite checkpointer.
 """
 
 from __future__ import annotations
