@@ -106,6 +106,10 @@ def test_init_database_then_the_cli_works_through_an_on_demand_daemon(team) -> N
     assert made["database"] == url and made["schema_version"] >= 2
     assert one.config()["database"] == url
     assert not (one.board_dir / "board.db").exists()  # the board is the database
+    for again in (("init", "--database", url), ("init",)):  # init again: the same team board
+        made = one.ok(*again)
+        assert (made["created"], made["database"]) == (False, url)
+        assert not (one.board_dir / "board.db").exists()
     item = one.ok("add", "write the parser")
     claim = one.ok("claim", str(item["id"]), agent="ada")
     assert claim["item"]["state"] == "claimed"
