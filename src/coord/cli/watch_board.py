@@ -229,7 +229,9 @@ class Watcher:
 
     def start(self) -> Watcher:
         for target in (self._follow, self._refresh):
-            threading.Thread(target=target, daemon=True).start()
+            threading.Thread(
+                target=_terminal_signals_elsewhere, args=(target,), daemon=True
+            ).start()
         return self
 
     @property
@@ -291,3 +293,13 @@ class Watcher:
                 self._snapshot = snapshot
             self._read_trouble, pause = None, 0.0
             time.sleep(MIN_REFRESH_SECONDS)  # what arrives meanwhile is one more read, not many
+
+
+def _terminal_signals_elsewhere(target: Callable[[], None]) -> None:
+    """Run ``target`` with the terminal's signals blocked in this thread, so the kernel
+    delivers them to the main one: curses hears of a resize (SIGWINCH) only when it
+    interrupts the main thread's wait for a key, and Ctrl-C (SIGINT) ends that wait at once."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGWINCH, signal.SIGINT})
+    target()

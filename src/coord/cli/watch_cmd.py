@@ -10,6 +10,7 @@ error). It starts a daemon as any board command does, once; later it waits for o
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 
 from coord.cli import watch_board, watch_view
@@ -75,6 +76,10 @@ def _run(watcher: watch_board.Watcher, agent: str | None) -> int:
     import locale
 
     locale.setlocale(locale.LC_ALL, "")  # curses writes UTF-8 only under a UTF-8 locale
+    # curses takes exported LINES and COLUMNS over the terminal's own size, and keeps them
+    # across a resize: the window would never grow. The terminal knows its size.
+    for variable in ("LINES", "COLUMNS"):
+        os.environ.pop(variable, None)
     try:
         return int(curses.wrapper(_Screen(watcher, agent).loop))
     except KeyboardInterrupt:  # Ctrl-C: curses.wrapper has restored the terminal
@@ -197,6 +202,4 @@ def _terminal_columns() -> int:
 
 
 def _term() -> str:
-    import os
-
     return os.environ.get("TERM") or "unset"
