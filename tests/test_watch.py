@@ -241,7 +241,10 @@ def test_once_prints_one_frame_on_a_pipe_and_json_one_snapshot(daemon: Daemon) -
 
 
 def test_the_command_line_loads_neither_curses_nor_the_watch() -> None:
-    code = "import sys, coord.cli.main; print(sorted(m for m in sys.modules if 'curses' in m or 'watch' in m))"
+    code = (
+        "import sys, coord.cli.main; "
+        "print(sorted(m for m in sys.modules if 'curses' in m or 'watch' in m))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stderr
 
@@ -286,7 +289,7 @@ def _snapshot(server_now: float, count: int) -> Snapshot:
                 "expires_at": lease,
             }
             for n in range(count)
-        ],  # fmt: skip
+        ],
         agents=[
             {"name": f"agent-{n}", "last_seen": iso(server_now - 10), "active": True}
             for n in range(count)
@@ -301,7 +304,7 @@ def _snapshot(server_now: float, count: int) -> Snapshot:
                 "details": {"title": f"t{n}"},
             }
             for n in range(count)
-        ],  # fmt: skip
+        ],
     )
 
 

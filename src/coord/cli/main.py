@@ -189,7 +189,7 @@ COMMANDS: Commands = {
     "watch": _elsewhere(
         "coord.cli.watch_cmd",
         "the board live in a terminal: claims with their leases counting down, questions, "
-        "ready work, held files, activity (q quits)",
+        "ready work, held files, activity (keys: q quit, r refresh, Tab pane, f agent)",
         "cmd_watch",
         "args_watch",
     ),
