@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 EVENTS_KEPT = 100  # the activity feed's memory: more than any screen shows
 MIN_REFRESH_SECONDS = 0.5  # a claim storm is one read of the board per half second, not per event
+# ... and never more than a sixth of the daemon's time: on a board of 200,000 items a reading
+# takes ~0.2 s (the counts by state), so the next waits five times that
+REFRESH_COST_FACTOR = 5.0
 REFRESH_SECONDS = 15.0  # reread anyway: agents' last-seen times move without an event
 LONG_POLL_SECONDS = 25.0
 MAX_PAUSE_SECONDS = 2.0  # between tries while the daemon is away
@@ -278,6 +281,7 @@ class Watcher:
         while True:
             self._wake.wait(pause or REFRESH_SECONDS)
             self._wake.clear()
+            started = time.monotonic()
             try:
                 snapshot = read_board(self._reader, self._rows)
             except (CoordError, KeyError, TypeError, ValueError) as err:
@@ -292,7 +296,9 @@ class Watcher:
             with self._lock:
                 self._snapshot = snapshot
             self._read_trouble, pause = None, 0.0
-            time.sleep(MIN_REFRESH_SECONDS)  # what arrives meanwhile is one more read, not many
+            # what arrives meanwhile is one more read, not many
+            took = time.monotonic() - started
+            time.sleep(max(MIN_REFRESH_SECONDS, REFRESH_COST_FACTOR * took))
 
 
 def _terminal_signals_elsewhere(target: Callable[[], None]) -> None:
