@@ -6,7 +6,7 @@ live reservations, and the last events. A lease runs out without an event, so th
 it down itself, on the board's clock: the status answer's ``now``, carried forward by this
 machine's monotonic clock. This machine's wall clock is never asked what time it is.
 
-Two threads keep it live: one follows the event feed (``FEED``), the other reads a fresh
+Two threads keep it live: one follows the event stream (``FEED``), the other reads a fresh
 snapshot when an event says something changed (bursts coalesced, at most one read every
 ``MIN_REFRESH_SECONDS``) and every ``REFRESH_SECONDS`` regardless. Neither dies when the daemon
 goes away: they say why (the view shows "reconnecting…") and go on once one answers again.
@@ -39,7 +39,6 @@ MIN_REFRESH_SECONDS = 0.5  # a claim storm is one read of the board per half sec
 # takes ~0.2 s (the counts by state), so the next waits five times that
 REFRESH_COST_FACTOR = 5.0
 REFRESH_SECONDS = 15.0  # reread anyway: agents' last-seen times move without an event
-LONG_POLL_SECONDS = 25.0
 MAX_PAUSE_SECONDS = 2.0  # between tries while the daemon is away
 PAGE_MIN, PAGE_MAX = 10, 200  # items read per state: what a screen can show, bounded
 
@@ -180,31 +179,35 @@ def read_board(client: Client, rows: int, *, events: bool = False) -> Snapshot:
     return snapshot
 
 
-def long_poll(
+def stream(
     client: Client, after: int, trouble: Callable[[str | None], None]
 ) -> Iterator[dict[str, Any]]:
-    """Every event after ``after``, in order, for ever: the long-poll of ``GET /v1/events``.
-    Across a daemon restart it tells ``trouble`` why it waits, tries again, and resumes after
-    the last event it gave: nothing lost or doubled."""
-    pause = 0.0
+    """Every event after ``after``, in order, for ever: ``GET /v1/events/stream`` read by
+    ``coord.client.stream``, which resumes across a daemon restart with nothing lost or
+    doubled; ``trouble`` hears why it waits, then None when it is back. A view too far behind
+    for the stream (told to reload) gets the last ``EVENTS_KEPT`` events and goes on from the
+    newest: the board itself is read again anyway."""
+    from coord.client import stream as sse
+
     while True:
-        path = f"/v1/events?after={after}&limit=500&wait={LONG_POLL_SECONDS:g}"
-        try:
-            answer = client.get(path, timeout=LONG_POLL_SECONDS + 15)
-        except CoordError as err:
-            trouble(err.message)
-            pause = min(max(pause * 2, 0.2), MAX_PAUSE_SECONDS)
-            time.sleep(pause)
-            continue
-        if pause:
-            trouble(None)
-            pause = 0.0
-        yield from answer["events"]
-        after = answer["last_seq"]
+        for said in sse.follow(client, after=after):
+            if isinstance(said, sse.Interrupted):
+                trouble(said.message)
+            elif isinstance(said, sse.Resumed):
+                trouble(None)
+            elif isinstance(said, sse.Reload):
+                after = max(after, said.last_seq - EVENTS_KEPT)
+                answer = client.get(f"/v1/events?after={after}&limit={EVENTS_KEPT}")
+                yield from answer["events"]
+                after = max(after, int(answer["last_seq"]), said.last_seq)
+                break
+            else:
+                after = said["seq"]
+                yield said
 
 
-# How the view hears of changes: swapping in the event stream is this one line.
-FEED: Feed = long_poll
+# How the view hears of changes.
+FEED: Feed = stream
 
 
 class Watcher:
