@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -170,14 +171,21 @@ def test_it_keeps_going_across_a_daemon_restart(board_dir: Path, terminal: type[
         second.stop()
 
 
-@pytest.mark.parametrize(("key", "code"), [("q", 0), ("C-c", 130)])
-def test_q_and_ctrl_c_end_it_with_the_terminal_restored(
+@pytest.mark.parametrize(("key", "code"), [("q", 0), ("C-c", 130), ("SIGTERM", 143)])
+def test_q_ctrl_c_and_kill_end_it_with_the_terminal_restored(
     daemon: Daemon, terminal: type[Terminal], key: str, code: int
 ) -> None:
     seed(daemon.board_dir)
     term = terminal(daemon.board_dir, "")
     term.wait_for("Fix login flow")
-    term.keys(key)
+    if key == "SIGTERM":
+        shell = term.tmux("display-message", "-p", "-t", "w", "#{pane_pid}").strip()
+        [watch] = subprocess.run(
+            ["pgrep", "-P", shell], capture_output=True, text=True, check=True
+        ).stdout.split()
+        os.kill(int(watch), signal.SIGTERM)
+    else:
+        term.keys(key)
     screen = "\n".join(term.wait_for(r"exit=\d+"))
     assert f"exit={code}" in screen
     assert "tty-restored" in screen  # echo, canonical mode, ... as before it ran

@@ -80,6 +80,13 @@ def _run(watcher: watch_board.Watcher, agent: str | None) -> int:
     # across a resize: the window would never grow. The terminal knows its size.
     for variable in ("LINES", "COLUMNS"):
         os.environ.pop(variable, None)
+    import signal
+
+    def ended(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)  # through curses.wrapper, which restores the terminal
+
+    for ending in (signal.SIGTERM, signal.SIGHUP):  # `kill`, the pane or the ssh closed
+        signal.signal(ending, ended)
     try:
         return int(curses.wrapper(_Screen(watcher, agent).loop))
     except KeyboardInterrupt:  # Ctrl-C: curses.wrapper has restored the terminal
