@@ -316,7 +316,9 @@ def _snapshot(server_now: float, count: int) -> Snapshot:
     )
 
 
-@pytest.mark.parametrize(("width", "height"), [(80, 24), (100, 30), (20, 5), (40, 3)])
+@pytest.mark.parametrize(
+    ("width", "height"), [(80, 24), (100, 30), (20, 5), (40, 3), (30, 2), (10, 1)]
+)
 def test_a_full_board_fits_the_screen_it_is_given(width: int, height: int) -> None:
     snapshot = _snapshot(time.time(), 60)
     lines = watch_view.frame(snapshot, snapshot.events, width=width, height=height)

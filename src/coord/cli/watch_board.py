@@ -214,16 +214,13 @@ class Watcher:
     """The live board: the latest snapshot and the recent events, kept fresh by two threads;
     the terminal reads them (``snapshot``, ``events``, ``trouble``) and draws."""
 
-    def __init__(
-        self, board_dir: Path, first: Snapshot, rows: int, feed: Feed | None = None
-    ) -> None:
+    def __init__(self, board_dir: Path, first: Snapshot, rows: int) -> None:
         from coord.client.http import Client
 
         # one client per thread; neither starts a daemon: stopping the daemon while this
         # watches must stop it (the view waits for the next one to start)
         self._reader = Client(board_dir, autostart=False, timeout=10.0)
         self._follower = Client(board_dir, autostart=False)
-        self._feed = feed or FEED
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._snapshot = first
@@ -263,7 +260,7 @@ class Watcher:
     def _follow(self) -> None:
         while True:
             try:
-                for event in self._feed(self._follower, self._last_seq, self._feed_said):
+                for event in FEED(self._follower, self._last_seq, self._feed_said):
                     with self._lock:
                         if event["seq"] <= self._last_seq:
                             continue  # a feed that resends what it gave must not double it
@@ -306,9 +303,11 @@ class Watcher:
 
 def _terminal_signals_elsewhere(target: Callable[[], None]) -> None:
     """Run ``target`` with the terminal's signals blocked in this thread, so the kernel
-    delivers them to the main one: curses hears of a resize (SIGWINCH) only when it
-    interrupts the main thread's wait for a key, and Ctrl-C (SIGINT) ends that wait at once."""
+    delivers them to the main one, where they end its wait for a key at once: a resize
+    (SIGWINCH), Ctrl-C (SIGINT), a `kill` or a closed terminal (SIGTERM, SIGHUP)."""
     import signal
 
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGWINCH, signal.SIGINT})
+    signal.pthread_sigmask(
+        signal.SIG_BLOCK, {signal.SIGWINCH, signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    )
     target()

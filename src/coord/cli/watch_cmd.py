@@ -193,6 +193,7 @@ def _encodable(text: str, encoding: str | None) -> str:
     """``text`` as the terminal's encoding can carry it (a C locale: ASCII, the rest escaped)."""
     if not encoding or encoding.lower().replace("-", "") == "utf8":
         return text
+    text = text.replace("·", "|")  # the frame's own separator, one column either way
     return text.encode(encoding, "backslashreplace").decode(encoding)
 
 

@@ -51,10 +51,13 @@ def frame(
         ("needs", _needs_human(snapshot, agent)),
         ("ready", _ready(snapshot)),
         ("files", _files(snapshot, now, agent)),
-        ("activity", _activity(events, agent, ellipsis)),
+        ("activity", _activity(events, agent)),
     ]
     chosen = [section for name, section in sections if pane in ("all", name)]
     lines = [_header(snapshot, now, trouble, ellipsis)]
+    if height is not None and height < 3:  # room for the counts alone
+        blank: list[Line] = [[("", "")]] * (height - 1)
+        return [_fit(lines[0], width - 1, ellipsis), *blank][:height]
     if height is None:
         for heading, rows in chosen:
             lines += [heading, *rows]
@@ -153,9 +156,7 @@ def _files(snapshot: Snapshot, now: float, agent: str | None) -> tuple[Line, lis
     return _heading("Held files", len(held), agent), rows
 
 
-def _activity(
-    events: list[dict[str, Any]], agent: str | None, ellipsis: str
-) -> tuple[Line, list[Line]]:
+def _activity(events: list[dict[str, Any]], agent: str | None) -> tuple[Line, list[Line]]:
     # heartbeats are the agents' pulse, shown as each claim's "hb" age: in the feed they
     # would push every other line off a small screen
     shown = [e for e in events if e["kind"] != "heartbeat" and agent in (None, e.get("agent"))]
