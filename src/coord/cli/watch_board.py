@@ -34,10 +34,10 @@ if TYPE_CHECKING:
     Feed = Callable[[Client, int, Callable[[str | None], None]], Iterator[dict[str, Any]]]
 
 EVENTS_KEPT = 100  # the activity feed's memory: more than any screen shows
-MIN_REFRESH_SECONDS = 0.5  # a claim storm is one read of the board per half second, not per event
-# ... and never more than a sixth of the daemon's time: on a board of 200,000 items a reading
-# takes ~0.2 s (the counts by state), so the next waits five times that
-REFRESH_COST_FACTOR = 5.0
+MIN_REFRESH_SECONDS = 1.0  # a claim storm is one read of the board a second, not one per event
+# ... and never more than a tenth of the daemon's time: on a board of 200,000 items a reading
+# takes ~0.2 s (the counts by state), so the next waits nine times that
+REFRESH_COST_FACTOR = 9.0
 REFRESH_SECONDS = 15.0  # reread anyway: agents' last-seen times move without an event
 MAX_PAUSE_SECONDS = 2.0  # between tries while the daemon is away
 PAGE_MIN, PAGE_MAX = 10, 200  # items read per state: what a screen can show, bounded
