@@ -15,11 +15,13 @@ from coord.server.context import Call
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": ["version", "pid", "schema_version", "board"],
+    "required": ["version", "pid", "schema_version", "last_seq", "board"],
     "properties": {
         "version": {"type": "string"},
         "pid": {"type": "integer"},
         "schema_version": {"type": "integer"},
+        # the newest event's sequence number: where a live view's feed starts
+        "last_seq": {"type": "integer", "minimum": 0},
         "board": {
             "type": "object",
             "required": [
@@ -41,5 +43,6 @@ def status(call: Call) -> dict[str, Any]:
         "version": __version__,
         "pid": os.getpid(),
         "schema_version": board.storage.schema_version(),
+        "last_seq": board.last_seq(),
         "board": overview(board),
     }
