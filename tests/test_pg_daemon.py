@@ -224,6 +224,10 @@ def test_serve_database_records_the_board_where_config_names_none(team) -> None:
     one.board_dir.mkdir()
     (one.board_dir / "token").write_text("t0ken\n")
     (one.board_dir / "config.json").write_text("{}")
+    # a database that cannot be reached is not recorded
+    refused = one.cli("serve", "--database", "postgresql://postgres@127.0.0.1:1/nothing")
+    assert refused.returncode == 1 and "cannot be reached" in refused.stderr
+    assert one.config() == {}
     process = _serve(one, "--database", url, stderr=subprocess.PIPE)
     try:
         assert one.config()["database"] == url

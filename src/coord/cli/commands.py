@@ -154,6 +154,9 @@ def _serve_database(url: str) -> Path:
             field="database",
         )
     if not _team_board(board_dir, url, "coord serve --database"):
+        from coord.core.board import open_storage
+
+        open_storage(board_dir, {"database": url}, {}).close()  # reached before it is recorded
         config = board_files.read_config(board_dir)
         config["database"] = url
         board_files.write_config(board_dir, config)
