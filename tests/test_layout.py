@@ -33,6 +33,7 @@ ENTRIES: dict[tuple[str, str], str] = {
     ("coord.cli.main", "coord.wiring"): "`coord init --claude …` and `coord uninstall`",
     ("coord.cli.doctor_cmd", "coord.wiring"): "`coord doctor` checks what `coord init` wired",
     ("coord.cli.main", "coord.mcp"): "`coord mcp` serves the MCP face over stdio",
+    ("coord.cli.migrate_cmd", "coord.storage"): "`coord migrate` copies a board between backends",
     ("coord.server.mcp_mount", "coord.mcp"): "the daemon mounts the MCP face at /mcp",
 }
 
