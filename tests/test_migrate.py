@@ -23,6 +23,7 @@ import pytest
 
 from conftest import Clock, Daemon, init_board_dir
 from coord.core.board import Board
+from coord.errors import CoordError
 from coord.storage import transfer
 from coord.storage.sqlite import SQLiteStorage
 from pg_support import open_storage
@@ -437,3 +438,31 @@ def test_a_target_schema_newer_than_this_coord_is_refused(seeded: Path, pg_url: 
 def test_the_board_itself_is_not_a_target(seeded: Path) -> None:
     refused = migrate("--to", f"sqlite:{seeded}", cwd=seeded.parent.parent)
     assert refused.returncode == 2 and "names the board being copied" in refused.stderr
+
+
+def test_a_copy_that_does_not_match_its_source_is_rolled_back(seeded: Path, tmp_path: Path) -> None:
+    """The verification is not for show: a target that lost a row (here: a load that drops
+    each table's last row) fails the comparison, and nothing is left."""
+    from coord.storage.sqlite_copy import SQLiteTarget
+
+    class Lossy(SQLiteTarget):
+        def load(self, table: transfer.Table, rows: Any) -> None:
+            super().load(table, list(rows)[:-1])
+
+    target = tmp_path / "lossy.db"
+    with pytest.raises(CoordError, match=r"the copy of table items does not match its source"):
+        transfer.copy_board(
+            transfer.open_source(transfer.location(f"sqlite:{seeded}", "--from")),
+            Lossy(str(target)),
+        )
+    assert not target.exists()
+
+
+def test_a_table_this_coord_does_not_know_is_refused_not_dropped(seeded: Path, pg_url: str) -> None:
+    conn = sqlite3.connect(seeded)
+    conn.execute("CREATE TABLE future_things (id INTEGER PRIMARY KEY)")
+    conn.close()
+    refused = migrate("--to", pg_url, cwd=seeded.parent.parent)
+    assert refused.returncode == 1, refused.stderr
+    assert "tables this coord does not copy (future_things)" in refused.stderr
+    assert pg_count(pg_url) == dict.fromkeys([*transfer.BY_NAME, "counters"], 0)

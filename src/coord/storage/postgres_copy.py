@@ -155,10 +155,14 @@ class PostgresSource(_Ends):
 
 
 def _reencoded(row: tuple[Any, ...], columns: list[int]) -> tuple[Any, ...]:
+    """jsonb's text of an array of strings (labels, checks) in ``json.dumps``'s form. The two
+    differ only where jsonb writes a character as itself and ``json.dumps`` escapes it
+    (beyond ASCII, and DEL): printable ASCII text is kept as it is, the rest re-encoded."""
     values = list(row)
     for i in columns:
-        if values[i] is not None:
-            values[i] = json.dumps(json.loads(values[i]))
+        text = values[i]
+        if text is not None and not (text.isascii() and text.isprintable()):
+            values[i] = json.dumps(json.loads(text))
     return tuple(values)
 
 

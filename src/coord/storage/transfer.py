@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Protocol
 
 from coord.errors import AlreadyExists, CoordError, InvalidInput
@@ -87,28 +88,26 @@ def unknown_tables(found: Sequence[str], where: str) -> None:
         )
 
 
-@dataclass
 class Summary:
-    """What one side holds of one table: its row count and a digest of its keys, the sum of
-    each key's SHA-256 (modulo 2**256): the same whatever order each backend reads the rows
-    in (their text collations differ), and it changes if any key is missing or added."""
+    """What one side holds of one table: its row count and the SHA-256 of its keys sorted
+    (in Python, so both backends' text collations give one order): a missing, extra or
+    changed key changes it."""
 
-    rows: int = 0
-    total: int = 0
-
-    def add(self, keys: Sequence[Any]) -> None:
-        self.rows += 1
-        self.total += int.from_bytes(hashlib.sha256(repr(tuple(keys)).encode()).digest())
+    def __init__(self) -> None:
+        self.keys: list[tuple[Any, ...]] = []
 
     @classmethod
     def of(cls, keys: Iterable[Sequence[Any]]) -> Summary:
         summary = cls()
-        for key in keys:
-            summary.add(key)
+        summary.keys.extend(map(tuple, keys))
         return summary
 
+    @property
+    def rows(self) -> int:
+        return len(self.keys)
+
     def hexdigest(self) -> str:
-        return f"{self.total % 2**256:064x}"
+        return hashlib.sha256(repr(sorted(self.keys)).encode()).hexdigest()
 
 
 class Source(Protocol):
@@ -198,8 +197,6 @@ def _copy(
                     f"{_first_line(error)}; nothing was copied",
                     table=table.name,
                 ) from error
-        counters = source.counters()
-        target.set_counters(counters)
         tables = {}
         for table in TABLES:
             mine, theirs = copied[table.name], target.summarize(table)
@@ -210,6 +207,8 @@ def _copy(
                     table=table.name,
                 )
             tables[table.name] = {"rows": mine.rows, "keys_sha256": mine.hexdigest()}
+        counters = source.counters()
+        target.set_counters(counters)
         description = (source.description, target.description)
     # the target committed as the stack closed
     return Report(*description, tables, counters, time.perf_counter() - started)
@@ -219,11 +218,12 @@ def _counted(
     batches: Iterator[list[tuple[Any, ...]]], table: Table, summary: Summary
 ) -> Iterator[tuple[Any, ...]]:
     """The source's rows one by one, each key added to the source's summary on the way."""
-    where = [table.columns.index(column) for column in table.key]
+    key_of = itemgetter(*(table.columns.index(column) for column in table.key))
+    single = len(table.key) == 1
+    keys = summary.keys
     for rows in batches:
-        for row in rows:
-            summary.add([row[i] for i in where])
-            yield row
+        keys.extend((key_of(row),) if single else key_of(row) for row in rows)
+        yield from rows
 
 
 def _first_line(error: BaseException) -> str:
