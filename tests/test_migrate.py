@@ -286,7 +286,8 @@ def test_the_command_reports_verified_counts_and_the_next_step(seeded: Path, pg_
     for table in transfer.TABLES:
         assert f"  {table.name:<13} {len(rows[table.name]):>9} rows  keys " in done.stdout
     assert "verified" in done.stdout
-    assert f'"database": "{pg_url}"' in done.stdout  # what to do next
+    assert f"next: move {seeded} away" in done.stdout  # what to do next
+    assert f"coord init --database {pg_url}" in done.stdout
 
 
 def test_a_target_that_holds_a_board_is_refused_and_left_unchanged(

@@ -61,7 +61,7 @@ def cmd_migrate(args: argparse.Namespace, ctx: Context) -> Result:
             locks.enter_context(_no_daemon(end))
         report = transfer.copy_board(transfer.open_source(source), transfer.open_target(target))
     document: dict[str, Any] = report.to_dict()
-    document["next"] = _next_step(ctx, source, target)
+    document["next"] = _next_step(source, target)
     return document, _text(document)
 
 
@@ -122,16 +122,20 @@ def _daemon_url(board_dir: Path) -> str:
         return ""
 
 
-def _next_step(ctx: Context, source: Location, target: Location) -> str:
+def _next_step(source: Location, target: Location) -> str:
+    """What the user does next: the command changes no setting (a checkout names one board,
+    and `coord init --database` refuses to name a database beside a board.db)."""
     if target.kind == "postgresql":
         return (
-            f'point each checkout at it: "database": "{target.where}" in .coord/config.json '
-            f"(the password from PGPASSWORD or ~/.pgpass), then start the daemon; {source} is "
-            "left as it was (a copy of the board as it stood, until you delete it)"
+            f"move {source.where} away (it stays the board as it stood) and point this "
+            f"checkout and every other one at the database: coord init --database {target.where}"
+            " (the password from PGPASSWORD or ~/.pgpass)"
+            if source.kind == "sqlite"
+            else f"point each checkout at it: coord init --database {target.where}"
         )
     return (
-        f"to run a checkout on it: stop its daemon, put the file at .coord/board.db and take "
-        f'"database" out of .coord/config.json; {source} is left as it was'
+        f'to run a checkout on it: stop the daemons serving {source}, take "database" out of '
+        ".coord/config.json and put the file at .coord/board.db"
     )
 
 

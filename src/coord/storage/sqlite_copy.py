@@ -96,7 +96,8 @@ class SQLiteSource:
         return self._conn
 
     def tables(self) -> list[str]:
-        return _tables(self.conn)
+        # SQLite's own (sqlite_sequence, sqlite_stat1 after an ANALYZE) are not the board's
+        return [name for name in _tables(self.conn) if not name.startswith("sqlite_")]
 
     def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
         cursor = self.conn.execute(
