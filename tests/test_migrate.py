@@ -24,6 +24,7 @@ import pytest
 from conftest import Clock, Daemon, init_board_dir
 from coord.core.board import Board
 from coord.errors import CoordError
+from coord.fast import board_files
 from coord.storage import transfer
 from coord.storage.sqlite import SQLiteStorage
 from pg_support import open_storage
@@ -310,10 +311,8 @@ def test_a_database_of_something_else_is_refused_before_anything_is_created(
     seeded: Path, pg_url: str
 ) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(
-            "DROP TABLE events, reservations, agents, acks, replies, item_files, deps, items, "
-            "board_counters, schema_migrations"
-        )
+        conn.execute("DROP SCHEMA public CASCADE")  # the template's board, whatever its tables
+        conn.execute("CREATE SCHEMA public")
         conn.execute("CREATE TABLE customers (id int)")
     refused = migrate("--to", pg_url, cwd=seeded.parent.parent)
     assert refused.returncode == 3, refused.stderr
@@ -467,3 +466,21 @@ def test_a_table_this_coord_does_not_know_is_refused_not_dropped(seeded: Path, p
     assert refused.returncode == 1, refused.stderr
     assert "tables this coord does not copy (future_things)" in refused.stderr
     assert pg_count(pg_url) == dict.fromkeys([*transfer.BY_NAME, "counters"], 0)
+
+
+@pytest.mark.skipif(
+    "database" not in board_files.CONFIG_KEYS,
+    reason="a board on PostgreSQL (config.json's database) arrives with branch pg-daemon",
+)
+def test_a_board_on_postgresql_exports_itself_by_default(
+    seeded: Path, pg_url: str, tmp_path: Path
+) -> None:
+    assert migrate("--to", pg_url, cwd=seeded.parent.parent).returncode == 0
+    team = tmp_path / "team"
+    board_files.init_board_files(team / ".coord")
+    board_files.write_config(
+        team / ".coord", {**board_files.read_config(team / ".coord"), "database": pg_url}
+    )
+    exported = migrate("--to", f"sqlite:{tmp_path / 'out.db'}", cwd=team)
+    assert exported.returncode == 0, exported.stderr
+    assert sqlite_rows(tmp_path / "out.db") == sqlite_rows(seeded)
