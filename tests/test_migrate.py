@@ -484,3 +484,12 @@ def test_a_board_on_postgresql_exports_itself_by_default(
     exported = migrate("--to", f"sqlite:{tmp_path / 'out.db'}", cwd=team)
     assert exported.returncode == 0, exported.stderr
     assert sqlite_rows(tmp_path / "out.db") == sqlite_rows(seeded)
+
+
+def test_an_empty_board_file_can_take_the_export(seeded: Path, pg_url: str, tmp_path: Path) -> None:
+    """A checkout's fresh `coord init` board is empty: the way back may fill it."""
+    assert migrate("--to", pg_url, cwd=seeded.parent.parent).returncode == 0
+    fresh = init_board_dir(tmp_path / "fresh")
+    back = migrate("--from", pg_url, "--to", f"sqlite:{fresh / 'board.db'}", cwd=fresh.parent)
+    assert back.returncode == 0, back.stderr
+    assert sqlite_rows(fresh / "board.db") == sqlite_rows(seeded)

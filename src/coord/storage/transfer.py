@@ -83,8 +83,8 @@ def unknown_tables(found: Sequence[str], where: str) -> None:
     unknown = sorted(set(found) - set(BY_NAME) - set(NOT_COPIED))
     if unknown:
         raise CoordError(
-            f"{where} has tables this coord does not copy ({', '.join(unknown)}): it was written "
-            "by a newer coord; upgrade coord and migrate again",
+            f"{where} has tables this coord does not copy ({', '.join(unknown)}): a newer "
+            "coord's (upgrade coord and migrate again) or your own (drop them first)",
         )
 
 
@@ -200,13 +200,14 @@ def _copy(
         tables = {}
         for table in TABLES:
             mine, theirs = copied[table.name], target.summarize(table)
-            if (mine.rows, mine.hexdigest()) != (theirs.rows, theirs.hexdigest()):
+            digest = mine.hexdigest()
+            if (mine.rows, digest) != (theirs.rows, theirs.hexdigest()):
                 raise CoordError(
                     f"the copy of table {table.name} does not match its source ({mine.rows} rows "
-                    f"read, {theirs.rows} written); nothing was copied",
+                    f"read, {theirs.rows} written, not the same keys); nothing was copied",
                     table=table.name,
                 )
-            tables[table.name] = {"rows": mine.rows, "keys_sha256": mine.hexdigest()}
+            tables[table.name] = {"rows": mine.rows, "keys_sha256": digest}
         counters = source.counters()
         target.set_counters(counters)
         description = (source.description, target.description)
