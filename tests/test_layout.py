@@ -40,6 +40,7 @@ ENTRIES: dict[tuple[str, str], str] = {
         "`coord doctor` checks that a team board's database answers, at this release's schema"
     ),
     ("coord.cli.main", "coord.mcp"): "`coord mcp` serves the MCP face over stdio",
+    ("coord.cli.migrate_cmd", "coord.storage"): "`coord migrate` copies a board between backends",
     ("coord.server.mcp_mount", "coord.mcp"): "the daemon mounts the MCP face at /mcp",
 }
 

@@ -206,6 +206,13 @@ COMMANDS: Commands = {
         "cmd_doctor",
         "args_doctor",
     ),
+    "migrate": _elsewhere(
+        "coord.cli.migrate_cmd",
+        "copy the board to PostgreSQL (--to postgresql://…) or back to a SQLite file "
+        "(--to sqlite:PATH); verified, one transaction",
+        "cmd_migrate",
+        "args_migrate",
+    ),
     "guard": (
         files.cmd_guard,
         "may I edit these paths? exit 0, or 2 with the reasons "
