@@ -493,3 +493,43 @@ def test_an_empty_board_file_can_take_the_export(seeded: Path, pg_url: str, tmp_
     back = migrate("--from", pg_url, "--to", f"sqlite:{fresh / 'board.db'}", cwd=fresh.parent)
     assert back.returncode == 0, back.stderr
     assert sqlite_rows(fresh / "board.db") == sqlite_rows(seeded)
+
+
+def test_switch_moves_this_checkout_onto_the_database(seeded: Path, pg_url: str) -> None:
+    """--switch: after the verified copy the checkout's commands run on PostgreSQL, and the
+    old file is kept aside, whole."""
+    repo = seeded.parent.parent
+    before = sqlite_rows(seeded)
+    done = migrate("--to", pg_url, "--switch", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    kept = seeded.with_name("board.db.migrated")
+    assert not seeded.exists() and kept.exists()
+    assert sqlite_rows(kept) == before
+    assert board_files.database_url(seeded.parent) == pg_url
+    assert "this checkout now uses the database" in done.stdout
+    try:
+        listed = subprocess.run(
+            [*COORD, "ls", "--all", "--json"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert listed.returncode == 0, listed.stderr
+        titles = {item["title"] for item in json.loads(listed.stdout)["items"]}
+        assert {"pending", "claimed", "waits on a human"} <= titles
+    finally:
+        subprocess.run([*COORD, "stop"], cwd=repo, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("extra", [["--from", "sqlite:{db}"], []])
+def test_switch_is_refused_where_it_cannot_move_this_checkout(
+    seeded: Path, pg_url: str, tmp_path: Path, extra: list[str]
+) -> None:
+    target = ["--to", f"sqlite:{tmp_path / 'out.db'}"] if not extra else ["--to", pg_url]
+    args = [a.format(db=seeded) for a in extra]
+    done = migrate(*target, *args, "--switch", cwd=seeded.parent.parent)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--switch" in done.stderr and "nothing was copied" in done.stderr
+    assert seeded.exists() and board_files.database_url(seeded.parent) is None
+    assert not (tmp_path / "out.db").exists()

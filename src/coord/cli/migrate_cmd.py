@@ -9,7 +9,9 @@ and key digests) is ``coord.storage.transfer``'s; here are the command's choices
   lock (``.coord/daemon.lock``) for the whole copy, so it refuses while one runs (`coord
   stop` first) and no daemon starts meanwhile. A write the daemon acknowledged after the
   snapshot would otherwise stay behind in the file the board no longer uses.
-- It changes no setting: the answer says what to do next (point the board at its new home).
+- It changes no setting unless ``--switch`` asks it to move this checkout onto the new
+  PostgreSQL board (the old file kept beside it, renamed), still under the daemon lock;
+  otherwise the answer says what to do next.
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ def args_migrate(p: argparse.ArgumentParser) -> None:
         help="the board to copy, in the same forms (default: this board: the database its "
         "config names, else .coord/board.db)",
     )
+    p.add_argument(
+        "--switch",
+        action="store_true",
+        help="after a verified copy of this checkout's SQLite board to PostgreSQL, move this "
+        "checkout onto it: .coord/board.db is renamed board.db.migrated and the database "
+        "setting recorded (default: no setting changes)",
+    )
 
 
 def cmd_migrate(args: argparse.Namespace, ctx: Context) -> Result:
@@ -56,13 +65,42 @@ def cmd_migrate(args: argparse.Namespace, ctx: Context) -> Result:
     source = transfer.location(args.source, "--from") if args.source else _this_board(ctx)
     if _same(source, target):
         raise InvalidInput(f"--to names the board being copied ({target}): name another")
+    if args.switch and (args.source or source.kind != "sqlite" or target.kind != "postgresql"):
+        raise InvalidInput(
+            "--switch moves this checkout's SQLite board to PostgreSQL: use it with --to "
+            "postgresql://… and without --from; nothing was copied",
+            field="switch",
+        )
     with contextlib.ExitStack() as locks:
         for end in (source, target):
             locks.enter_context(_no_daemon(end))
         report = transfer.copy_board(transfer.open_source(source), transfer.open_target(target))
-    document: dict[str, Any] = report.to_dict()
-    document["next"] = _next_step(source, target)
+        document: dict[str, Any] = report.to_dict()
+        if args.switch:  # still under the daemon lock: no daemon serves the old file meanwhile
+            kept = _switch(ctx.board_dir, target.where)
+            document["switched"] = {"database": target.where, "old_board": str(kept)}
+            document["next"] = (
+                f"this checkout now uses the database (the old board is kept as {kept}); point "
+                f"every other checkout at it: coord init --database {target.where}"
+            )
+        else:
+            document["next"] = _next_step(source, target)
     return document, _text(document)
+
+
+def _switch(board_dir: Path, database: str) -> Path:
+    """Point this checkout at ``database``: the SQLite file (and any -wal/-shm beside it, so
+    it stays a whole board) renamed aside, then the setting recorded."""
+    db = board_files.db_path(board_dir)
+    kept = db.with_name(db.name + ".migrated")
+    for suffix in ("-wal", "-shm", ""):
+        part = db.with_name(db.name + suffix)
+        if part.exists():
+            part.rename(kept.with_name(kept.name + suffix))
+    config = board_files.read_config(board_dir)
+    config["database"] = database
+    board_files.write_config(board_dir, config)
+    return kept
 
 
 def _this_board(ctx: Context) -> Location:

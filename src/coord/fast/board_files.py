@@ -255,12 +255,13 @@ def check_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
     return config
 
 
-def check_database_url(url: Any) -> str:
+def check_database_url(url: Any, field: str = "database") -> str:
     """``url`` if it names a PostgreSQL database without a password; else InvalidInput that
-    never repeats the URL (it may hold the password)."""
+    never repeats the URL (it may hold the password). ``field``: the setting or option that
+    gave it, named by the error."""
     if not isinstance(url, str) or not url.strip():
         raise InvalidInput(
-            "must be a PostgreSQL URL, postgresql://USER@HOST:PORT/DATABASE", field="database"
+            "must be a PostgreSQL URL, postgresql://USER@HOST:PORT/DATABASE", field=field
         )
     from urllib.parse import parse_qs, urlsplit
 
@@ -268,18 +269,18 @@ def check_database_url(url: Any) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (a port that is not a number raises here)
     except ValueError as err:
-        raise InvalidInput(f"not a valid URL ({err})", field="database") from None
+        raise InvalidInput(f"not a valid URL ({err})", field=field) from None
     if parts.scheme not in DATABASE_SCHEMES:
         raise InvalidInput(
             "must be a PostgreSQL URL starting postgresql:// "
             "(postgresql://USER@HOST:PORT/DATABASE)",
-            field="database",
+            field=field,
         )
     if parts.password is not None or "password" in parse_qs(parts.query):
-        raise InvalidInput(f"the URL holds a password; {PASSWORD_FIX}", field="database")
+        raise InvalidInput(f"the URL holds a password; {PASSWORD_FIX}", field=field)
     if not parts.path.strip("/") and "dbname" not in parse_qs(parts.query):
         raise InvalidInput(
-            "the URL names no database: postgresql://USER@HOST:PORT/DATABASE", field="database"
+            "the URL names no database: postgresql://USER@HOST:PORT/DATABASE", field=field
         )
     return url
 

@@ -25,6 +25,7 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from coord.errors import AlreadyExists, CoordError, InvalidInput
+from coord.fast import board_files
 
 BATCH_ROWS = 5000  # rows per batch read from the source and written to the target
 
@@ -234,12 +235,6 @@ def _first_line(error: BaseException) -> str:
 
 # --- where a board is --------------------------------------------------------------------------
 
-POSTGRES_SCHEMES = ("postgresql", "postgres")
-PASSWORD_FIX = (
-    "keep the password out of the URL: libpq reads it from the PGPASSWORD environment "
-    "variable or a password file (~/.pgpass, or the file PGPASSFILE names)"
-)
-
 
 @dataclass(frozen=True)
 class Location:
@@ -260,7 +255,7 @@ def location(text: str, option: str) -> Location:
             raise InvalidInput(f"{option}: sqlite: names no file (sqlite:PATH)", field=option)
         return Location("sqlite", path)
     scheme = text.partition(":")[0].lower()
-    if scheme in POSTGRES_SCHEMES:
+    if scheme in board_files.DATABASE_SCHEMES:
         return Location("postgresql", check_postgres_url(text, option))
     raise InvalidInput(
         f"{option}: {text!r} is neither postgresql://USER@HOST:PORT/DATABASE nor sqlite:PATH",
@@ -269,23 +264,12 @@ def location(text: str, option: str) -> Location:
 
 
 def check_postgres_url(url: str, option: str) -> str:
-    """``url`` if it names a PostgreSQL database without a password; never repeats the URL
-    in an error (it may hold the password)."""
-    from urllib.parse import parse_qs, urlsplit
-
+    """``url`` if it names a PostgreSQL database without a password (the board's own rule for
+    its ``database`` setting); the error names ``option``."""
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  (a port that is not a number raises here)
-    except ValueError as err:
-        raise InvalidInput(f"{option}: not a valid URL ({err})", field=option) from None
-    if parts.password is not None or "password" in parse_qs(parts.query):
-        raise InvalidInput(f"{option}: the URL holds a password; {PASSWORD_FIX}", field=option)
-    if not parts.path.strip("/") and "dbname" not in parse_qs(parts.query):
-        raise InvalidInput(
-            f"{option}: the URL names no database: postgresql://USER@HOST:PORT/DATABASE",
-            field=option,
-        )
-    return url
+        return board_files.check_database_url(url, field=option)
+    except InvalidInput as err:
+        raise InvalidInput(f"{option}: {err.message}", field=option) from None
 
 
 def open_source(where: Location) -> AbstractContextManager[Source]:
