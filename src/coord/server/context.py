@@ -16,6 +16,7 @@ from typing import Any
 from coord import model
 from coord.core.board import Board
 from coord.errors import InvalidInput
+from coord.server.web.access import WebAccess
 
 NOTHING: Mapping[str, str] = MappingProxyType({})
 
@@ -47,6 +48,8 @@ class Server:
     # what /v1/identity proves: the id in daemon.json and the port it listens on
     instance: str = ""
     port: int = 0
+    # the web page's codes and session key; None: the page's cookie opens nothing
+    web: WebAccess | None = None
 
 
 class Call:
