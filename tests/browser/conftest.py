@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from real_clients.npm_clients import ClientUnavailable, install
 from tests.conftest import Daemon, init_board_dir, run_cli
+
+from real_clients.npm_clients import ClientUnavailable, install
 
 PLAYWRIGHT_VERSION = "1.64.1"
 HERE = Path(__file__).parent

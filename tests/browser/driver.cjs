@@ -42,9 +42,21 @@ async function main() {
       const response = await page.goto(url);
       return { url: page.url(), status: response ? response.status() : null };
     },
-    // wait until a JavaScript expression (a function body's value) is truthy in the page
-    wait: async ({ expr, timeout }) =>
-      (await page.waitForFunction(expr, null, { timeout: timeout || 15000, polling: 100 })).jsonValue(),
+    // wait until a JavaScript expression is truthy in the page. Polled with evaluate (the
+    // DevTools protocol's, which the page's CSP allows), not waitForFunction: that builds a
+    // function from the string inside the page, which the CSP (no 'unsafe-eval') refuses.
+    wait: async ({ expr, timeout }) => {
+      const deadline = Date.now() + (timeout || 15000);
+      for (;;) {
+        const value = await page.evaluate(expr).catch((error) => {
+          if (/Execution context was destroyed|navigation/i.test(String(error))) return null;
+          throw error;
+        });
+        if (value) return value === true ? true : typeof value === "object" ? "found" : value;
+        if (Date.now() > deadline) throw new Error(`timed out after ${timeout} ms waiting for ${expr}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    },
     eval: async ({ expr }) => page.evaluate(expr),
     fill: async ({ selector, text }) => page.fill(selector, text),
     click: async ({ selector }) => page.click(selector),

@@ -42,7 +42,7 @@ def test_the_page_follows_the_board_without_a_reload(served: Daemon, browser: Br
 
     cli(served, "claim", str(item), "--lease", "4", agent=AGENT)
     browser.wait(card("claimed", item))
-    assert browser.eval(f"{card('ready', item)}") is None
+    assert browser.eval(f"{card('ready', item)} === null")
     countdown = browser.eval(f"{card('claimed', item)}.querySelector('.countdown').textContent")
     assert re.fullmatch(r"[1-4]s left", countdown), countdown
     holder = browser.eval(f"{card('claimed', item)}.querySelector('b').textContent")
@@ -52,7 +52,7 @@ def test_the_page_follows_the_board_without_a_reload(served: Daemon, browser: Br
     lapsed = f"{card('ready', item)} && {card('ready', item)}.classList.contains('lapsed')"
     browser.wait(lapsed, timeout=15)
     assert "claimable again" in browser.eval(f"{card('ready', item)}.textContent")
-    assert browser.eval(f"{card('claimed', item)}") is None
+    assert browser.eval(f"{card('claimed', item)} === null")
     assert browser.do("loads") == 1  # all of it without a reload
     assert browser.do("problems") == []
 
@@ -69,16 +69,14 @@ def test_an_answer_from_the_page_reaches_the_holder(served: Daemon, browser: Bro
     browser.do("fill", selector=f'#col-needs .card[data-id="{item}"] textarea', text="SQLite")
     browser.do("click", selector=f'#col-needs .card[data-id="{item}"] button')
     browser.wait(card("claimed", item))
-    assert browser.eval(f"{card('needs', item)}") is None
+    assert browser.eval(f"{card('needs', item)} === null")
 
     inbox = cli(served, "inbox", agent=AGENT)["events"]
     answers = [e for e in inbox if e["kind"] == "answered"]
     assert [(e["agent"], e["details"]["answer"]) for e in answers] == [("alice", "SQLite")]
 
 
-def test_what_does_not_come_from_the_page_changes_nothing(
-    served: Daemon, browser: Browser
-) -> None:
+def test_what_does_not_come_from_the_page_changes_nothing(served: Daemon, browser: Browser) -> None:
     item = cli(served, "add", "a question", agent="planner")["id"]
     cli(served, "claim", str(item), agent=AGENT)
     cli(served, "escalate", str(item), "yes?", agent=AGENT)
@@ -139,18 +137,21 @@ def test_the_page_keeps_up_across_a_daemon_restart(served: Daemon, browser: Brow
     for item in (first, *while_down):
         browser.wait(card("ready", item))
     browser.wait(card("claimed", after))
-    seqs = browser.eval("[...document.querySelectorAll('#feed li[data-seq]')].map(li => +li.dataset.seq)")
+    seqs = browser.eval(
+        "[...document.querySelectorAll('#feed li[data-seq]')].map(li => +li.dataset.seq)"
+    )
     assert sorted(seqs) == list(range(1, last + 1))  # every event once: none missed, none doubled
     assert browser.do("loads") == 1
 
 
-def test_a_screenshot_of_a_seeded_board(
-    served: Daemon, browser: Browser, artifacts: Path
-) -> None:
+def test_a_screenshot_of_a_seeded_board(served: Daemon, browser: Browser, artifacts: Path) -> None:
     seed(served)
     open_page(served, browser)
-    browser.do("eval", expr="(() => { const s = document.getElementById('plan-doc'); "
-               "s.value = 'docs/plan.md'; s.dispatchEvent(new Event('change')); })()")
+    browser.do(
+        "eval",
+        expr="(() => { const s = document.getElementById('plan-doc'); "
+        "s.value = 'docs/plan.md'; s.dispatchEvent(new Event('change')); })()",
+    )
     browser.wait("document.querySelectorAll('#plan svg g').length >= 5")
     browser.wait("document.querySelectorAll('#files .hold').length >= 2")
     time.sleep(1.2)  # one tick of the countdowns
@@ -185,20 +186,57 @@ def seed(daemon: Daemon) -> None:
         {"agent": "claude-1", "patterns": ["src/coord/server/stream.py"], "item": "P3"},
     )
     post("/v1/items", {"agent": "lead", "title": "tidy the README's tables", "priority": 3})
-    fix = post("/v1/items", {"agent": "lead", "title": "fix the flaky lease test",
-                             "files": ["tests/test_leases.py"]})["id"]
-    post("/v1/reservations", {"agent": "codex-2", "patterns": ["tests/test_leases.py"],
-                              "lease_seconds": 600})
+    fix = post(
+        "/v1/items",
+        {"agent": "lead", "title": "fix the flaky lease test", "files": ["tests/test_leases.py"]},
+    )["id"]
+    post(
+        "/v1/reservations",
+        {"agent": "codex-2", "patterns": ["tests/test_leases.py"], "lease_seconds": 600},
+    )
     post("/v1/items", {"agent": "lead", "title": "bench the storm", "deps": [fix]})
     ask = post("/v1/items", {"agent": "lead", "title": "pick the session length"})["id"]
     token = post(f"/v1/items/{ask}/claim", {"agent": "gemini-3"})["token"]
-    post(f"/v1/items/{ask}/escalate", {"agent": "gemini-3", "token": token,
-                                        "question": "12 hours, or until the browser closes?"})
+    post(
+        f"/v1/items/{ask}/escalate",
+        {"agent": "gemini-3", "token": token, "question": "12 hours, or until the browser closes?"},
+    )
     done = post("/v1/items", {"agent": "lead", "title": "vendor nothing", "checks": ["make lint"]})
     token = post(f"/v1/items/{done['id']}/claim", {"agent": "codex-2"})["token"]
-    post(f"/v1/items/{done['id']}/done", {
-        "agent": "codex-2", "token": token, "summary": "no vendored code needed",
-        "evidence": [{"command": "make lint", "exit_code": 0, "duration_s": 4.2,
-                      "output_tail": "Success: no issues found"}],
-    })
+    post(
+        f"/v1/items/{done['id']}/done",
+        {
+            "agent": "codex-2",
+            "token": token,
+            "summary": "no vendored code needed",
+            "evidence": [
+                {
+                    "command": "make lint",
+                    "exit_code": 0,
+                    "duration_s": 4.2,
+                    "output_tail": "Success: no issues found",
+                }
+            ],
+        },
+    )
     post("/v1/items/P2/claim", {"agent": "codex-2", "lease_seconds": 120})
+
+
+def test_a_column_holds_one_page_and_pages_the_rest(served: Daemon, browser: Browser) -> None:
+    titles = [{"title": f"item {n}"} for n in range(450)]
+    status, answer = served.request(
+        "POST", "/v1/items:import", {"agent": "planner", "items": titles}
+    )
+    assert status == 201, answer
+    open_page(served, browser)
+    rows = "document.querySelectorAll('#col-ready .card').length"
+    first = "+document.querySelector('#col-ready .card').dataset.id"
+    assert browser.eval(rows) == 200
+    assert browser.eval("document.querySelector('#col-ready .count').textContent") == "(450)"
+    browser.do("click", selector="#col-ready .pager button:last-child")
+    browser.wait(f"{first} === 201")
+    assert browser.eval(rows) == 200
+    browser.do("click", selector="#col-ready .pager button:last-child")
+    browser.wait(f"{first} === 401")
+    assert browser.eval(rows) == 50
+    assert browser.eval("document.querySelectorAll('.card').length") <= 4 * 200

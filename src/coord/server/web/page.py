@@ -121,7 +121,8 @@ def _board_html(server: Server, session: Session) -> str:
 def _note(status: int, message: str) -> HTMLResponse:
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>coord</title>'
-        '<link rel="stylesheet" href="/web/app.css"></head><body class="note"><h1>coord</h1>'
+        '<link rel="stylesheet" href="/web/app.css"><link rel="icon" href="data:,"></head>'
+        '<body class="note"><h1>coord</h1>'
         f"<p>{html.escape(message)}</p></body></html>"
     )
     return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
@@ -134,6 +135,7 @@ _TEMPLATE = """<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>coord: the live board</title>
 <link rel="stylesheet" href="/web/app.css">
+<link rel="icon" href="data:,">
 <script id="boot" type="application/json">{boot}</script>
 <script src="/web/app.js" defer></script>
 </head>

@@ -166,6 +166,7 @@
     const composing = rows.querySelector("textarea:focus");
     if (composing) return; // never wipe an answer being written; the next change redraws
     rows.replaceChildren(...nodes);
+    paint(rows);
     pager(column, root.querySelector(".pager"));
   }
 
@@ -195,6 +196,7 @@
   }
 
   function card(key, item) {
+    if (item.key) keys.set(item.id, item.key);
     const node = el("li", { className: "card", "data-id": item.id, "data-state": item.state });
     const title = el("div", { className: "title" }, el("span", { className: "tag", text: item.key || `#${item.id}` }), item.title);
     node.append(title);
@@ -220,10 +222,13 @@
     node.append(meta);
   }
 
+  const keys = new Map(); // item id -> its key (a package's id), for naming dependencies
+  const named = (id) => keys.get(id) || `#${id}`;
+
   function blockers(item) {
     const reasons = [];
     if (item.blocked_by && item.blocked_by.length) {
-      reasons.push(el("div", { text: `waits on ${item.blocked_by.map((id) => `#${id}`).join(", ")}` }));
+      reasons.push(el("div", { text: `waits on ${item.blocked_by.map(named).join(", ")}` }));
     }
     for (const hold of item.files_held_by || []) {
       reasons.push(el("div", { text: `${hold.pattern} held by ${hold.agent}` }));
@@ -334,6 +339,7 @@
     }
     const tree = document.querySelector("#files .tree");
     tree.replaceChildren(found.reservations.length ? branch(root) : el("div", { className: "meta", text: "no files held" }));
+    paint(tree);
   }
 
   function branch(level) {
@@ -445,7 +451,7 @@
       const group = make("g", { class: planStatus(p), "data-id": p.id });
       group.append(make("rect", { x, y, width: W, height: H, rx: 4 }));
       const label = make("text", { x: x + 6, y: y + 17 });
-      label.textContent = `${p.key || "#" + p.id} ${p.title}`.slice(0, 24);
+      label.textContent = `${p.key || "#" + p.id} ${p.title}`.slice(0, 22);
       const tip = make("title", {});
       tip.textContent = `${p.key || "#" + p.id}: ${p.title} (${planStatus(p)})`;
       group.append(label, tip);
@@ -600,8 +606,16 @@
   // --- the clock: countdowns and claims that run out ---------------------------------------
 
   function tick() {
+    paint(document);
+    for (const item of [...columns.claimed.items.values()]) {
+      if (columnOf(item) === "ready") place(item); // its lease ran out: claimable again
+    }
+  }
+
+  // the clocks shown under root: time left, time since, last seen
+  function paint(root) {
     const now = boardNow();
-    for (const node of document.querySelectorAll("[data-until]")) {
+    for (const node of root.querySelectorAll("[data-until]")) {
       const left = (Number(node.dataset.until) - now) / 1000;
       node.textContent = left > 0 ? `${span(left)} left` : "ran out";
       node.classList.toggle("old", left <= 0);
@@ -616,9 +630,6 @@
       const age = (now - ms(agent.last_seen)) / 1000;
       node.textContent = `${span(age)} ago`;
       node.className = `heartbeat ${freshness(age)}`;
-    }
-    for (const item of [...columns.claimed.items.values()]) {
-      if (columnOf(item) === "ready") place(item); // its lease ran out: claimable again
     }
   }
 
@@ -642,7 +653,10 @@
       loadFiles(),
       loadCounts(),
     ]);
-    for (const column of Object.values(columns)) for (const item of column.items.values()) noteDocument(item);
+    for (const column of Object.values(columns)) {
+      for (const item of column.items.values()) noteDocument(item);
+      render(column); // again, now that every column's keys are known
+    }
     tick();
     setInterval(tick, 1000);
     document.body.dataset.ready = "1";
