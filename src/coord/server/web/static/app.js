@@ -563,11 +563,22 @@
       queue = queue.then(reloadAll).catch(report);
     });
     source.onerror = () => {
-      // reconnect ourselves, from the last event applied (a restarted daemon takes a moment)
+      // reconnect ourselves, from the last event applied, once the daemon answers again (a
+      // restart takes a moment); a session that ended stops here and says so
       source.close();
       setLink("lost", "reconnecting…");
-      setTimeout(connect, 1000);
+      setTimeout(reconnect, 1000);
     };
+  }
+
+  async function reconnect() {
+    try {
+      await api(`/v1/events?after=${lastSeq}&limit=1`);
+    } catch (error) {
+      if (error.status !== 401) setTimeout(reconnect, 1000);
+      return;
+    }
+    connect();
   }
 
   async function reloadColumns() {
