@@ -147,12 +147,21 @@ def test_the_page_keeps_up_across_a_daemon_restart(served: Daemon, browser: Brow
 def test_a_screenshot_of_a_seeded_board(served: Daemon, browser: Browser, artifacts: Path) -> None:
     seed(served)
     open_page(served, browser)
-    browser.do(
-        "eval",
-        expr="(() => { const s = document.getElementById('plan-doc'); "
-        "s.value = 'docs/plan.md'; s.dispatchEvent(new Event('change')); })()",
+    # the first document seen is shown: its packages, each by where it stands now
+    browser.wait("document.querySelectorAll('#plan svg g').length === 7")
+    plan = browser.eval(
+        "Object.fromEntries([...document.querySelectorAll('#plan svg g')].map(g => "
+        "[g.querySelector('title').textContent.split(':')[0], g.getAttribute('class')]))"
     )
-    browser.wait("document.querySelectorAll('#plan svg g').length >= 5")
+    assert plan == {
+        "P1": "done",
+        "P2": "claimed",
+        "P3": "claimed",
+        "P4": "waiting",
+        "P5": "waiting",
+        "P6": "waiting",
+        "P7": "claimable",
+    }
     browser.wait("document.querySelectorAll('#files .hold').length >= 2")
     time.sleep(1.2)  # one tick of the countdowns
     shot = artifacts / "live-board.png"
@@ -178,6 +187,7 @@ def seed(daemon: Daemon) -> None:
         {"id": "P4", "title": "web page", "line": 40, "dependencies": ["P3"]},
         {"id": "P5", "title": "terminal view", "line": 50, "dependencies": ["P3"]},
         {"id": "P6", "title": "release notes", "line": 60, "dependencies": ["P4", "P5"]},
+        {"id": "P7", "title": "user guide", "line": 70, "dependencies": ["P1"]},
     ]
     post("/v1/spec:import", {"agent": "lead", "spec": "docs/plan.md", "packages": packages})
     post("/v1/items/P3/claim", {"agent": "claude-1", "lease_seconds": 900})

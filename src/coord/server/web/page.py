@@ -162,7 +162,8 @@ _TEMPLATE = """<!doctype html>
     <div class="panel" id="agents"><h2>Agents</h2><ul class="rows"></ul></div>
     <div class="panel" id="files"><h2>Held files</h2><div class="tree"></div></div>
     <div class="panel" id="plan"><h2>Plan</h2>
-      <select id="plan-doc"><option value="">a design document…</option></select>
+      <input id="plan-doc" list="plan-docs" placeholder="a design document: docs/plan.md"
+        aria-label="design document"><datalist id="plan-docs"></datalist>
       <div class="graph"></div></div>
     <div class="panel" id="feed"><h2>Activity</h2>
       <div class="filters">

@@ -105,10 +105,13 @@
   }
   columns.done = { key: "done", state: "done", items: new Map(), recent: true, beyond: 0 };
   const agents = new Map();
+  const keys = new Map(); // item id -> its key (a package's id): P3 reads better than #3
+  const named = (id) => keys.get(id) || `#${id}`;
 
   async function loadPage(column, after) {
     const found = await api(`/v1/items?state=${column.state}&limit=${PAGE}&after=${after}`);
     column.items = new Map(found.items.map((item) => [item.id, item]));
+    for (const item of found.items) if (item.key) keys.set(item.id, item.key);
     column.after = after;
     column.next = found.next;
     column.beyond = 0;
@@ -222,9 +225,6 @@
     node.append(meta);
   }
 
-  const keys = new Map(); // item id -> its key (a package's id), for naming dependencies
-  const named = (id) => keys.get(id) || `#${id}`;
-
   function blockers(item) {
     const reasons = [];
     if (item.blocked_by && item.blocked_by.length) {
@@ -318,7 +318,7 @@
           el("b", { text: agent.name }),
           " · seen ",
           heartbeat(agent.name),
-          el("div", { className: "meta", text: agent.holding.length ? `holds ${agent.holding.map((id) => `#${id}`).join(", ")}` : "holds nothing" }),
+          el("div", { className: "meta", text: agent.holding.length ? `holds ${agent.holding.map(named).join(", ")}` : "holds nothing" }),
         ),
       ),
     );
@@ -353,7 +353,7 @@
             "div",
             { className: "hold", "data-agent": hold.agent },
             `${hold.agent} · ${hold.exclusive ? "exclusive" : "shared"}`,
-            hold.item ? ` · #${hold.item}` : "",
+            hold.item ? ` · ${named(hold.item)}` : "",
             " · ",
             countdown(hold.expires_at),
           ),
@@ -382,11 +382,16 @@
     const path = item.spec.replace(/:\d+$/, "");
     if (documents.has(path)) return;
     documents.add(path);
-    document.getElementById("plan-doc").append(el("option", { value: path, text: path }));
+    document.getElementById("plan-docs").append(el("option", { value: path }));
+    const input = document.getElementById("plan-doc");
+    if (!input.value) {
+      input.value = path; // the first document seen is shown until another is chosen
+      loadPlan().catch(report);
+    }
   }
 
   async function loadPlan() {
-    const path = document.getElementById("plan-doc").value;
+    const path = document.getElementById("plan-doc").value.trim();
     const graph = document.querySelector("#plan .graph");
     if (!path) {
       graph.replaceChildren();
@@ -660,10 +665,9 @@
       ...["ready", "claimed", "needs"].map((key) => loadPage(columns[key], 0)),
       loadRecentDone(),
       loadFeed(),
-      loadAgents(),
-      loadFiles(),
       loadCounts(),
     ]);
+    await Promise.all([loadAgents(), loadFiles()]); // after the columns: they name items
     for (const column of Object.values(columns)) {
       for (const item of column.items.values()) noteDocument(item);
       render(column); // again, now that every column's keys are known
