@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 from coord.cli import render
 from coord.client import flow
@@ -25,7 +24,7 @@ STOP_WAIT_SECONDS = 30.0
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
+    from typing import Any, NoReturn
 
     from coord.cli.context import Context, Result
 
@@ -341,42 +340,38 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
                     f"after {last}: `coord log --after {last}`"
                 )
         return result, text
-    after = args.after
-    pause = 0.0
     try:
-        while True:
-            try:
-                result = ctx.session.get(
-                    "/v1/events", {**query, "after": after, "wait": 25}, timeout=40
-                )
-            except CoordError as err:
-                if not _daemon_went_away(err):
-                    raise
-                # A restart (or `coord stop`, then any command) ends the long poll; reading
-                # is safe to repeat, and `after` says where to resume: nothing lost or doubled.
-                if pause == 0.0:
-                    print(f"coord: {err.message}; reconnecting", file=sys.stderr, flush=True)
-                pause = min(max(pause * 2, 0.2), 2.0)
-                time.sleep(pause)
-                continue
-            if pause:
-                print("coord: reconnected", file=sys.stderr, flush=True)
-                pause = 0.0
-            for event in result["events"]:
-                print(
-                    json.dumps(event)
-                    if bool(getattr(args, "json", False))
-                    else render.for_terminal(render.event_line(event)),
-                    flush=True,
-                )
-            after = result["last_seq"]
+        _follow_log(ctx, args.after, item, as_json=bool(getattr(args, "json", False)))
     except KeyboardInterrupt:
         return None, "", 130  # as the shell reports Ctrl-C: the stream did not end by itself
 
 
-def _daemon_went_away(err: CoordError) -> bool:
-    """The daemon stopped answering (gone, restarting, shutting down): not the request's fault."""
-    return err.code == "daemon_unavailable" or err.http_status >= 500
+def _follow_log(ctx: Context, after: int, item: int | None, *, as_json: bool) -> NoReturn:
+    """Print every event after ``after`` and each new one, from the daemon's event stream,
+    across restarts. A reader the stream finds too far behind pages the log, then follows on."""
+    from coord.client import stream
+
+    def show(event: dict[str, Any]) -> None:
+        line = json.dumps(event) if as_json else render.for_terminal(render.event_line(event))
+        print(line, flush=True)
+
+    while True:
+        for message in stream.follow(ctx.client, after=after, item=item):
+            if isinstance(message, dict):
+                show(message)
+                after = message["seq"]
+            elif isinstance(message, stream.Interrupted):
+                print(f"coord: {message.message}; reconnecting", file=sys.stderr, flush=True)
+            elif isinstance(message, stream.Resumed):
+                print("coord: reconnected", file=sys.stderr, flush=True)
+        # told to reload: catch up a page at a time, then follow again
+        while True:
+            page = ctx.session.get("/v1/events", {"after": after, "limit": 5000, "item": item})
+            for event in page["events"]:
+                show(event)
+            after = page["last_seq"]
+            if len(page["events"]) < 5000:
+                break
 
 
 def _open_text(path: str) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 from coord import model
 from coord.core.board import Board
 from coord.errors import InvalidInput
+from coord.limits import MAX_STREAM_BEHIND
 from coord.server.web.access import WebAccess
 
 NOTHING: Mapping[str, str] = MappingProxyType({})
@@ -50,6 +51,14 @@ class Server:
     port: int = 0
     # the web page's codes and session key; None: the page's cookie opens nothing
     web: WebAccess | None = None
+    # event streams (stream.py): a reader further behind than this reloads; `closing` ends
+    # them all when the daemon stops
+    stream_max_behind: int = MAX_STREAM_BEHIND
+    closing: bool = False
+
+    def close_streams(self) -> None:
+        self.closing = True
+        self.changes.notify()
 
 
 class Call:

@@ -162,18 +162,17 @@ def serve(
         "instance": instance,
     }
 
-    activity = idle.Activity(
-        create_app(
-            board,
-            board_files.read_token(board_dir),
-            # Bound to a non-loopback address on purpose: the user chose to expose it.
-            check_host=host in LOOPBACK_HOSTS,
-            on_shutdown=lambda: setattr(server, "should_exit", True),
-            board_dir=board_dir,
-            instance=instance,
-            port=bound_port,
-        )
+    app = create_app(
+        board,
+        board_files.read_token(board_dir),
+        # Bound to a non-loopback address on purpose: the user chose to expose it.
+        check_host=host in LOOPBACK_HOSTS,
+        on_shutdown=lambda: setattr(server, "should_exit", True),
+        board_dir=board_dir,
+        instance=instance,
+        port=bound_port,
     )
+    activity = idle.Activity(app)
     config = uvicorn.Config(
         activity,
         log_level=log_level,
@@ -186,7 +185,16 @@ def serve(
         timeout_keep_alive=5,
         timeout_graceful_shutdown=2,
     )
-    server = uvicorn.Server(config)
+    close_streams = app.state.coord.close_streams
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            # end the event streams first: each waits for the board's next change, and would
+            # hold the graceful shutdown to its timeout
+            close_streams()
+            await super().shutdown(sockets)
+
+    server = Server(config)
 
     def stop(reason: str) -> None:
         with contextlib.suppress(OSError):

@@ -481,7 +481,7 @@
     return el(
       "li",
       { "data-seq": event.seq },
-      el("span", { className: "seq", text: event.seq }),
+      el("span", { className: "seq", text: event.seq ?? "…" }),
       `${at} `,
       el("b", { text: event.agent || "board" }),
       ` ${event.kind}`,
@@ -564,7 +564,9 @@
     source.addEventListener("open", () => setLink("live", "live"));
     source.addEventListener("coord", (message) => receive(JSON.parse(message.data)));
     // the daemon says this page fell too far behind: read the board afresh, then go on
-    source.addEventListener("reload", () => {
+    // (the stream ends after it; the reconnect follows from the board's newest event)
+    source.addEventListener("reload", (message) => {
+      skipTo(JSON.parse(message.data).last_seq);
       queue = queue.then(reloadAll).catch(report);
     });
     source.onerror = () => {
@@ -591,9 +593,16 @@
     await loadRecentDone();
   }
 
+  // the page fell too far behind to replay: say so in the feed, and go on from the newest
+  function skipTo(newest) {
+    if (!(newest > lastSeq)) return;
+    const skipped = newest - lastSeq;
+    addToFeed({ seq: null, at: new Date(boardNow()).toISOString(), agent: null, kind: `… ${skipped} events not shown (the page fell behind and read the board again)`, item_id: null });
+    lastSeq = newest;
+    document.body.dataset.lastSeq = String(lastSeq);
+  }
+
   async function reloadAll() {
-    const status = await api(`/v1/events?after=${lastSeq}&limit=500`);
-    status.events.forEach(apply);
     await reloadColumns();
     refreshSides();
   }
