@@ -299,3 +299,27 @@ def test_coord_open_prints_a_link_that_works_once(daemon: Daemon) -> None:
 def test_coord_open_refuses_a_bad_name(daemon: Daemon) -> None:
     done = run_cli("open", "--as", "<script>", "--no-browser", board_dir=daemon.board_dir)
     assert done.returncode == 2 and "invalid agent name" in done.stderr
+
+
+def test_the_hot_path_takes_the_session_with_the_same_checks(api: TestClient) -> None:
+    """claim-next is served outside Starlette's routing, through the same pipeline."""
+    value, csrf = sign_in(api, "alice")
+    api.post("/v1/items", json={"agent": "lead", "title": "t"}, headers=AUTH)
+    cookie = {"cookie": f"{COOKIE}={value}", "origin": ORIGIN}
+    before = snapshot(api)
+    refused = api.post("/v1/claim-next", json={"agent": "alice"}, headers=cookie)
+    assert (refused.status_code, refused.json()["error"]) == (403, "wrong_csrf")
+    assert snapshot(api) == before
+    claimed = api.post(
+        "/v1/claim-next", json={"agent": "alice"}, headers={**cookie, "x-coord-csrf": csrf}
+    )
+    assert claimed.status_code == 200 and claimed.json()["agent"] == "alice"
+
+
+def test_the_stream_refuses_a_foreign_origin(api: TestClient) -> None:
+    value, _ = sign_in(api)
+    refused = api.get(
+        "/v1/events/stream",
+        headers={"cookie": f"{COOKIE}={value}", "origin": "http://evil.example"},
+    )
+    assert (refused.status_code, refused.json()["error"]) == (403, "foreign_origin")
