@@ -250,3 +250,17 @@ def test_a_column_holds_one_page_and_pages_the_rest(served: Daemon, browser: Bro
     browser.wait(f"{first} === 401")
     assert browser.eval(rows) == 50
     assert browser.eval("document.querySelectorAll('.card').length") <= 4 * 200
+
+
+def test_an_item_unblocks_when_its_dependency_is_done(served: Daemon, browser: Browser) -> None:
+    first = cli(served, "add", "first", agent="planner")["id"]
+    then = cli(served, "add", "then", "--dep", str(first), agent="planner")["id"]
+    open_page(served, browser)
+    browser.wait(card("ready", then))
+    assert browser.eval(f"{card('ready', then)}.classList.contains('blocked')")
+    assert f"waits on #{first}" in browser.eval(f"{card('ready', then)}.textContent")
+    cli(served, "claim", str(first), agent=AGENT)
+    cli(served, "done", str(first), agent=AGENT)
+    # no event names the dependent item: the page reads its Ready page again
+    browser.wait(f"{card('ready', then)}.classList.contains('claimable')")
+    browser.wait(card("done", first))

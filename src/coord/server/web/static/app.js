@@ -105,12 +105,18 @@
   }
   columns.done = { key: "done", state: "done", items: new Map(), recent: true, beyond: 0 };
   const agents = new Map();
+  const drafts = new Map(); // item id -> an answer being written
   const keys = new Map(); // item id -> its key (a package's id): P3 reads better than #3
   const named = (id) => keys.get(id) || `#${id}`;
 
   async function loadPage(column, after) {
     const found = await api(`/v1/items?state=${column.state}&limit=${PAGE}&after=${after}`);
+    // claims whose lease ran out stay in Ready: the board still calls them claimed
+    const lapsed = [...column.items.values()].filter(
+      (item) => item.state !== column.state && columnOf(item) === column.key,
+    );
     column.items = new Map(found.items.map((item) => [item.id, item]));
+    for (const item of lapsed) if (covers(column, item.id)) column.items.set(item.id, item);
     for (const item of found.items) if (item.key) keys.set(item.id, item.key);
     column.after = after;
     column.next = found.next;
@@ -268,6 +274,8 @@
       el("div", { className: "question", text: item.question }),
     );
     const box = el("textarea", { "aria-label": `answer to item ${item.id}`, placeholder: "your answer" });
+    box.value = drafts.get(item.id) || ""; // a redraw keeps what was typed
+    box.oninput = () => drafts.set(item.id, box.value);
     const err = el("div", { className: "err" });
     const send = el("button", { text: `Answer as ${boot.as}` });
     send.onclick = async () => {
@@ -277,6 +285,7 @@
       err.textContent = "";
       try {
         const answered = await api(`/v1/items/${item.id}/answer`, { agent: boot.as, text });
+        drafts.delete(item.id);
         box.blur();
         place(answered);
       } catch (error) {
@@ -552,9 +561,12 @@
     }
   }
 
+  // what changes with no event of its own: a dependency done or a file freed unblocks an
+  // item, so the Ready page is read again with the panels
   function refreshSides() {
     sideTimer = null;
-    Promise.all([loadAgents(), loadFiles(), loadCounts(), loadPlan()]).catch(report);
+    const ready = columns.ready;
+    Promise.all([loadPage(ready, ready.after), loadAgents(), loadFiles(), loadCounts(), loadPlan()]).catch(report);
   }
 
   let source = null;
