@@ -64,6 +64,13 @@ async function main() {
       await page.screenshot({ path, fullPage: false });
       return path;
     },
+    // the browser's clock set off by ms from the machine's, before the page loads: the
+    // page must count from the board's clock, not this one
+    skewClock: async ({ ms }) => {
+      await context.clock.install({ time: Date.now() + ms });
+      await context.clock.resume();
+      return page.evaluate("Date.now()");
+    },
     problems: async () => problems.splice(0),
     loads: async () => reloads,
   };

@@ -264,3 +264,17 @@ def test_an_item_unblocks_when_its_dependency_is_done(served: Daemon, browser: B
     # no event names the dependent item: the page reads its Ready page again
     browser.wait(f"{card('ready', then)}.classList.contains('claimable')")
     browser.wait(card("done", first))
+
+
+def test_countdowns_run_on_the_board_clock_not_the_browser(
+    served: Daemon, browser: Browser
+) -> None:
+    item = cli(served, "add", "timed", agent="planner")["id"]
+    cli(served, "claim", str(item), "--lease", "600", agent=AGENT)
+    skewed = browser.do("skewClock", ms=-3_600_000)  # the browser's clock an hour slow
+    assert abs(skewed / 1000 - time.time() + 3600) < 60
+    open_page(served, browser)
+    browser.wait(card("claimed", item))
+    left = browser.eval(f"{card('claimed', item)}.querySelector('.countdown').textContent")
+    # 10 minutes less the seconds since the claim: not 1 h 10 min, as the browser's clock says
+    assert re.fullmatch(r"(9m \d\ds|10m 00s) left", left), left
