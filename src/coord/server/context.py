@@ -55,6 +55,7 @@ class Server:
     # them all when the daemon stops
     stream_max_behind: int = MAX_STREAM_BEHIND
     closing: bool = False
+    stream_feed: Any = None  # feed.Feed, made when the first stream opens
 
     def close_streams(self) -> None:
         self.closing = True
