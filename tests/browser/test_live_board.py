@@ -163,6 +163,10 @@ def test_a_screenshot_of_a_seeded_board(served: Daemon, browser: Browser, artifa
         "P7": "claimable",
     }
     browser.wait("document.querySelectorAll('#files .hold').length >= 2")
+    clients = browser.eval(
+        "[...document.querySelectorAll('#col-claimed .meta .tag')].map(t => t.textContent)"
+    )
+    assert sorted(clients) == ["claude", "codex"]  # told by the agents' names
     time.sleep(1.2)  # one tick of the countdowns
     shot = artifacts / "live-board.png"
     browser.do("screenshot", path=str(shot))
@@ -278,3 +282,20 @@ def test_countdowns_run_on_the_board_clock_not_the_browser(
     left = browser.eval(f"{card('claimed', item)}.querySelector('.countdown').textContent")
     # 10 minutes less the seconds since the claim: not 1 h 10 min, as the browser's clock says
     assert re.fullmatch(r"(9m \d\ds|10m 00s) left", left), left
+
+
+def test_the_feed_filters_by_agent_and_item(served: Daemon, browser: Browser) -> None:
+    one = cli(served, "add", "one", agent="planner")["id"]
+    two = cli(served, "add", "two", agent="planner")["id"]
+    cli(served, "claim", str(two), agent=AGENT)
+    open_page(served, browser)
+    shown = "[...document.querySelectorAll('#feed li[data-seq]')].map(li => +li.dataset.seq)"
+    assert sorted(browser.eval(shown)) == [1, 2, 3]
+    browser.do("fill", selector="#feed-agent", text=AGENT)
+    assert browser.eval(shown) == [3]
+    browser.do("fill", selector="#feed-agent", text="")
+    browser.do("fill", selector="#feed-item", text=f"#{one}")
+    assert browser.eval(shown) == [1]
+    cli(served, "reply", str(one), "noted", agent=AGENT)  # live, and filtered as it comes
+    browser.wait(f"{shown}.length === 2")
+    assert browser.eval(shown) == [4, 1]

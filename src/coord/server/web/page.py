@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from coord import __version__
 from coord.errors import CoordError
+from coord.fast.clients import CLIENTS
 from coord.server.context import Server
 from coord.server.pipeline import check_host
 from coord.server.web.access import Session
@@ -107,6 +108,8 @@ def boot_document(server: Server, session: Session) -> dict[str, Any]:
         "server_now": board.now(),
         "last_seq": board.last_seq(),
         "version": __version__,
+        # an agent named by coord's hooks is `<client>-<8 hex>`: the page tells the client
+        "clients": list(CLIENTS),
     }
 
 

@@ -254,11 +254,19 @@
     return el("span", { className: "heartbeat", "data-agent": name });
   }
 
+  // the client an agent runs in, where its name says (coord's hooks name it client-8hex)
+  function clientOf(name) {
+    const prefix = String(name || "").split("-")[0];
+    return boot.clients.includes(prefix) ? prefix : null;
+  }
+
   function claimedMeta(node, item) {
+    const client = clientOf(item.claimed_by);
     node.append(
       el(
         "div",
         { className: "meta" },
+        client ? el("span", { className: "tag", text: client }) : null,
         el("b", { text: item.claimed_by }),
         " · lease ",
         countdown(item.lease_expires_at),
@@ -481,7 +489,7 @@
     const agent = document.getElementById("feed-agent").value.trim();
     const item = document.getElementById("feed-item").value.trim().replace(/^#/, "");
     if (agent && event.agent !== agent) return false;
-    if (item && String(event.item_id) !== item) return false;
+    if (item && String(event.item_id) !== item && named(event.item_id) !== item) return false;
     return true;
   }
 
@@ -494,7 +502,7 @@
       `${at} `,
       el("b", { text: event.agent || "board" }),
       ` ${event.kind}`,
-      event.item_id ? ` #${event.item_id}` : "",
+      event.item_id ? ` ${named(event.item_id)}` : "",
     );
   }
 
