@@ -299,3 +299,20 @@ def test_the_feed_filters_by_agent_and_item(served: Daemon, browser: Browser) ->
     cli(served, "reply", str(one), "noted", agent=AGENT)  # live, and filtered as it comes
     browser.wait(f"{shown}.length === 2")
     assert browser.eval(shown) == [4, 1]
+
+
+def test_a_burst_of_changes_reaches_the_page(served: Daemon, browser: Browser) -> None:
+    open_page(served, browser)
+    titles = [{"title": f"burst {n}"} for n in range(60)]
+    status, answer = served.request(
+        "POST", "/v1/items:import", {"agent": "planner", "items": titles}
+    )
+    assert status == 201, answer
+    browser.wait("document.querySelectorAll('#col-ready .card').length === 60")
+    status, answer = served.request("POST", "/v1/claim-next", {"agent": AGENT, "count": 40})
+    assert status == 200 and len(answer["items"]) == 40, answer
+    browser.wait("document.querySelectorAll('#col-claimed .card').length === 40")
+    assert browser.eval("document.querySelectorAll('#col-ready .card').length") == 20
+    last = served.request("GET", "/v1/events?limit=5000")[1]["events"][-1]["seq"]
+    browser.wait(f"document.body.dataset.lastSeq === '{last}'")
+    assert browser.do("loads") == 1

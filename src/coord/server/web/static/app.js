@@ -11,7 +11,7 @@
   const clockOffset = boot.server_now * 1000 - Date.now();
   const boardNow = () => Date.now() + clockOffset;
   const PAGE = 200; // rows a column holds in the DOM
-  const DONE_SHOWN = 100;
+  const DONE_SHOWN = 50;
   const FEED_SHOWN = 300;
   let lastSeq = boot.last_seq; // the last event applied: the stream resumes after it
   document.body.dataset.lastSeq = String(lastSeq);
@@ -522,6 +522,7 @@
   // --- live: the stream -------------------------------------------------------------------
 
   const dirty = new Set();
+  const doneDirty = new Set();
   let flushTimer = null;
   let sideTimer = null;
   let queue = Promise.resolve();
@@ -532,6 +533,7 @@
     document.body.dataset.lastSeq = String(lastSeq);
     addToFeed(event);
     if (event.item_id) dirty.add(event.item_id);
+    if (event.item_id && event.kind === "done") doneDirty.add(event.item_id);
     if (!flushTimer) flushTimer = setTimeout(flush, 150);
     if (!sideTimer) sideTimer = setTimeout(refreshSides, 600);
   }
@@ -553,19 +555,39 @@
     }
   }
 
+  // the items events named, read again one request at a time; a burst of more than
+  // FEW_ITEMS reads the column pages instead (three requests), so a storm of claims costs the
+  // daemon a bounded trickle of reads per page, not one per event
+  const FEW_ITEMS = 30;
+  let flushing = false;
   async function flush() {
     flushTimer = null;
-    const ids = [...dirty];
-    dirty.clear();
-    if (ids.length > 100) return reloadColumns();
-    for (const id of ids) {
-      try {
-        const item = await api(`/v1/items/${id}?replies_limit=1`);
-        noteDocument(item);
-        place(item);
-      } catch (error) {
-        if (error.status !== 404) report(error);
+    if (flushing) {
+      flushTimer = setTimeout(flush, 150);
+      return;
+    }
+    flushing = true;
+    try {
+      let ids = [...dirty];
+      dirty.clear();
+      if (ids.length > FEW_ITEMS) {
+        await Promise.all(["ready", "claimed", "needs"].map((key) => loadPage(columns[key], columns[key].after)));
+        ids = [...doneDirty].slice(-DONE_SHOWN); // Done is made of events, not a page
       }
+      doneDirty.clear();
+      for (const id of ids) await refreshItem(id);
+    } finally {
+      flushing = false;
+    }
+  }
+
+  async function refreshItem(id) {
+    try {
+      const item = await api(`/v1/items/${id}?replies_limit=1`);
+      noteDocument(item);
+      place(item);
+    } catch (error) {
+      if (error.status !== 404) report(error);
     }
   }
 
