@@ -323,3 +323,23 @@ def test_the_stream_refuses_a_foreign_origin(api: TestClient) -> None:
         headers={"cookie": f"{COOKIE}={value}", "origin": "http://evil.example"},
     )
     assert (refused.status_code, refused.json()["error"]) == (403, "foreign_origin")
+
+
+@pytest.mark.parametrize(("query", "headers"), [("?agent=bob", {}), ("", {"x-coord-agent": "bob"})])
+def test_a_bare_import_cannot_name_another_agent(
+    api: TestClient, query: str, headers: dict[str, str]
+) -> None:
+    value, csrf = sign_in(api, "alice")
+    before = snapshot(api)
+    refused = api.post(
+        f"/v1/items:import{query}",
+        json=[{"title": "as bob"}],
+        headers={
+            "cookie": f"{COOKIE}={value}",
+            "origin": ORIGIN,
+            "x-coord-csrf": csrf,
+            **headers,
+        },
+    )
+    assert (refused.status_code, refused.json()["error"]) == (403, "not_permitted")
+    assert snapshot(api) == before

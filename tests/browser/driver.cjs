@@ -36,6 +36,8 @@ async function main() {
   });
   let reloads = 0;
   page.on("load", () => (reloads += 1));
+  let requests = 0; // what the page asked of the daemon: bounded under a burst of events
+  page.on("request", () => (requests += 1));
 
   const ops = {
     goto: async ({ url }) => {
@@ -73,6 +75,7 @@ async function main() {
     },
     problems: async () => problems.splice(0),
     loads: async () => reloads,
+    requests: async () => requests,
   };
 
   const lines = readline.createInterface({ input: process.stdin });

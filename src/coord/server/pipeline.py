@@ -107,7 +107,7 @@ class Endpoint:
                 raw = await read_body(receive, declared_length, self.max_body)
                 body = self.body.take(parse_json(raw))
                 if session is not None:
-                    act_as(session, body)
+                    act_as(session, body, query, headers)
             content = self.handler(Call(server, body, path=path, query=query, headers=headers))
             if self.awaits:
                 content = await content
@@ -153,15 +153,18 @@ def authorize(
     return None
 
 
-def act_as(session: Session, body: dict[str, Any]) -> None:
-    """A page acts as the person `coord open` named, never as anyone else."""
-    agent = body.get("agent")
-    if agent is not None and agent != session.name:
-        raise NotPermitted(
-            f"this page acts as {session.name}, not {agent!r}; `coord open --as NAME` opens "
-            "one that acts as NAME",
-            agent=session.name,
-        )
+def act_as(
+    session: Session, body: dict[str, Any], query: Mapping[str, str], headers: Mapping[str, str]
+) -> None:
+    """A page acts as the person `coord open` named, never as anyone else: wherever a change
+    may name its agent (the body, or ?agent= and X-Coord-Agent for a bare array)."""
+    for agent in (body.get("agent"), query.get("agent"), headers.get("x-coord-agent")):
+        if agent is not None and agent != session.name:
+            raise NotPermitted(
+                f"this page acts as {session.name}, not {agent!r}; `coord open --as NAME` "
+                "opens one that acts as NAME",
+                agent=session.name,
+            )
 
 
 def check_token(header: str, expected: str) -> None:

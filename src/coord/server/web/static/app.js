@@ -394,6 +394,8 @@
   // --- the plan of a design document ------------------------------------------------------
 
   const documents = new Set();
+  let planIds = new Set(); // the packages shown: only their changes redraw the plan
+  let planDirty = false;
   function noteDocument(item) {
     if (!item.spec) return;
     const path = item.spec.replace(/:\d+$/, "");
@@ -421,6 +423,7 @@
       packages.push(...found.items);
       after = found.next;
     } while (after !== null && packages.length < 2000);
+    planIds = new Set(packages.map((p) => p.id));
     graph.replaceChildren(planSvg(packages));
   }
 
@@ -508,15 +511,27 @@
 
   function renderFeed() {
     const rows = document.querySelector("#feed .rows");
+    feedPending.length = 0;
     rows.replaceChildren(...feed.filter(feedMatches).reverse().map(feedRow));
   }
 
+  // new events reach the feed's DOM in batches: a storm of events costs the browser one
+  // redraw a quarter second, not one per event
+  const feedPending = [];
+  let feedTimer = null;
   function addToFeed(event) {
     feed.push(event);
     if (feed.length > FEED_SHOWN) feed.shift();
+    if (feedMatches(event)) feedPending.push(event);
+    if (!feedTimer) feedTimer = setTimeout(paintFeed, 250);
+  }
+
+  function paintFeed() {
+    feedTimer = null;
     const rows = document.querySelector("#feed .rows");
-    if (feedMatches(event)) rows.prepend(feedRow(event));
+    rows.prepend(...feedPending.splice(0).slice(-FEED_SHOWN).reverse().map(feedRow));
     while (rows.children.length > FEED_SHOWN) rows.lastChild.remove();
+    document.body.dataset.lastSeq = String(lastSeq); // shown: what tests wait for
   }
 
   // --- live: the stream -------------------------------------------------------------------
@@ -527,15 +542,20 @@
   let sideTimer = null;
   let queue = Promise.resolve();
 
+  // when the next reads may go: a burst pushes them back, so a busy board is read at a
+  // bounded rate (the daemon serves agents first)
+  let nextFlushAt = 0;
+  let nextSidesAt = 0;
+
   function apply(event) {
     if (event.seq <= lastSeq) return; // seen already (a resumed stream may repeat)
     lastSeq = event.seq;
-    document.body.dataset.lastSeq = String(lastSeq);
     addToFeed(event);
     if (event.item_id) dirty.add(event.item_id);
     if (event.item_id && event.kind === "done") doneDirty.add(event.item_id);
-    if (!flushTimer) flushTimer = setTimeout(flush, 150);
-    if (!sideTimer) sideTimer = setTimeout(refreshSides, 600);
+    if (planIds.has(event.item_id) || event.kind === "created") planDirty = true;
+    if (!flushTimer) flushTimer = setTimeout(flush, Math.max(150, nextFlushAt - Date.now()));
+    if (!sideTimer) sideTimer = setTimeout(refreshSides, Math.max(600, nextSidesAt - Date.now()));
   }
 
   // events in order, gaps filled from the log: the page never skips one
@@ -571,6 +591,7 @@
       let ids = [...dirty];
       dirty.clear();
       if (ids.length > FEW_ITEMS) {
+        nextFlushAt = Date.now() + 1000;
         await Promise.all(["ready", "claimed", "needs"].map((key) => loadPage(columns[key], columns[key].after)));
         ids = [...doneDirty].slice(-DONE_SHOWN); // Done is made of events, not a page
       }
@@ -595,8 +616,11 @@
   // item, so the Ready page is read again with the panels
   function refreshSides() {
     sideTimer = null;
+    nextSidesAt = Date.now() + 2000;
     const ready = columns.ready;
-    Promise.all([loadPage(ready, ready.after), loadAgents(), loadFiles(), loadCounts(), loadPlan()]).catch(report);
+    const plan = planDirty ? loadPlan() : null;
+    planDirty = false;
+    Promise.all([loadPage(ready, ready.after), loadAgents(), loadFiles(), loadCounts(), plan]).catch(report);
   }
 
   let source = null;
