@@ -316,3 +316,14 @@ def test_a_burst_of_changes_reaches_the_page(served: Daemon, browser: Browser) -
     last = served.request("GET", "/v1/events?limit=5000")[1]["events"][-1]["seq"]
     browser.wait(f"document.body.dataset.lastSeq === '{last}'")
     assert browser.do("loads") == 1
+
+
+def test_a_new_token_ends_the_session_and_the_page_says_so(
+    served: Daemon, browser: Browser
+) -> None:
+    open_page(served, browser)
+    served.stop()
+    (served.board_dir / "token").write_text("a-new-token-" + "x" * 32 + "\n")
+    served.start()
+    browser.wait("document.getElementById('link').textContent.includes('coord open')", timeout=20)
+    assert browser.eval("document.getElementById('link').dataset.state") == "lost"
