@@ -343,3 +343,19 @@ def test_a_bare_import_cannot_name_another_agent(
     )
     assert (refused.status_code, refused.json()["error"]) == (403, "not_permitted")
     assert snapshot(api) == before
+
+
+def test_coord_open_names_the_os_user_by_default(daemon: Daemon) -> None:
+    done = run_cli(
+        "open",
+        "--no-browser",
+        "--json",
+        board_dir=daemon.board_dir,
+        env={"LOGNAME": "dora", "USER": "dora"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["as"] == "dora"
+    odd = run_cli(
+        "open", "--no-browser", board_dir=daemon.board_dir, env={"LOGNAME": "a b", "USER": "a b"}
+    )
+    assert odd.returncode == 2 and "pass --as NAME" in odd.stderr

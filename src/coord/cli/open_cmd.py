@@ -13,6 +13,7 @@ import os
 import sys
 
 from coord import model
+from coord.errors import InvalidInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +33,17 @@ def args_open(p: argparse.ArgumentParser) -> None:
 
 def cmd_open(args: argparse.Namespace, ctx: Context) -> Result:
     # the page is a person's, not an agent's: $COORD_AGENT (an agent's session) is not asked
-    name = model.check_agent(getattr(args, "agent", None) or getpass.getuser())
+    given = getattr(args, "agent", None)
+    try:
+        name = model.check_agent(given or getpass.getuser())
+    except InvalidInput as err:
+        if given:
+            raise
+        raise InvalidInput(
+            f"your user name {getpass.getuser()!r} cannot name the page's person ({err.message});"
+            " pass --as NAME",
+            field="agent",
+        ) from None
     answer = ctx.client.post("/v1/web/codes", {"agent": name})
     url = f"{ctx.client.daemon_url()}{answer['path']}"
     opened = not args.no_browser and _can_show() and _open(url)
