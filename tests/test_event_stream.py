@@ -25,8 +25,9 @@ from typing import Any
 
 from conftest import Daemon, run_cli
 from coord.client.http import Client
-from coord.client.stream import Interrupted, Resumed, follow
+from coord.client.stream import Interrupted, Reload, Resumed, follow
 from coord.core.board import Board
+from coord.fast import board_files
 from coord.limits import MAX_STREAM_BEHIND
 
 WAIT = 60.0  # seconds a test waits for what must come; never a timing assertion
@@ -193,6 +194,70 @@ def test_a_reader_too_far_behind_is_told_to_reload_and_the_stream_ends(daemon: D
     near = Stream(daemon, f"?after={newest - 5}")  # close behind: the events themselves
     assert [e["seq"] for e in near.events(5)] == list(range(newest - 4, newest + 1))
     near.close()
+    # the client reader hands the reload to its caller and ends
+    said_again = list(follow(Client(daemon.board_dir, autostart=False), after=0))
+    assert len(said_again) == 1 and isinstance(said_again[0], Reload), said_again
+    assert said_again[0].last_seq == newest
+
+
+def test_a_reader_far_back_meets_the_live_feed_with_nothing_lost_or_doubled(
+    daemon: Daemon,
+) -> None:
+    """The newest events come from the daemon's shared feed (a few thousand), older ones from
+    the board: a reader that starts further back than the feed reaches crosses the seam."""
+    live = Stream(daemon, "?keepalive=0.2")  # keeps the feed running while the log grows
+    total = 6_000  # more than the feed keeps (feed.FEED_EVENTS)
+    _many_events(daemon, total)
+    one = add(daemon, "one")["id"]
+    assert [e["seq"] for e in live.events(total + 1)] == list(range(1, total + 2))
+    behind = Stream(daemon, "?after=0")
+    only_one = Stream(daemon, f"?after=0&item={one}")
+    daemon.request("POST", f"/v1/items/{one}/claim", {"agent": "bob"})  # while they catch up
+    assert [e["seq"] for e in behind.events(total + 2)] == list(range(1, total + 3))
+    assert [e["kind"] for e in only_one.events(2)] == ["created", "claimed"]
+    for stream in (live, behind, only_one):
+        stream.close()
+
+
+def test_a_write_by_another_process_reaches_the_stream(daemon: Daemon) -> None:
+    """Only this daemon's own writes wake a stream at once; the rest are found by the poll."""
+    stream = Stream(daemon)
+    board = Board.open(daemon.board_dir)
+    try:
+        board.add("written beside the daemon", created_by="lib")
+    finally:
+        board.close()
+    (event,) = stream.events(1)
+    stream.close()
+    assert (event["kind"], event["agent"]) == ("created", "lib")
+
+
+def test_an_open_stream_keeps_an_idle_daemon_and_it_goes_once_closed(board_dir: Path) -> None:
+    env = {**os.environ, "COORD_DIR": str(board_dir)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "coord", "serve", "--idle-exit", "1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        daemon = Daemon(board_dir)
+        deadline = time.monotonic() + WAIT
+        while not daemon.url and time.monotonic() < deadline:
+            record = board_dir / "daemon.json"
+            if record.exists():
+                daemon.url = json.loads(record.read_text())["url"]
+            time.sleep(0.05)
+        daemon.token = board_files.read_token(board_dir)
+        stream = Stream(daemon, "?keepalive=0.5")
+        time.sleep(3)  # three idle-exit periods
+        assert process.poll() is None  # the open stream is activity
+        stream.close()
+        assert process.wait(WAIT) == 0  # and without it the daemon idles out
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def _rss_kb(pid: int) -> int:
