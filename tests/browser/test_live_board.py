@@ -327,3 +327,23 @@ def test_a_new_token_ends_the_session_and_the_page_says_so(
     served.start()
     browser.wait("document.getElementById('link').textContent.includes('coord open')", timeout=20)
     assert browser.eval("document.getElementById('link').dataset.state") == "lost"
+
+
+def test_done_shows_the_recent_and_pages_every_done_item(served: Daemon, browser: Browser) -> None:
+    ids = []
+    for n in range(3):
+        item = cli(served, "add", f"finished {n}", agent="planner")["id"]
+        cli(served, "claim", str(item), agent=AGENT)
+        cli(served, "done", str(item), agent=AGENT)
+        ids.append(item)
+    open_page(served, browser)
+    shown = "[...document.querySelectorAll('#col-done .card')].map(c => +c.dataset.id)"
+    assert browser.eval(shown) == ids[::-1]  # the newest first
+    browser.do("click", selector="#col-done .pager button")
+    browser.wait("document.querySelector('#col-done .pager button').textContent === '« recent'")
+    assert sorted(browser.eval(shown)) == ids
+    browser.do("click", selector="#col-done .pager button")
+    browser.wait(
+        "document.querySelector('#col-done .pager button').textContent.startsWith('every')"
+    )
+    assert browser.eval(shown) == ids[::-1]

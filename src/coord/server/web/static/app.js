@@ -103,7 +103,8 @@
   ]) {
     columns[key] = { key, state, items: new Map(), after: 0, next: null, back: [], beyond: 0 };
   }
-  columns.done = { key: "done", state: "done", items: new Map(), recent: true, beyond: 0 };
+  // Done shows the recently done (from the log) until asked for every done item, by id
+  columns.done = { key: "done", state: "done", items: new Map(), recent: true, after: 0, next: null, back: [], beyond: 0 };
   const agents = new Map();
   const drafts = new Map(); // item id -> an answer being written
   const keys = new Map(); // item id -> its key (a package's id): P3 reads better than #3
@@ -182,9 +183,10 @@
   function pager(column, nav) {
     const parts = [];
     if (column.recent) {
-      nav.replaceChildren();
+      nav.replaceChildren(el("button", { text: "every done item »", onclick: () => everyDone(true) }));
       return;
     }
+    if (column.key === "done") parts.push(el("button", { text: "« recent", onclick: () => everyDone(false) }));
     if (column.back.length) {
       parts.push(el("button", { text: "« previous", onclick: () => page(column, -1) }));
     }
@@ -193,6 +195,13 @@
       parts.push(el("button", { text: "next »", onclick: () => page(column, 1) }));
     }
     nav.replaceChildren(...parts);
+  }
+
+  function everyDone(every) {
+    const column = columns.done;
+    column.recent = !every;
+    column.back = [];
+    (every ? loadPage(column, 0) : loadRecentDone()).catch(report);
   }
 
   function page(column, direction) {
@@ -656,7 +665,8 @@
 
   async function reloadColumns() {
     await Promise.all(["ready", "claimed", "needs"].map((key) => loadPage(columns[key], columns[key].after)));
-    await loadRecentDone();
+    const done = columns.done;
+    await (done.recent ? loadRecentDone() : loadPage(done, done.after));
   }
 
   // the page fell too far behind to replay: say so in the feed, and go on from the newest
