@@ -1,6 +1,6 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
-    python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook|connections]
+    python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook|connections|stream]
         [--items N] [--quick]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
@@ -25,6 +25,7 @@ import overlap
 import plan_overlap
 import reservations
 import specs
+import stream
 from common import CLEANUP, log
 
 BENCHES = (
@@ -40,6 +41,7 @@ BENCHES = (
     "spec",
     "hook",
     "connections",
+    "stream",
 )
 
 
@@ -98,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                 hooks.bench_hook(cli_runs, args.importtime)
             elif name == "connections":
                 connections.bench_connections(args.quick)
+            elif name == "stream":
+                stream.bench_stream(items, args.quick, args.layout)
             sys.stdout.flush()
     except KeyboardInterrupt:
         print("\ninterrupted: cleaning up", file=sys.stderr)

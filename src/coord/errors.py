@@ -98,6 +98,21 @@ class ForeignHost(Unauthorized):
     http_status = 403
 
 
+class ForeignOrigin(Unauthorized):
+    """A request on the web page's session came from another origin, or a change came with
+    no Origin at all: the page's cookie works only for the page itself."""
+
+    code = "foreign_origin"
+    http_status = 403
+
+
+class WrongCsrf(Unauthorized):
+    """A change on the web page's session without the page's CSRF token."""
+
+    code = "wrong_csrf"
+    http_status = 403
+
+
 class Conflict(CoordError):
     """The board's state refuses the request; someone else got there first."""
 
@@ -260,6 +275,8 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         NotFound,
         Unauthorized,
         ForeignHost,
+        ForeignOrigin,
+        WrongCsrf,
         Conflict,
         AlreadyClaimed,
         LeaseLost,

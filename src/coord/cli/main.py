@@ -187,6 +187,13 @@ COMMANDS: Commands = {
         "cmd_uninstall",
         "args_uninstall",
     ),
+    "open": _elsewhere(
+        "coord.cli.open_cmd",
+        "print (and open) a one-time link to the live board, as a person: --as NAME, "
+        "default the OS user",
+        "cmd_open",
+        "args_open",
+    ),
     "status": _elsewhere(
         "coord.cli.status_cmd",
         "the daemon and the board at a glance; starts no daemon",

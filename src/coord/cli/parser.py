@@ -423,7 +423,7 @@ def build_parser(commands: Commands, only: str | None = None) -> Parser:
         dest="agent",
         metavar="NAME",
         default=argparse.SUPPRESS,
-        help="act as this agent (default: $COORD_AGENT)",
+        help="act as this agent (default: $COORD_AGENT; for `coord open`, the OS user)",
     )
 
     parser = Parser(

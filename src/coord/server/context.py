@@ -17,6 +17,7 @@ from coord import model
 from coord.core.board import Board
 from coord.errors import InvalidInput
 from coord.limits import MAX_STREAM_BEHIND
+from coord.server.web.access import WebAccess
 
 NOTHING: Mapping[str, str] = MappingProxyType({})
 
@@ -48,10 +49,13 @@ class Server:
     # what /v1/identity proves: the id in daemon.json and the port it listens on
     instance: str = ""
     port: int = 0
+    # the web page's codes and session key; None: the page's cookie opens nothing
+    web: WebAccess | None = None
     # event streams (stream.py): a reader further behind than this reloads; `closing` ends
     # them all when the daemon stops
     stream_max_behind: int = MAX_STREAM_BEHIND
     closing: bool = False
+    stream_feed: Any = None  # feed.Feed, made when the first stream opens
 
     def close_streams(self) -> None:
         self.closing = True

@@ -38,6 +38,7 @@ from coord.server.schemas import (
     text,
 )
 from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route
+from coord.server.web import codes
 
 ITEM = ref("Item")
 ITEM_SHOWN = {
@@ -497,6 +498,19 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "POST",
+        "/v1/web/codes",
+        codes.issue_code,
+        "a one-time code that opens the web page at / as this agent (a human the board lists "
+        "in `humans`, when it lists any; 403 not_permitted otherwise): good once, for "
+        "expires_in seconds; the page trades it for its session cookie (`coord open`)",
+        codes.ANSWER_SCHEMA,
+        status=201,
+        body=Body({"agent": AGENT}, ("agent",)),
+        errors=(403, 422),
+        page=False,
+    ),
+    Route(
+        "POST",
         "/v1/shutdown",
         events.shutdown,
         "stop the daemon",
@@ -504,6 +518,7 @@ ROUTES: tuple[Route, ...] = (
         write=True,
         body=Body({}),
         errors=(422,),
+        page=False,
     ),
 )
 

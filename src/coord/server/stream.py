@@ -1,18 +1,19 @@
 """``GET /v1/events/stream``: the event log as Server-Sent Events, live.
 
 Each board event is one SSE message, ``id: <seq>``, ``event: coord``, ``data: <the event's
-JSON>``, in sequence order with no gap and none twice: the stream reads the durable log in
-pages (``Board.events``), never from a buffer of its own, so a client that reconnects with
-``Last-Event-ID`` (after a dropped connection or a daemon restart) gets exactly what it missed.
+JSON>``, in sequence order with no gap and none twice. Nothing is sent that the durable log
+does not hold: a stream takes the newest events from the daemon's feed (``feed.py``: read
+from the board and framed once for every stream) and older ones from the board, a page at a
+time, so a client that reconnects with ``Last-Event-ID`` (after a dropped connection or a
+daemon restart) gets exactly what it missed.
 
-Between pages it waits on ``Server.changes``, woken at once by this daemon's writes (and by
-whatever else notifies it), with a poll for writers it cannot hear. What a connection can
-make the daemon hold is bounded: one page (``PAGE_EVENTS``) plus the transport's write
-buffer (uvicorn pauses the writer at 64 KiB); while a socket does not take what was written,
-the stream waits, reading nothing more. A reader more than ``limits.MAX_STREAM_BEHIND`` events
-behind the board's newest is told to reload (``event: reload``) and the stream ends; one whose
-socket has stopped taking data while it fell that far behind is cut. Writers never wait for a
-reader: the stream holds no lock while it writes, and a board read is one short query.
+What a connection makes the daemon hold is bounded: the chunk being written (``PAGE_BYTES``,
+give or take an event) plus the transport's write buffer (uvicorn pauses the writer at
+64 KiB); while a socket does not take what was written, its stream waits and reads nothing
+more. A reader more than ``limits.MAX_STREAM_BEHIND`` events behind the board's newest is
+told to reload (``event: reload``) and the stream ends; one whose socket stopped taking data
+while it fell that far behind is cut. Writers never wait for a reader: no lock is held while
+a stream writes, and a board read is one short query.
 
 The route goes through the same pipeline as every other (host, token): its handler checks
 the request and returns an ``EventStream``, which the app runs as the response.
@@ -29,16 +30,14 @@ from starlette.responses import Response
 from coord import model
 from coord.errors import CoordError, InvalidInput
 from coord.server.context import Call, Server, count, number
+from coord.server.feed import PAGE_EVENTS, POLL_SECONDS, Feed, frame
 from coord.server.pipeline import render
 
-# events read from the board, and written to the socket, at a time
-PAGE_EVENTS = 200
+# written to the socket as one chunk of at most about PAGE_BYTES (past it, the rest of a page
+# is read again next time)
+PAGE_BYTES = 256 * 1024
 KEEPALIVE_SECONDS = 15.0
 MIN_KEEPALIVE, MAX_KEEPALIVE = 0.05, 300.0
-# how often a waiting stream looks at the board when nothing in this daemon wrote
-POLL_SECONDS = 0.25
-# after a wake-up, let a burst of writes land before reading: one page instead of many
-COALESCE_SECONDS = 0.01
 # what a browser's EventSource waits before it reconnects (ms)
 RETRY_MS = 1000
 
@@ -61,10 +60,6 @@ def events_stream(call: Call) -> EventStream:
             f"keepalive must be {MIN_KEEPALIVE:g} to {MAX_KEEPALIVE:g} seconds", field="keepalive"
         )
     return EventStream(call.server, after, item_id, keepalive)
-
-
-def frame(event: model.Event) -> bytes:
-    return b"id: %d\nevent: coord\ndata: %s\n\n" % (event.seq, render(event.to_dict()))
 
 
 class EventStream(Response):
@@ -95,36 +90,56 @@ class EventStream(Response):
 
     async def _run(self, scope: Any, send: Any, gone: asyncio.Event) -> bool:
         """Write events until the end; False when the connection is already gone."""
-        server, board = self.server, self.server.board
-        loop = asyncio.get_running_loop()
-        quiet_since = loop.time()
-        while not gone.is_set() and not server.closing:
-            try:
-                page = board.events(self.after, PAGE_EVENTS, item_id=self.item_id)
-            except CoordError:  # the board is gone or failing: end; the client reconnects
-                return True
-            if page:
-                full = len(page) == PAGE_EVENTS
-                if full and board.last_seq() - self.after > server.stream_max_behind:
-                    return await self._reload(scope, send, gone)
-                data = b"".join(frame(event) for event in page)
-                self.after = page[-1].seq
-                if not await self._write(scope, send, data, gone):
-                    return False
-                quiet_since = loop.time()
-                continue
-            due = quiet_since + self.keepalive - loop.time()
-            if due <= 0:
-                if not await self._write(scope, send, b": keep-alive\n\n", gone):
-                    return False
-                quiet_since = loop.time()
-                continue
-            waited = min(due, POLL_SECONDS)
-            began = loop.time()
-            await server.changes.wait(waited)
-            if loop.time() - began < waited:  # woken by a write: let the burst land
-                await asyncio.sleep(COALESCE_SECONDS)
+        server = self.server
+        feed = Feed.of(server)
+        feed.join()
+        try:
+            loop = asyncio.get_running_loop()
+            quiet_since = loop.time()
+            while not gone.is_set() and not server.closing:
+                if feed.covers(self.after):  # the usual case: the newest events, framed once
+                    frames, self.after = feed.since(self.after, self.item_id, PAGE_BYTES)
+                    data = b"".join(frames)
+                elif feed.broken:  # the board failed: end; the client reconnects
+                    return True
+                else:  # further back than the feed reaches: the board, a page at a time
+                    page = server.board.events(self.after, PAGE_EVENTS, item_id=self.item_id)
+                    full = len(page) == PAGE_EVENTS
+                    if full and server.board.last_seq() - self.after > server.stream_max_behind:
+                        return await self._reload(scope, send, gone)
+                    if not page:  # nothing of this item up to the newest: join the feed
+                        self.after = max(self.after, feed.base)
+                    data = self._chunk(page)
+                if data:
+                    if not await self._write(scope, send, data, gone):
+                        return False
+                    quiet_since = loop.time()
+                    continue
+                due = quiet_since + self.keepalive - loop.time()
+                if due <= 0:
+                    if not await self._write(scope, send, b": keep-alive\n\n", gone):
+                        return False
+                    quiet_since = loop.time()
+                elif feed.covers(self.after):
+                    await feed.wait(min(due, POLL_SECONDS))
+        except CoordError:  # the board is gone or failing: end; the client reconnects
+            return True
+        finally:
+            feed.leave()
         return not gone.is_set()
+
+    def _chunk(self, page: list[model.Event]) -> bytes:
+        """The page's frames, up to about ``PAGE_BYTES`` (events can be large: an edit's
+        event keeps the old text); ``after`` moves to the last one taken."""
+        frames, size = [], 0
+        for event in page:
+            framed = frame(event)
+            frames.append(framed)
+            size += len(framed)
+            self.after = event.seq
+            if size >= PAGE_BYTES:
+                break
+        return b"".join(frames)
 
     async def _reload(self, scope: Any, send: Any, gone: asyncio.Event) -> bool:
         last = self.server.board.last_seq()
