@@ -70,7 +70,12 @@ def args_serve(p: argparse.ArgumentParser) -> None:
         "another; default: the board config.json names",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="port (default 0: the port this board's daemon last used if it is free, else any)",
+    )
     p.add_argument(
         "--log-level",
         default="warning",

@@ -31,7 +31,7 @@ from typing import Any
 
 from coord import __version__
 from coord.errors import CoordError, DaemonAlreadyRunning, DiskFull
-from coord.fast import board_files, fsfold
+from coord.fast import board_files, files, fsfold
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -106,6 +106,32 @@ def _write_record(board_dir: Path, record: dict[str, Any]) -> None:
         ) from None
 
 
+# The port the board's daemon last listened on. A daemon asked for any port (the CLI's
+# on-demand start) takes that one again when it is free, so a page opened with `coord open`
+# (its URL and its cookie name carry the port) follows a restart of the daemon.
+LAST_PORT_FILE = "last_port"
+
+
+def _bind(sock: socket.socket, host: str, port: int, board_dir: Path) -> None:
+    if port == 0:
+        try:
+            last = int((board_dir / LAST_PORT_FILE).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            last = 0
+        if 0 < last < 65536:
+            try:
+                sock.bind((host, last))
+                return
+            except OSError:
+                pass  # taken by now: any free port
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        raise CoordError(
+            f"cannot listen on {host}:{port}: {err.strerror}; try another --port"
+        ) from err
+
+
 def serve(
     board_dir: Path,
     host: str = "127.0.0.1",
@@ -165,14 +191,11 @@ def serve(
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as err:
-        raise CoordError(
-            f"cannot listen on {host}:{port}: {err.strerror}; try another --port"
-        ) from err
+    _bind(sock, host, port, board_dir)
     sock.listen(accept_batch(open_file_limit))
     bound_port = sock.getsockname()[1]
+    with contextlib.suppress(OSError):  # a full disk: the next start just takes any port
+        files.write_atomic(board_dir / LAST_PORT_FILE, f"{bound_port}\n".encode(), 0o600)
     url_host = f"[{host}]" if ":" in host else host
     instance = secrets.token_hex(16)
     record = {
