@@ -286,6 +286,37 @@ def test_list_items_filters(storage: Storage) -> None:
         assert [i.id for i in tx.list_items(ItemQuery(claimable_at=0.0))] == [a]
 
 
+def test_list_items_by_holder_and_blocked(storage: Storage) -> None:
+    """`coord ls --mine/--holder` and `--state blocked`: a holder's items are those it holds
+    (a question waiting included) and, done, those it finished; blocked is pending with a
+    dependency not done, the rows `coord ls` shows as blocked."""
+    claimed = {"state": "claimed", "fencing_token": 1, "lease_expires_at": 50.0}
+    with storage.write() as tx:
+        held, asked, finished, other, dep, waits, free = (_add(tx) for _ in range(7))
+        assert tx.update_item(held, 0, {**claimed, "claimed_by": "a"})
+        assert tx.update_item(asked, 0, {**claimed, "claimed_by": "a", "question": "?"})
+        assert tx.update_item(finished, 0, {**claimed, "claimed_by": "a"})
+        assert tx.update_item(finished, 1, {"state": "done", "lease_expires_at": None})
+        assert tx.update_item(other, 0, {**claimed, "claimed_by": "b"})
+        tx.add_deps(waits, [dep])
+        tx.add_deps(free, [finished])  # its dependency is done: not blocked
+    with storage.read() as tx:
+
+        def ids(**query: Any) -> list[int]:
+            return [i.id for i in tx.list_items(ItemQuery(**query))]
+
+        assert ids(holder="a") == [held, asked, finished]
+        assert ids(holder="a", state="open") == [held, asked]
+        assert ids(holder="a", state="claimed") == [held]
+        assert ids(holder="a", state="done") == [finished]
+        assert ids(holder="b") == [other]
+        assert ids(holder="nobody") == []
+        assert ids(state="blocked") == [waits]
+        blocked = tx.list_items(ItemQuery(state="blocked"))
+        assert [i.blocked_by for i in blocked] == [(dep,)]
+        assert ids(state="blocked", after_id=waits) == []
+
+
 def test_events_are_gapless_and_readable_by_item(storage: Storage) -> None:
     with storage.write() as tx:
         seqs = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,6 +32,10 @@ KINDS = ("task", "bug", "note", "handoff")
 WORK_KINDS = ("task", "bug", "handoff")
 # how states are shown and filtered: a claimed item waiting on a human answer is needs_human
 SHOWN_STATES = ("pending", "claimed", "needs_human", "done", "cancelled")
+# what a listing may ask for besides a shown state: "open" (pending or claimed) and "blocked",
+# a pending item waiting on a dependency that is not done (non-empty ``Item.blocked_by``),
+# which `coord ls` shows as its own row state
+LISTED_STATES = (*SHOWN_STATES, "open", "blocked")
 PRIORITY_HIGHEST, PRIORITY_LOWEST, PRIORITY_DEFAULT = 0, 4, 2
 
 
@@ -350,10 +355,10 @@ def check_kind(value: Any) -> str:
     return str(value)
 
 
-def check_state(value: Any) -> str:
-    if value not in SHOWN_STATES:
+def check_state(value: Any, allowed: Sequence[str] = SHOWN_STATES) -> str:
+    if value not in allowed:
         raise InvalidInput(
-            f"unknown state {value!r}: use one of {', '.join(SHOWN_STATES)}", field="state"
+            f"unknown state {value!r}: use one of {', '.join(allowed)}", field="state"
         )
     return str(value)
 

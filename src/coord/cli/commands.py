@@ -157,8 +157,11 @@ def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
     state = None if args.all else (args.state or ("open" if not args.ready else None))
     if args.needs_human:
         state = "needs_human"
+    if args.mine and args.holder:
+        raise InvalidInput("give --mine or --holder NAME, not both")
     query = {
         "state": state,
+        "holder": ctx.agent() if args.mine else args.holder,
         "spec": ctx.session.document_path(args.spec) if args.spec else None,
         "ready": "true" if args.ready else None,
         "kind": args.kind,

@@ -129,7 +129,21 @@ def args_import(p: argparse.ArgumentParser) -> None:
 
 def args_ls(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--state", choices=["pending", "claimed", "needs_human", "done", "cancelled", "open"]
+        "--state",
+        choices=["pending", "claimed", "needs_human", "done", "cancelled", "open", "blocked"],
+        help="only items in this state (default: open, i.e. pending or claimed); blocked: "
+        "pending, waiting on a dependency not done",
+    )
+    p.add_argument(
+        "--mine",
+        action="store_true",
+        help="only the items you hold (--as NAME or COORD_AGENT); with --state done or --all, "
+        "also those you finished",
+    )
+    p.add_argument(
+        "--holder",
+        metavar="NAME",
+        help="only the items NAME holds; with --state done or --all, also those NAME finished",
     )
     p.add_argument(
         "--needs-human", action="store_true", help="only items waiting for a human answer"

@@ -31,7 +31,7 @@ from coord.core.items import Items
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
 from coord.errors import InvalidInput
-from coord.limits import MAX_REPLIES_PAGE, REPLIES_PAGE
+from coord.limits import INBOX_PAGE, MAX_INBOX_PAGE, MAX_REPLIES_PAGE, REPLIES_PAGE
 from coord.model import Agent, Claim, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, Storage
 
@@ -180,16 +180,27 @@ class Board:
         kind: str | None = None,
         label: str | None = None,
         spec: str | None = None,
+        holder: str | None = None,
         after_id: int = 0,
         limit: int = 100,
     ) -> list[Item]:
-        if state not in (None, "open"):
-            model.check_state(state)
+        """A page of items in id order; ``holder``: those whose claim is (or, done, was) that
+        agent's; ``state`` one of ``model.LISTED_STATES``."""
+        if state is not None:
+            model.check_state(state, model.LISTED_STATES)
+        if holder is not None:
+            holder = model.check_agent(holder)
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000", field="limit")
         kinds = (model.check_kind(kind),) if kind else None
         query = ItemQuery(
-            state=state, kinds=kinds, label=label, spec=spec, after_id=after_id, limit=limit
+            state=state,
+            holder=holder,
+            kinds=kinds,
+            label=label,
+            spec=spec,
+            after_id=after_id,
+            limit=limit,
         )
         return self._items.find(query, ready=ready)
 
@@ -373,8 +384,11 @@ class Board:
         agent = model.check_agent(agent)
         return self._activity.ack(model.check_item_ref(item_id), agent)
 
-    def inbox(self, agent: str, *, peek: bool = False, limit: int = 200) -> list[Event]:
-        """What others said to ``agent`` or did to its items since it last looked."""
+    def inbox(self, agent: str, *, peek: bool = False, limit: int = INBOX_PAGE) -> list[Event]:
+        """What others said to ``agent`` or did to its items since it last looked, a page of
+        at most ``limit`` (1 to ``MAX_INBOX_PAGE``); what is past the page stays unread."""
+        if not 1 <= limit <= MAX_INBOX_PAGE:
+            raise InvalidInput(f"limit must be between 1 and {MAX_INBOX_PAGE}", field="limit")
         return self._activity.inbox(model.check_agent(agent), peek, limit)
 
     # --- files -----------------------------------------------------------------------------

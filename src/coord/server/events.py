@@ -7,6 +7,7 @@ from typing import Any
 
 from coord import __version__, model
 from coord.errors import InvalidInput
+from coord.limits import INBOX_PAGE
 from coord.server.context import Call, count, number
 
 MAX_WAIT_SECONDS = 60.0
@@ -41,7 +42,7 @@ def inbox(call: Call) -> dict[str, Any]:
     found = call.board.inbox(
         call.agent(),
         peek=bool(call.body.get("peek")),
-        limit=count(call.body.get("limit"), "limit", 200, minimum=1),
+        limit=count(call.body.get("limit"), "limit", INBOX_PAGE, minimum=1),
     )
     return {"events": [e.to_dict() for e in found]}
 

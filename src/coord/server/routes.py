@@ -7,7 +7,13 @@ OpenAPI document at /openapi.json (openapi.py) are all made from ``ROUTES``.
 from __future__ import annotations
 
 from coord import model
-from coord.limits import MAX_ANSWER_BYTES, MAX_REPLIES_PAGE, REPLIES_PAGE
+from coord.limits import (
+    INBOX_PAGE,
+    MAX_ANSWER_BYTES,
+    MAX_INBOX_PAGE,
+    MAX_REPLIES_PAGE,
+    REPLIES_PAGE,
+)
 from coord.server import claims, events, identity, items, reservations, status
 from coord.server.schemas import (
     ADOPT,
@@ -107,7 +113,16 @@ ROUTES: tuple[Route, ...] = (
         "list items, a page at a time: `next` is the `after` of the next page (null: no more)",
         paged_listing("items", ITEM),
         params=(
-            Param("state", {"enum": [*model.SHOWN_STATES, "open"]}),
+            Param(
+                "state",
+                {"enum": list(model.LISTED_STATES)},
+                "open: pending or claimed; blocked: pending, waiting on a dependency not done",
+            ),
+            Param(
+                "holder",
+                AGENT,
+                "only items this agent holds (and, with state done, those it finished)",
+            ),
             Param("spec", {"type": "string"}, "only packages imported from this document"),
             Param("ready", {"type": "boolean"}, "only items claimable now"),
             Param("kind", KIND),
@@ -369,7 +384,10 @@ ROUTES: tuple[Route, ...] = (
             {
                 "agent": AGENT,
                 "peek": {"type": "boolean"},
-                "limit": {**integer(1), "default": 200},
+                "limit": {
+                    **integer(1, "at most this many events; the rest stay unread", MAX_INBOX_PAGE),
+                    "default": INBOX_PAGE,
+                },
             },
             ("agent",),
         ),

@@ -24,9 +24,14 @@ from coord.model import Agent, Event, Item, Reply, Reservation
 
 @dataclass(frozen=True)
 class ItemQuery:
-    """Filters for listing items. ``claimable_at`` keeps only items claimable at that time."""
+    """Filters for listing items. ``claimable_at`` keeps only items claimable at that time.
+
+    ``state`` is one of ``model.LISTED_STATES``; ``holder`` keeps the items whose
+    ``claimed_by`` is that agent: those it holds and (a done item keeps its last holder)
+    those it finished."""
 
     state: str | None = None
+    holder: str | None = None
     kinds: Sequence[str] | None = None
     label: str | None = None
     claimable_at: float | None = None
