@@ -367,6 +367,29 @@ def test_acks_replies_agents_and_inbox_cursor(storage: Storage) -> None:
         assert tx.inbox_cursor("nobody") == 0
 
 
+def test_agents_marked_as_working_and_deleted(storage: Storage) -> None:
+    """`coord agents` lists the names that acted as agents (the mark stays once set) and
+    `--prune` deletes agents, cursor and all."""
+    with storage.write() as tx:
+        tx.touch_agent("person", 1.0)
+        tx.touch_agent("worker", 2.0, worked=True)
+        tx.touch_agent("worker", 3.0)  # seen again: still an agent
+        tx.touch_agent("reader", 4.0)
+        tx.set_inbox_cursor("reader", 9, 4.0)
+    with storage.read() as tx:
+        seen = {a.name: (a.worked, a.last_seen) for a in tx.agents()}
+    assert seen == {"person": (False, 1.0), "worker": (True, 3.0), "reader": (False, 4.0)}
+    with storage.write() as tx:
+        tx.delete_agents(["worker", "reader", "nobody"])
+    with storage.read() as tx:
+        assert [a.name for a in tx.agents()] == ["person"]
+        assert tx.inbox_cursor("reader") == 0  # forgotten with it
+    with storage.write() as tx:
+        tx.touch_agent("worker", 5.0)  # back after the prune: seen, not yet an agent
+    with storage.read() as tx:
+        assert {a.name: a.worked for a in tx.agents()} == {"worker": False, "person": False}
+
+
 def test_replies_come_a_page_at_a_time(storage: Storage) -> None:
     with storage.write() as tx:
         item_id = _add(tx)

@@ -37,3 +37,6 @@ MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its la
 # overwritten) and its new value up to this many characters: the new value is the item's own,
 # and the next edit's old one, so the log holds every version once without doubling.
 MAX_EVENT_TEXT = 4096
+# `coord agents --prune` never forgets a name seen within this many seconds (an agent may be
+# between two calls; a forgotten one that comes back starts its inbox over)
+MIN_PRUNE_AGE = 3600.0

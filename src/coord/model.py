@@ -245,13 +245,19 @@ class Agent:
     first_seen: float
     last_seen: float
     holding: tuple[int, ...] = ()
+    # it acted as an agent: claimed, reserved files or read its inbox itself; a name that
+    # only added, edited, answered or replied (a person), or was given a claim by a design
+    # document's reservation line, has not
+    worked: bool = False
 
     def to_dict(self, now: float, active_window: float) -> dict[str, Any]:
         return {
             "name": self.name,
+            "role": "agent" if self.worked else "person",
             "first_seen": iso(self.first_seen),
             "last_seen": iso(self.last_seen),
-            "active": bool(self.holding) or now - self.last_seen <= active_window,
+            # seen within the board's window; a claim held past it does not make it active
+            "active": now - self.last_seen <= active_window,
             "holding": list(self.holding),
         }
 

@@ -325,8 +325,12 @@ def cmd_inbox(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_agents(args: argparse.Namespace, ctx: Context) -> Result:
-    result = ctx.session.get("/v1/agents")
-    return result, render.agents_table(result["agents"])
+    if args.prune:
+        body = {"agent": ctx.agent(required=False), "older_than_seconds": args.older_than}
+        result = ctx.session.post("/v1/agents:prune", body)
+        return result, render.pruned_text(result)
+    result = ctx.session.get("/v1/agents", {"all": "true" if args.all else None})
+    return result, render.agents_table(result["agents"], everyone=args.all)
 
 
 def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:

@@ -166,6 +166,30 @@ def args_ls(p: argparse.ArgumentParser) -> None:
     )
 
 
+def args_agents(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="people too: names that only added, edited, answered or replied (default: only "
+        "agents, the names that claimed, reserved or read their inbox)",
+    )
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="forget the names not seen for --older-than that would lose nothing: no claim "
+        "(a lapsed one included), no live reservation, nothing unread in their inbox that "
+        "came after they were last seen",
+    )
+    p.add_argument(
+        "--older-than",
+        type=argtypes.duration,
+        default=7 * 86400.0,
+        metavar="D",
+        help="with --prune: unseen for this long, in seconds or 90m, 12h, 7d, 2w (default: "
+        "7d; at least 1h)",
+    )
+
+
 def args_id(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", type=argtypes.item_ref, help="an item id, or a package id such as R3")
 

@@ -31,7 +31,13 @@ from coord.core.items import Items
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
 from coord.errors import InvalidInput
-from coord.limits import INBOX_PAGE, MAX_INBOX_PAGE, MAX_REPLIES_PAGE, REPLIES_PAGE
+from coord.limits import (
+    INBOX_PAGE,
+    MAX_INBOX_PAGE,
+    MAX_REPLIES_PAGE,
+    MIN_PRUNE_AGE,
+    REPLIES_PAGE,
+)
 from coord.model import Agent, Claim, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, Storage
 
@@ -368,8 +374,27 @@ class Board:
     def last_seq(self) -> int:
         return self._activity.last_seq()
 
-    def agents(self) -> list[Agent]:
-        return self._activity.agents()
+    def agents(self, *, everyone: bool = False) -> list[Agent]:
+        """The names that acted as agents (``Agent.worked``), most recently seen first;
+        ``everyone``: the people who only added, answered or replied too."""
+        found = self._activity.agents()
+        return found if everyone else [a for a in found if a.worked]
+
+    def prune_agents(self, *, older_than: Any, agent: str) -> dict[str, Any]:
+        """Forget everyone not seen for ``older_than`` seconds who would lose nothing by it
+        (see ``Activity.prune_agents``): ``{"pruned": [names], "kept": [{name, why}]}``."""
+        agent = model.check_agent(agent)
+        if (
+            isinstance(older_than, bool)
+            or not isinstance(older_than, int | float)
+            or not MIN_PRUNE_AGE <= older_than <= model.MAX_INTEGER
+        ):
+            raise InvalidInput(
+                f"older_than must be a number of seconds, at least {MIN_PRUNE_AGE:g} (an "
+                "hour): an agent seen more recently may be between two calls",
+                field="older_than",
+            )
+        return self._activity.prune_agents(float(older_than), agent)
 
     def reply(self, item_id: Any, *, agent: str, body: Any) -> Reply:
         agent = model.check_agent(agent)

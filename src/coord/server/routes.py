@@ -11,7 +11,9 @@ from coord.limits import (
     INBOX_PAGE,
     MAX_ANSWER_BYTES,
     MAX_INBOX_PAGE,
+    MAX_INTEGER,
     MAX_REPLIES_PAGE,
+    MIN_PRUNE_AGE,
     REPLIES_PAGE,
 )
 from coord.server import claims, events, identity, items, reservations, status
@@ -396,8 +398,45 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/v1/agents",
         events.agents,
-        "agents, when last seen, and what each holds",
+        "agents, when last seen, whether active (seen within the board's window) and what "
+        "each holds; an agent is a name that claimed, reserved or read its inbox (role "
+        "agent); ?all=true lists the people who only added, answered or replied too (role "
+        "person)",
         listing("agents", ANY_OBJECT),
+        params=(Param("all", {"type": "boolean"}, "people too, not only agents"),),
+    ),
+    Route(
+        "POST",
+        "/v1/agents:prune",
+        events.prune_agents,
+        "forget the names not seen for older_than_seconds that would lose nothing: no claim "
+        "(a lapsed one included), no live reservation, nothing unread in their inbox that "
+        "came after they were last seen; the rest are kept, each with why. The log keeps "
+        "what they did (one agents_pruned event)",
+        {
+            "type": "object",
+            "required": ["pruned", "kept", "older_than_seconds"],
+            "properties": {
+                "pruned": {"type": "array", "items": {"type": "string"}},
+                "kept": {"type": "array", "items": ANY_OBJECT},
+                "older_than_seconds": {"type": "number"},
+            },
+        },
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "older_than_seconds": {
+                    "type": "number",
+                    "minimum": MIN_PRUNE_AGE,
+                    "maximum": MAX_INTEGER,
+                    "default": events.DEFAULT_PRUNE_AGE,
+                    "description": "seconds unseen (at least an hour; default a week)",
+                },
+            },
+            ("agent",),
+        ),
+        errors=(422,),
     ),
     Route(
         "GET",

@@ -191,7 +191,14 @@ class WriteTx(ReadTx):
         """Append to the log; returns the new sequence number (gapless, increasing)."""
 
     @abstractmethod
-    def touch_agent(self, name: str, now: float) -> None: ...
+    def touch_agent(self, name: str, now: float, *, worked: bool = False) -> None:
+        """Note the agent as seen at ``now`` (first seen too, when new); ``worked``: also mark
+        it as acting as an agent (``Agent.worked``), a mark never taken back."""
+
+    @abstractmethod
+    def delete_agents(self, names: Sequence[str]) -> None:
+        """Forget these agents (their last seen, mark and inbox cursor); the log keeps
+        everything they did. Names not on the board are ignored."""
 
     @abstractmethod
     def set_item_files(self, item_id: int, patterns: Sequence[str]) -> None: ...

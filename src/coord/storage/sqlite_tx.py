@@ -61,13 +61,17 @@ class SQLiteTx(SQLiteItemTx):
         return [reservation_of(row) for row in self.conn.execute(*query)]
 
     def count_items_by_state(self) -> dict[str, int]:
+        # Two index-only reads, never the items: states off items_state, and the questions
+        # waiting (a few) off items_needs_human; a waiting claim is shown as needs_human.
         counts = dict.fromkeys(SHOWN_STATES, 0)
-        for state, waiting, number in self.conn.execute(
-            "SELECT state, question IS NOT NULL AND state = 'claimed', count(*) FROM items "
-            "GROUP BY 1, 2"
-        ):
-            shown = "needs_human" if waiting else state
-            counts[shown] = counts.get(shown, 0) + number
+        for state, number in self.conn.execute("SELECT state, count(*) FROM items GROUP BY state"):
+            counts[state] = number
+        row = self.conn.execute(
+            "SELECT count(*) FROM items WHERE question IS NOT NULL AND state = 'claimed'"
+        ).fetchone()
+        waiting = int(row[0])  # type: ignore[index]
+        counts["claimed"] -= waiting
+        counts["needs_human"] = waiting
         return counts
 
     def claims_ending_between(self, start: float, end: float, limit: int) -> list[Item]:
@@ -104,9 +108,10 @@ class SQLiteTx(SQLiteItemTx):
         ):
             holding.setdefault(name, []).append(item_id)
         return [
-            Agent(name, first, last, tuple(holding.get(name, ())))
-            for name, first, last in self.conn.execute(
-                "SELECT name, first_seen, last_seen FROM agents ORDER BY last_seen DESC, name"
+            Agent(name, first, last, tuple(holding.get(name, ())), bool(worked))
+            for name, first, last, worked in self.conn.execute(
+                "SELECT name, first_seen, last_seen, worked FROM agents "
+                "ORDER BY last_seen DESC, name"
             )
         ]
 
@@ -153,12 +158,23 @@ class SQLiteTx(SQLiteItemTx):
         )
         return int(cursor.lastrowid or 0)
 
-    def touch_agent(self, name: str, now: float) -> None:
+    def touch_agent(self, name: str, now: float, *, worked: bool = False) -> None:
+        if worked:  # once per agent and daemon: the mark is never taken back
+            self.conn.execute(
+                "INSERT INTO agents (name, first_seen, last_seen, worked) "
+                "VALUES (?, ?, ?, 1) "
+                "ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen, worked = 1",
+                (name, now, now),
+            )
+            return
         self.conn.execute(
             "INSERT INTO agents (name, first_seen, last_seen) VALUES (?, ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen",
             (name, now, now),
         )
+
+    def delete_agents(self, names: Sequence[str]) -> None:
+        self.conn.executemany("DELETE FROM agents WHERE name = ?", [(name,) for name in names])
 
     def insert_reservation(
         self,
