@@ -96,7 +96,9 @@ class PostgresItemTx(WriteTx):
     def list_items(self, query: ItemQuery) -> list[Item]:
         where: list[str] = ["id > %s"]
         params: list[Any] = [query.after_id]
-        if query.state == "open":
+        if query.state == "open" and query.holder is not None:
+            where.append("state = 'claimed'")  # a pending item has no holder
+        elif query.state == "open":
             where.append("state IN ('pending', 'claimed')")
         elif query.state == "needs_human":
             where.append("state = 'claimed' AND question IS NOT NULL")

@@ -67,7 +67,8 @@ class SQLiteTx(SQLiteItemTx):
         for state, number in self.conn.execute("SELECT state, count(*) FROM items GROUP BY state"):
             counts[state] = number
         row = self.conn.execute(
-            "SELECT count(*) FROM items WHERE question IS NOT NULL AND state = 'claimed'"
+            "SELECT count(*) FROM items INDEXED BY items_needs_human "
+            "WHERE question IS NOT NULL AND state = 'claimed'"
         ).fetchone()
         waiting = int(row[0])  # type: ignore[index]
         counts["claimed"] -= waiting
@@ -75,12 +76,14 @@ class SQLiteTx(SQLiteItemTx):
         return counts
 
     def claims_ending_between(self, start: float, end: float, limit: int) -> list[Item]:
-        # the partial index items_claimed_lease keeps this to the claims in the window
+        # the partial index items_claimed_lease keeps this to the claims in the window (named:
+        # offered items_state, the planner reads every claim and sorts them)
         return self._items(
             "state = 'claimed' AND question IS NULL AND lease_expires_at > ? "
             "AND lease_expires_at <= ?",
             (start, end),
             f"ORDER BY lease_expires_at, id LIMIT {int(limit)}",
+            source="items INDEXED BY items_claimed_lease",
         )
 
     def replies(self, item_id: int, after: int = 0, limit: int = -1) -> list[Reply]:
