@@ -235,8 +235,13 @@ def test_a_board_of_schema_9_learns_who_acted_as_an_agent_from_its_past(tmp_path
     )
     conn.executemany(
         "INSERT INTO events (at, agent, item_id, kind, details) VALUES (1, ?, 1, ?, '{}')",
-        [("adder", "created"), ("claimer", "claimed"), ("reserver", "reserved")]
-        + [("taker", "takeover"), ("adder", "reply")],
+        [
+            ("adder", "created"),
+            ("claimer", "claimed"),
+            ("reserver", "reserved"),
+            ("taker", "takeover"),
+            ("adder", "reply"),
+        ],
     )
     conn.close()
     storage = SQLiteStorage(db)
@@ -252,3 +257,32 @@ def test_a_board_of_schema_9_learns_who_acted_as_an_agent_from_its_past(tmp_path
         "taker": True,
         "adder": False,
     }
+
+
+def test_a_board_of_schema_8_counts_its_items_by_state_after_the_upgrade(tmp_path: Path) -> None:
+    """Migration 9 counts the items a board already has; from then on its writes keep the
+    counts (`coord status` reads them, not every item)."""
+    from coord.storage.sqlite import SQLiteStorage
+    from test_sqlite_backend import _board_of_schema
+
+    db = tmp_path / "board.db"
+    conn = _board_of_schema(db, 8)
+    conn.executemany(
+        "INSERT INTO items (kind, title, priority, state, created_by, created_at, updated_at, "
+        "claimed_by, lease_expires_at, question) VALUES ('task', 't', 2, ?, 'h', 1, 1, ?, ?, ?)",
+        [("pending", None, None, None)] * 3
+        + [("claimed", "a", 5.0, None), ("claimed", "a", 5.0, "?"), ("done", "a", None, None)],
+    )
+    conn.close()
+    storage = SQLiteStorage(db)
+    try:
+        with storage.read() as tx:
+            counts = tx.count_items_by_state()
+        with storage.write() as tx:
+            tx.update_item(1, 0, {"state": "cancelled", "closed_at": 2.0})
+        with storage.read() as tx:
+            after = tx.count_items_by_state()
+    finally:
+        storage.close()
+    assert counts == {"pending": 3, "claimed": 1, "needs_human": 1, "done": 1, "cancelled": 0}
+    assert after == {**counts, "pending": 2, "cancelled": 1}

@@ -582,6 +582,30 @@ def test_counts_by_state_and_claims_ending_in_a_window(storage: Storage) -> None
         assert [i.id for i in tx.claims_ending_between(0.0, 50.0, limit=10)] == [ends[40.0]]
 
 
+def test_counts_follow_every_write_and_a_rollback(storage: Storage) -> None:
+    """The counts are kept by the writes themselves (no read of the items): an item added,
+    claimed, closed, set back; a transaction rolled back leaves them as they were."""
+    with storage.write() as tx:
+        a, b = _add(tx), _add(tx)
+        assert tx.update_item(
+            a, 0, {"state": "claimed", "claimed_by": "x", "lease_expires_at": 9.0}
+        )
+        assert tx.update_item(a, 0, {"title": "retitled"})  # no state change
+    with pytest.raises(RuntimeError), storage.write() as tx:
+        _add(tx)
+        tx.update_item(b, 0, {"state": "cancelled", "closed_at": 1.0})
+        raise RuntimeError("rolled back")
+    with storage.write() as tx:
+        assert tx.update_item(
+            a, 0, {"state": "done", "claimed_by": "x", "lease_expires_at": None, "closed_at": 2.0}
+        )
+        assert tx.update_item(b, 0, {"state": "cancelled", "closed_at": 1.0})
+        assert tx.update_item(b, 0, {"state": "pending", "closed_at": None})
+    with storage.read() as tx:
+        counts = tx.count_items_by_state()
+    assert counts == {"pending": 1, "claimed": 0, "needs_human": 0, "done": 1, "cancelled": 0}
+
+
 def test_counts_of_an_empty_board_name_every_state(storage: Storage) -> None:
     with storage.read() as tx:
         assert tx.count_items_by_state() == dict.fromkeys(

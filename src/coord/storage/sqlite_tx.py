@@ -61,11 +61,11 @@ class SQLiteTx(SQLiteItemTx):
         return [reservation_of(row) for row in self.conn.execute(*query)]
 
     def count_items_by_state(self) -> dict[str, int]:
-        # Two index-only reads, never the items: states off items_state, and the questions
+        # Never the items: the counts their writes keep (migration 9), and the questions
         # waiting (a few) off items_needs_human; a waiting claim is shown as needs_human.
         counts = dict.fromkeys(SHOWN_STATES, 0)
-        for state, number in self.conn.execute("SELECT state, count(*) FROM items GROUP BY state"):
-            counts[state] = number
+        for state, number in self.conn.execute("SELECT state, n FROM item_counts"):
+            counts[state] = int(number)
         row = self.conn.execute(
             "SELECT count(*) FROM items INDEXED BY items_needs_human "
             "WHERE question IS NOT NULL AND state = 'claimed'"
@@ -76,8 +76,8 @@ class SQLiteTx(SQLiteItemTx):
         return counts
 
     def claims_ending_between(self, start: float, end: float, limit: int) -> list[Item]:
-        # the partial index items_claimed_lease keeps this to the claims in the window (named:
-        # offered items_state, the planner reads every claim and sorts them)
+        # the partial index items_claimed_lease keeps this to the claims in the window (named,
+        # as claim-next names its own: the planner's guess is never the question)
         return self._items(
             "state = 'claimed' AND question IS NULL AND lease_expires_at > ? "
             "AND lease_expires_at <= ?",
