@@ -70,7 +70,7 @@ class SQLiteTx(SQLiteItemTx):
             "SELECT count(*) FROM items INDEXED BY items_needs_human "
             "WHERE question IS NOT NULL AND state = 'claimed'"
         ).fetchone()
-        waiting = int(row[0])  # type: ignore[index]
+        waiting = int(row[0])
         counts["claimed"] -= waiting
         counts["needs_human"] = waiting
         return counts

@@ -2,7 +2,8 @@
 -- four rows instead of every item (80 ms on 200,000 items). Not an index on items(state):
 -- offered one, SQLite's planner takes it for any `state = 'pending' ... ORDER BY priority`
 -- that does not name items_pending, and sorts every pending row (a claim-next written that
--- way fell from 7,209 to 476 claims/s). The triggers cost a claim ~4 us (bench/README.md).
+-- way fell from 7,209 to 476 claims/s). The triggers cost a claim ~4 us: 19 to 23 us for
+-- the claim's transaction alone on 200,000 items; the index cost 6 us.
 CREATE TABLE item_counts (
     state TEXT    PRIMARY KEY,
     n     INTEGER NOT NULL
