@@ -21,12 +21,17 @@ def _ids(result: object) -> list[int]:
     return [item["id"] for item in json.loads(result.stdout)["items"]]  # type: ignore[attr-defined]
 
 
+def _items_claimed(board: Path, count: int, claims: tuple[tuple[str, str], ...]) -> None:
+    """``count`` items added by ann, then each (item, agent) of ``claims`` claimed."""
+    lines = "".join(json.dumps({"title": f"item {n}"}) + "\n" for n in range(1, count + 1))
+    assert run_cli("import", "-", board_dir=board, agent="ann", input=lines).returncode == 0
+    for item, agent in claims:
+        assert run_cli("claim", item, board_dir=board, agent=agent).returncode == 0
+
+
 def test_ls_mine_and_holder_list_what_an_agent_holds(daemon: Daemon) -> None:
     board = daemon.board_dir
-    lines = "".join(json.dumps({"title": f"item {n}"}) + "\n" for n in range(1, 6))
-    assert run_cli("import", "-", board_dir=board, agent="ann", input=lines).returncode == 0
-    for item, agent in (("1", "claude-1"), ("2", "codex-1"), ("3", "claude-1")):
-        assert run_cli("claim", item, board_dir=board, agent=agent).returncode == 0
+    _items_claimed(board, 5, (("1", "claude-1"), ("2", "codex-1"), ("3", "claude-1")))
     assert run_cli("done", "3", board_dir=board, agent="claude-1").returncode == 0
 
     assert _ids(run_cli("ls", "--mine", "--json", board_dir=board, agent="claude-1")) == [1]
@@ -112,10 +117,7 @@ def _agents(board: Path, *flags: str) -> dict[str, dict[str, Any]]:
 
 def test_agents_are_active_when_seen_lately_and_people_are_not_agents(daemon: Daemon) -> None:
     board = daemon.board_dir
-    lines = "".join(json.dumps({"title": f"item {n}"}) + "\n" for n in range(1, 4))
-    assert run_cli("import", "-", board_dir=board, agent="ann", input=lines).returncode == 0
-    assert run_cli("claim", "1", board_dir=board, agent="old-holder").returncode == 0
-    assert run_cli("claim", "2", board_dir=board, agent="busy").returncode == 0
+    _items_claimed(board, 3, (("1", "old-holder"), ("2", "busy")))
     assert run_cli("reply", "3", "looks good", board_dir=board, agent="human").returncode == 0
     assert run_cli("answer", "3", "x", board_dir=board, agent="lead").returncode != 0  # no q
     _last_seen(board, **{"old-holder": 3 * 3600})
@@ -141,10 +143,7 @@ def test_agents_are_active_when_seen_lately_and_people_are_not_agents(daemon: Da
 
 def test_agents_prune_forgets_only_those_who_would_lose_nothing(daemon: Daemon) -> None:
     board = daemon.board_dir
-    lines = "".join(json.dumps({"title": f"item {n}"}) + "\n" for n in range(1, 5))
-    assert run_cli("import", "-", board_dir=board, agent="ann", input=lines).returncode == 0
-    for item, agent in (("1", "holder"), ("2", "gone"), ("3", "told")):
-        assert run_cli("claim", item, board_dir=board, agent=agent).returncode == 0
+    _items_claimed(board, 4, (("1", "holder"), ("2", "gone"), ("3", "told")))
     for item, agent in (("2", "gone"), ("3", "told")):
         assert run_cli("done", item, board_dir=board, agent=agent).returncode == 0
         assert run_cli("inbox", board_dir=board, agent=agent).returncode == 0  # all read
