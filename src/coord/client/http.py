@@ -83,11 +83,7 @@ class Client:
         waited = 0.0
         for tries in range(1, BUSY_RETRIES + 2):
             status, payload, wait = self._send(method, path, body, timeout)
-            busy = (
-                status == 503
-                and isinstance(payload, dict)
-                and payload.get("error") == ("board_busy")
-            )
+            busy = _board_busy(status, payload)
             if not busy or wait is None or tries > BUSY_RETRIES or waited + wait > timeout:
                 break
             if tries == 1 and self.on_busy is not None:
@@ -317,6 +313,11 @@ def _parse_response(raw: bytes) -> tuple[int, Any]:
         return int(status_line[1]), json.loads(body) if body else None
     except ValueError:
         return int(status_line[1]), body.decode(errors="replace")
+
+
+def _board_busy(status: int, payload: Any) -> bool:
+    """Another process holds the board's write lock: nothing was applied, ask again."""
+    return status == 503 and isinstance(payload, dict) and payload.get("error") == "board_busy"
 
 
 def _retry_after(raw: bytes) -> float | None:

@@ -113,14 +113,14 @@ class Changes:
         """Note that ``agent`` acts as an agent: it claims, reserves files or reads its inbox
         itself. Who only adds, edits, answers or replies (a person), or holds a claim a design
         document's reservation line gave it (adoption), is seen but not an agent, and `coord
-        agents` leaves it out. Called once nothing can refuse the write any more (a refusal
-        rolls back, and the mark is written once per agent and process); the mark stays."""
-        if agent in self._working:
-            self.touch(tx, agent, now)
-        else:
-            tx.touch_agent(agent, now, worked=True)
-            self._working.add(agent)
-            self._touched[agent] = now
+        agents` leaves it out. The mark rides on the touch (one upsert, at most once a
+        second), and at once the first time in this process: a mark a rolled-back write or a
+        prune elsewhere took away is back within a second of the next work. It stays."""
+        if agent in self._working and now - self._touched.get(agent, float("-inf")) < 1.0:
+            return
+        tx.touch_agent(agent, now, worked=True)
+        self._working.add(agent)
+        self._touched[agent] = now
 
     def forget(self, agents: set[str]) -> None:
         """These agents' rows are gone (pruned): note them again when they come back."""
