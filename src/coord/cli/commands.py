@@ -263,8 +263,11 @@ def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
     state = None if args.all else (args.state or ("open" if not args.ready else None))
     if args.needs_human:
         state = "needs_human"
+    if args.mine and args.holder:
+        raise InvalidInput("give --mine or --holder NAME, not both")
     query = {
         "state": state,
+        "holder": ctx.agent() if args.mine else args.holder,
         "spec": ctx.session.document_path(args.spec) if args.spec else None,
         "ready": "true" if args.ready else None,
         "kind": args.kind,
@@ -428,8 +431,12 @@ def cmd_inbox(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_agents(args: argparse.Namespace, ctx: Context) -> Result:
-    result = ctx.session.get("/v1/agents")
-    return result, render.agents_table(result["agents"])
+    if args.prune:
+        body = {"agent": ctx.agent(required=False), "older_than_seconds": args.older_than}
+        result = ctx.session.post("/v1/agents:prune", body)
+        return result, render.pruned_text(result)
+    result = ctx.session.get("/v1/agents", {"all": "true" if args.all else None})
+    return result, render.agents_table(result["agents"], everyone=args.all)
 
 
 def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:

@@ -143,7 +143,11 @@ COMMANDS: Commands = {
         "what was said to you or about your items since you looked",
         parser.args_inbox,
     ),
-    "agents": (commands.cmd_agents, "who is active and what each holds", parser.args_none),
+    "agents": (
+        commands.cmd_agents,
+        "the agents: who is active and what each holds; --prune forgets the long gone",
+        parser.args_agents,
+    ),
     "log": (commands.cmd_log, "the event log", parser.args_log),
     "reserve": (
         files.cmd_reserve,

@@ -192,20 +192,32 @@ def events_table(events: Sequence[dict[str, Any]], *, empty: str) -> str:
     return "\n".join(event_line(e) for e in events) if events else empty
 
 
-def agents_table(agents: Sequence[dict[str, Any]]) -> str:
+def agents_table(agents: Sequence[dict[str, Any]], *, everyone: bool = False) -> str:
     if not agents:
-        return "no agents yet"
-    rows = [("AGENT", "ACTIVE", "LAST SEEN", "HOLDING")]
+        return "no one yet" if everyone else "no agents yet (`coord agents --all`: people too)"
+    head = ("NAME", "ROLE") if everyone else ("AGENT",)
+    rows = [(*head, "ACTIVE", "LAST SEEN", "HOLDING")]
     for agent in agents:
+        name = (agent["name"], agent["role"]) if everyone else (agent["name"],)
         rows.append(
             (
-                agent["name"],
+                *name,
                 "yes" if agent["active"] else "no",
                 agent["last_seen"],
                 ", ".join(str(i) for i in agent["holding"]) or "-",
             )
         )
     return _table(rows)
+
+
+def pruned_text(result: dict[str, Any]) -> str:
+    days = result["older_than_seconds"] / 86400
+    lines = [
+        f"forgot {len(result['pruned'])} agent(s) unseen for {days:g} day(s)"
+        + (": " + ", ".join(result["pruned"]) if result["pruned"] else "")
+    ]
+    lines += [f"kept {kept['name']}: {kept['why']}" for kept in result["kept"]]
+    return "\n".join(lines)
 
 
 def reservations_table(reservations: Sequence[dict[str, Any]]) -> str:

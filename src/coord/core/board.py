@@ -31,7 +31,13 @@ from coord.core.items import Items
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
 from coord.errors import CoordError, InvalidInput
-from coord.limits import MAX_REPLIES_PAGE, REPLIES_PAGE
+from coord.limits import (
+    INBOX_PAGE,
+    MAX_INBOX_PAGE,
+    MAX_REPLIES_PAGE,
+    MIN_PRUNE_AGE,
+    REPLIES_PAGE,
+)
 from coord.model import Agent, Claim, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, Storage
 
@@ -202,16 +208,27 @@ class Board:
         kind: str | None = None,
         label: str | None = None,
         spec: str | None = None,
+        holder: str | None = None,
         after_id: int = 0,
         limit: int = 100,
     ) -> list[Item]:
-        if state not in (None, "open"):
-            model.check_state(state)
+        """A page of items in id order; ``holder``: those whose claim is (or, done, was) that
+        agent's; ``state`` one of ``model.LISTED_STATES``."""
+        if state is not None:
+            model.check_state(state, model.LISTED_STATES)
+        if holder is not None:
+            holder = model.check_agent(holder)
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000", field="limit")
         kinds = (model.check_kind(kind),) if kind else None
         query = ItemQuery(
-            state=state, kinds=kinds, label=label, spec=spec, after_id=after_id, limit=limit
+            state=state,
+            holder=holder,
+            kinds=kinds,
+            label=label,
+            spec=spec,
+            after_id=after_id,
+            limit=limit,
         )
         return self._items.find(query, ready=ready)
 
@@ -379,8 +396,27 @@ class Board:
     def last_seq(self) -> int:
         return self._activity.last_seq()
 
-    def agents(self) -> list[Agent]:
-        return self._activity.agents()
+    def agents(self, *, everyone: bool = False) -> list[Agent]:
+        """The names that acted as agents (``Agent.worked``), most recently seen first;
+        ``everyone``: the people who only added, answered or replied too."""
+        found = self._activity.agents()
+        return found if everyone else [a for a in found if a.worked]
+
+    def prune_agents(self, *, older_than: Any, agent: str) -> dict[str, Any]:
+        """Forget everyone not seen for ``older_than`` seconds who would lose nothing by it
+        (see ``Activity.prune_agents``): ``{"pruned": [names], "kept": [{name, why}]}``."""
+        agent = model.check_agent(agent)
+        if (
+            isinstance(older_than, bool)
+            or not isinstance(older_than, int | float)
+            or not MIN_PRUNE_AGE <= older_than <= model.MAX_INTEGER
+        ):
+            raise InvalidInput(
+                f"older_than must be a number of seconds, at least {MIN_PRUNE_AGE:g} (an "
+                "hour): an agent seen more recently may be between two calls",
+                field="older_than",
+            )
+        return self._activity.prune_agents(float(older_than), agent)
 
     def reply(self, item_id: Any, *, agent: str, body: Any) -> Reply:
         agent = model.check_agent(agent)
@@ -395,8 +431,11 @@ class Board:
         agent = model.check_agent(agent)
         return self._activity.ack(model.check_item_ref(item_id), agent)
 
-    def inbox(self, agent: str, *, peek: bool = False, limit: int = 200) -> list[Event]:
-        """What others said to ``agent`` or did to its items since it last looked."""
+    def inbox(self, agent: str, *, peek: bool = False, limit: int = INBOX_PAGE) -> list[Event]:
+        """What others said to ``agent`` or did to its items since it last looked, a page of
+        at most ``limit`` (1 to ``MAX_INBOX_PAGE``); what is past the page stays unread."""
+        if not 1 <= limit <= MAX_INBOX_PAGE:
+            raise InvalidInput(f"limit must be between 1 and {MAX_INBOX_PAGE}", field="limit")
         return self._activity.inbox(model.check_agent(agent), peek, limit)
 
     # --- files -----------------------------------------------------------------------------

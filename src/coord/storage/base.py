@@ -24,9 +24,14 @@ from coord.model import Agent, Event, Item, Reply, Reservation
 
 @dataclass(frozen=True)
 class ItemQuery:
-    """Filters for listing items. ``claimable_at`` keeps only items claimable at that time."""
+    """Filters for listing items. ``claimable_at`` keeps only items claimable at that time.
+
+    ``state`` is one of ``model.LISTED_STATES``; ``holder`` keeps the items whose
+    ``claimed_by`` is that agent: those it holds and (a done item keeps its last holder)
+    those it finished."""
 
     state: str | None = None
+    holder: str | None = None
     kinds: Sequence[str] | None = None
     label: str | None = None
     claimable_at: float | None = None
@@ -186,7 +191,14 @@ class WriteTx(ReadTx):
         """Append to the log; returns the new sequence number (gapless, increasing)."""
 
     @abstractmethod
-    def touch_agent(self, name: str, now: float) -> None: ...
+    def touch_agent(self, name: str, now: float, *, worked: bool = False) -> None:
+        """Note the agent as seen at ``now`` (first seen too, when new); ``worked``: also mark
+        it as acting as an agent (``Agent.worked``), a mark never taken back."""
+
+    @abstractmethod
+    def delete_agents(self, names: Sequence[str]) -> None:
+        """Forget these agents (their last seen, mark and inbox cursor); the log keeps
+        everything they did. Names not on the board are ignored."""
 
     @abstractmethod
     def set_item_files(self, item_id: int, patterns: Sequence[str]) -> None: ...
