@@ -233,6 +233,14 @@ def test_a_seeded_board_copied_to_postgresql_reads_back_the_same(
 
         assert view(moved) == view(original)
 
+        # the counts `coord status` reads (kept by triggers, not copied) agree with the items
+        def counts(board: Board) -> dict[str, int]:
+            with board.storage.read() as tx:
+                return tx.count_items_by_state()
+
+        assert counts(moved) == counts(original)
+        assert sum(counts(moved).values()) == len(before["items"])
+
         # new writes continue after the copied ones: item ids, events, replies, reservations
         sequences = sqlite_sequences(seeded)
         last_event = before["events"][-1][0]

@@ -59,7 +59,7 @@ TABLES: tuple[Table, ...] = (
     _table("item_files", "item_id pattern", "item_id pattern"),
     _table("replies", "id item_id author body created_at", "id", counter=True),
     _table("acks", "item_id agent created_at", "item_id agent"),
-    _table("agents", "name first_seen last_seen inbox_seq", "name"),
+    _table("agents", "name first_seen last_seen inbox_seq worked", "name"),
     _table(
         "reservations",
         "id agent pattern prefix exclusive item_id reason created_at expires_at rule",
@@ -76,6 +76,7 @@ NOT_COPIED = {
     "board_counters": "PostgreSQL's item and event counters: set from the copied rows",
     "sqlite_sequence": "SQLite's AUTOINCREMENT counters: set from the copied rows",
     "daemons": "the daemons serving a shared database now: not board state",
+    "item_counts": "derived: the target's own triggers count the items as they are copied in",
 }
 
 
