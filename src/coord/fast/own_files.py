@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from coord.fast import board_files
+from coord.fast import board_files, mirror
 
 WHY = (
     "`.coord/` is coord's board: the shared database of every agent's claims and holds, its "
@@ -76,8 +76,8 @@ def _board_above(path: str, home: str | None) -> str | None:
                 return home
     directory = path
     while True:
-        if os.path.basename(directory).lower() == board_files.BOARD_DIRNAME and os.path.isfile(
-            os.path.join(directory, board_files.DB_FILENAME)
+        if os.path.basename(directory).lower() == board_files.BOARD_DIRNAME and mirror.holds_board(
+            directory
         ):
             return directory
         parent = os.path.dirname(directory)

@@ -194,6 +194,7 @@ def serve(
         server.should_exit = True
 
     idle.watch(board_dir, activity, idle_exit, stop)
+    follower = None
     # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
     # the signal again. The default handler would end the process right there, before the
     # cleanup below (daemon.json stayed behind, the board was never closed).
@@ -208,6 +209,7 @@ def serve(
                 file=sys.stderr,
                 flush=True,
             )
+        follower = _follow(activity, board, board_dir)
         server.run(sockets=[sock])
     except (_Terminated, KeyboardInterrupt):
         # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
@@ -216,6 +218,19 @@ def serve(
     finally:
         if (read_record(board_dir) or {}).get("pid") == os.getpid():
             record_path.unlink(missing_ok=True)
+        if follower is not None:
+            follower.stop()
         checkpointer.stop()
         board.close()
         os.close(lock_fd)
+
+
+def _follow(activity: Any, board: Any, board_dir: Path) -> Any:
+    """On a PostgreSQL board: LISTEN for every daemon's writes and keep the guard's mirror
+    (``coord.server.follower``), started. None on a SQLite board."""
+    dsn = getattr(board.storage, "dsn", None)
+    if not isinstance(dsn, str):
+        return None
+    from coord.server.follower import follow  # imports the driver: PostgreSQL boards only
+
+    return follow(activity.app.state.coord, dsn, str(board_dir))

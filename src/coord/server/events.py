@@ -10,9 +10,6 @@ from coord.errors import InvalidInput
 from coord.server.context import Call, count, number
 
 MAX_WAIT_SECONDS = 60.0
-# How often a long-poll looks at the board when nothing in this daemon wrote: another
-# process (a hook, the library) may have.
-POLL_SECONDS = 0.25
 
 
 async def events(call: Call) -> dict[str, Any]:
@@ -31,8 +28,9 @@ async def events(call: Call) -> dict[str, Any]:
         remaining = deadline - loop.time()
         if found or remaining <= 0:
             break
-        # Woken by our own writes at once; polls for writers in other processes.
-        await call.server.changes.wait(min(remaining, POLL_SECONDS))
+        # Woken by our own writes (and, on PostgreSQL, other daemons') at once; polls for
+        # writers that cannot wake it.
+        await call.server.changes.wait(min(remaining, call.server.changes.poll_seconds))
     last = found[-1].seq if found else after
     return {"events": [e.to_dict() for e in found], "last_seq": last}
 

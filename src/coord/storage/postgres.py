@@ -14,6 +14,12 @@ Transactions, as the SQLite backend's (``coord.storage.sqlite``) but across conn
   committed before the lock was granted (a REPEATABLE READ snapshot would be taken by the
   lock statement itself, before its wait). Cost: see ``bench/pg_driver.py``.
 - **Reads are snapshots** (REPEATABLE READ, READ ONLY): they never wait for the lock.
+- **Other daemons hear of each write** (``NOTIFY_CHANNEL``): a write transaction that
+  appended events sends ``NOTIFY coord_events, '<its last sequence number>'`` in the same
+  round trip as its COMMIT, so it is delivered on commit and never for a rollback. One per
+  transaction, a few bytes: PostgreSQL takes a global lock at the commit of a notifying
+  transaction, and the write lock already serialises these commits (cost:
+  ``bench/pg_notify.py``). Listeners: ``coord.server.follower``.
 - **The clock is the database server's.** ``WriteTx.clock()`` is ``clock_timestamp()`` read
   right after the lock is granted, so a lease is judged at the moment the write is serialised,
   on one clock for every daemon; a daemon's own clock never decides a lease.
@@ -42,6 +48,8 @@ from coord.storage.postgres_tx import PostgresTx
 # advisory locks are per database, so two boards on one server never share them).
 WRITE_LOCK_KEY = 0x636F6F7264  # "coord"
 MIGRATION_LOCK_KEY = 0x636F6F72644D  # "coordM"
+# What daemons LISTEN on; the payload is the last sequence number the transaction appended.
+NOTIFY_CHANNEL = "coord_events"
 
 # One round trip: the transaction, the board's lock, then the server's clock once granted.
 _BEGIN_WRITE = (
@@ -155,9 +163,14 @@ class PostgresStorage(Storage):
     # --- transactions ----------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, conn: psycopg.Connection[Any], begin: str) -> Iterator[Any]:
+    def _transaction(
+        self,
+        conn: psycopg.Connection[Any],
+        begin: str,
+        commit: Callable[[], str] = lambda: "COMMIT",
+    ) -> Iterator[Any]:
         """BEGIN (``begin`` may run more statements: their last result is yielded), then
-        COMMIT, or ROLLBACK on any exception; a connection that broke is dropped."""
+        ``commit()``, or ROLLBACK on any exception; a connection that broke is dropped."""
         try:
             cursor = conn.execute(begin.encode())
             while cursor.nextset():  # to the last statement's result
@@ -174,7 +187,7 @@ class PostgresStorage(Storage):
                 self._drop(conn)
             raise
         try:
-            conn.execute("COMMIT")
+            conn.execute(commit().encode())
         except psycopg.Error:
             self._drop(conn)
             raise
@@ -188,6 +201,17 @@ class PostgresStorage(Storage):
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
         conn = self._conn()
-        with self._transaction(conn, _BEGIN_WRITE) as granted:
+        tx: PostgresTx | None = None
+        with self._transaction(conn, _BEGIN_WRITE, lambda: _commit_notifying(tx)) as granted:
             now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
-            yield PostgresTx(conn, lambda: now)
+            tx = PostgresTx(conn, lambda: now)
+            yield tx
+
+
+def _commit_notifying(tx: PostgresTx | None) -> str:
+    """COMMIT, after a NOTIFY of the last sequence number when the transaction appended any
+    event: one round trip (the simple protocol runs both), sent only if COMMIT succeeds."""
+    seq = tx.appended_seq if tx is not None else None
+    if seq is None:
+        return "COMMIT"
+    return f"NOTIFY {NOTIFY_CHANNEL}, '{int(seq)}'; COMMIT"

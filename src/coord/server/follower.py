@@ -1,0 +1,210 @@
+"""A daemon on a PostgreSQL board follows what every daemon writes: LISTEN/NOTIFY.
+
+Each write transaction that appends events notifies ``NOTIFY_CHANNEL`` on commit, carrying
+its last sequence number (``coord.storage.postgres``). Here one thread per daemon LISTENs on
+a connection of its own and, for each notification (or burst of them), at once
+
+- wakes this daemon's event readers (``Changes``: the long poll of ``GET /v1/events`` and
+  anything else waiting on it), so a write through another daemon reaches them within a
+  round trip or two instead of a polling interval;
+- rewrites the guard's mirror of the live reservations (``coord.fast.mirror``), and at
+  least every ``REFRESH_SECONDS`` without one, so its stamp stays fresh.
+
+While the listening connection is down (the server restarted, ``pg_terminate_backend``,
+a network cut) readers poll as on a SQLite board (``Changes.poll_seconds``), the thread
+reconnects with backoff (``RECONNECT_SECONDS``), and the mirror ages until the guard no
+longer believes it: the guard then asks ``POST /v1/mirror:refresh`` and refuses edits if
+that fails too. After a reconnect readers are woken once, for what was missed.
+
+A thread, not an asyncio task on the daemon's loop: board calls run inline on that loop
+(``coord.server.app``), so a task there would hear a notification only between them, and
+the mirror's rewrite (a query and a small SQLite file) would stall every request while it
+ran. ``Connection.notifies(timeout=…)`` blocks in the server's socket without the GIL and
+gives the refresh its tick.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from coord.errors import BoardUnavailable, CoordError
+from coord.fast import mirror
+from coord.server.context import POLL_SECONDS, Server
+from coord.storage.postgres import NOTIFY_CHANNEL, describe
+
+REFRESH_SECONDS = 1.0  # the mirror's stamp is renewed at least this often
+RECONNECT_SECONDS = (0.1, 5.0)  # first wait after a lost connection, and the longest
+STOP_SECONDS = 0.5  # a wait for a NOTIFY ends this often to see whether the daemon stops
+# while a listener is up, a reader's poll is only a safety net: every writer notifies
+LISTENING_POLL_SECONDS = 5.0
+
+_LIVE = (
+    "SELECT id, agent, pattern, prefix, exclusive, item_id, reason, created_at, expires_at, rule "
+    "FROM reservations WHERE expires_at > %s ORDER BY id"
+)
+_CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8, last_seq FROM board_counters"
+
+
+class Follower:
+    """LISTEN on one connection, keep the mirror from another; ``start`` and ``stop``."""
+
+    def __init__(
+        self,
+        dsn: str,
+        board_dir: str,
+        wake: Callable[[], None],
+        on_listening: Callable[[bool], None] = lambda up: None,
+    ) -> None:
+        self.dsn = dsn
+        self.board_dir = board_dir
+        self._wake = wake
+        self._on_listening = on_listening
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="coord-follower", daemon=True)
+        self._reader: psycopg.Connection[Any] | None = None
+        self._reader_lock = threading.Lock()
+        self.listening = False
+        self.refreshed_seq = 0  # the board's last sequence number at the last refresh
+
+    def start(self) -> Follower:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # seen within STOP_SECONDS, when a wait for a NOTIFY ends
+        if self._thread.ident is not None:
+            self._thread.join(timeout=10 * STOP_SECONDS)
+        with self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
+    # --- the mirror ------------------------------------------------------------------------
+
+    def refresh(self) -> dict[str, Any]:
+        """Rewrite the mirror from the database now. ``CoordError`` naming the database when
+        it cannot be read (the mirror is left to age: the guard judges its stamp)."""
+        with self._reader_lock:
+            try:
+                conn = self._reader
+                if conn is None or conn.closed:
+                    conn = self._reader = self._connect()
+                database_now, last_seq = conn.execute(_CLOCK).fetchone()  # type: ignore[misc]
+                taken_at = time.time()  # after the answer: an estimate never runs ahead
+                rows = conn.execute(_LIVE, (database_now,)).fetchall()
+            except psycopg.Error as err:
+                if self._reader is not None:
+                    self._reader.close()
+                self._reader = None
+                raise BoardUnavailable(
+                    f"cannot read the board's reservations from {describe(self.dsn)}: "
+                    f"{_first_line(err)}; check that the server runs"
+                ) from None
+            mirror.write(
+                self.board_dir,
+                rows,
+                database_now=database_now,
+                taken_at=taken_at,
+                last_seq=last_seq,
+            )
+            self.refreshed_seq = last_seq
+        return {"refreshed": True, "reservations": len(rows), "last_seq": last_seq}
+
+    def _refresh_quietly(self) -> None:
+        try:
+            self.refresh()
+        except CoordError as err:
+            _log(f"mirror not refreshed: {err.message}")
+        except OSError as err:  # a full disk: the guard sees the old stamp age
+            _log(f"mirror not written: {err}")
+
+    # --- the listener ----------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        # a dead peer without a FIN (a cut cable) is found by TCP keepalives within ~10 s
+        return psycopg.connect(
+            self.dsn,
+            autocommit=True,
+            connect_timeout=5,
+            keepalives=1,
+            keepalives_idle=5,
+            keepalives_interval=2,
+            keepalives_count=2,
+        )
+
+    def _run(self) -> None:
+        backoff = RECONNECT_SECONDS[0]
+        while not self._stopping.is_set():
+            try:
+                conn = self._connect()
+                conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            except psycopg.Error as err:
+                _log(f"cannot listen on {describe(self.dsn)}: {_first_line(err)}")
+                self._refresh_quietly()  # a lost listener need not mean a lost database
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, RECONNECT_SECONDS[1])
+                continue
+            backoff = RECONNECT_SECONDS[0]
+            self._set_listening(True)
+            self._wake()  # what was written while nobody listened
+            try:
+                self._follow(conn)
+            except psycopg.Error as err:
+                if not self._stopping.is_set():
+                    _log(f"lost the listening connection: {_first_line(err)}; reconnecting")
+            finally:
+                self._set_listening(False)
+                with contextlib.suppress(psycopg.Error):
+                    conn.close()
+
+    def _follow(self, conn: psycopg.Connection[Any]) -> None:
+        self._refresh_quietly()
+        due = time.monotonic() + REFRESH_SECONDS
+        while not self._stopping.is_set():
+            heard = False
+            wait = min(STOP_SECONDS, max(0.0, due - time.monotonic()))
+            for _ in conn.notifies(timeout=wait, stop_after=1):
+                heard = True
+            if heard:
+                # a burst: what else is already queued is covered by the same wake and refresh
+                for _ in conn.notifies(timeout=0):
+                    pass
+                self._wake()
+            if heard or time.monotonic() >= due:
+                self._refresh_quietly()
+                due = time.monotonic() + REFRESH_SECONDS
+
+    def _set_listening(self, up: bool) -> None:
+        self.listening = up
+        self._on_listening(up)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _log(line: str) -> None:
+    with contextlib.suppress(OSError):
+        print(f"coord daemon: {line}", file=sys.stderr, flush=True)
+
+
+def follow(server: Server, dsn: str, board_dir: str) -> Follower:
+    """Start following the board for the daemon whose state is ``server``: its readers
+    woken by every daemon's writes, its poll relaxed while the listener is up, its route
+    ``POST /v1/mirror:refresh`` served. ``stop()`` it when the daemon stops."""
+    changes = server.changes
+
+    def on_listening(up: bool) -> None:
+        changes.poll_seconds = LISTENING_POLL_SECONDS if up else POLL_SECONDS
+
+    follower = Follower(dsn, board_dir, changes.notify_threadsafe, on_listening)
+    server.follower = follower
+    return follower.start()
