@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from coord.core.board import Board
-from coord.fast import board_files, fsfold, mirror
+from coord.fast import board_files, fsfold
 from coord.server import follower as follower_module
 from coord.server.follower import Follower
 from coord.storage.postgres import NOTIFY_CHANNEL
