@@ -27,6 +27,7 @@ import os
 import sqlite3
 import time
 
+from coord.errors import InvalidInput
 from coord.fast import board_files, daemon_proof, holds
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
@@ -62,27 +63,6 @@ FIX = (
 )
 
 
-def team_database(board_dir: str) -> str | None:
-    """The PostgreSQL board this ``.coord/`` names in its config.json, or None (SQLite)."""
-    # TODO(pg-daemon): board_files.database_url once merged
-    try:
-        with open(os.path.join(board_dir, "config.json"), encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError):
-        return None
-    found = config.get("database") if isinstance(config, dict) else None
-    return found if isinstance(found, str) and found else None
-
-
-def holds_board(board_dir: str) -> bool:
-    """Whether this ``.coord/`` holds a board: its SQLite file, or a PostgreSQL database named
-    in its config (a ``.coord/`` of another tool, or a half-done init, holds neither)."""
-    return (
-        os.path.isfile(os.path.join(board_dir, board_files.DB_FILENAME))
-        or team_database(board_dir) is not None
-    )
-
-
 def path_of(board_dir: str) -> str:
     return os.path.join(board_dir, MIRROR_FILENAME)
 
@@ -92,7 +72,11 @@ def source(board_dir: str) -> tuple[str, float | None]:
     board's clock: ``(board.db, None)`` (now) on SQLite; on PostgreSQL the mirror and the
     database's clock as estimated from its stamp, refreshed by the daemon first when stale.
     ``holds.BoardUnreadable`` says why it cannot be believed and what to do."""
-    if team_database(board_dir) is None:
+    try:
+        on_postgres = board_files.database_url(board_dir) is not None
+    except InvalidInput as err:  # a config that cannot be read: never taken for SQLite
+        raise holds.BoardUnreadable(err.message) from None
+    if not on_postgres:
         return os.path.join(board_dir, board_files.DB_FILENAME), None
     path = path_of(board_dir)
     now, why = database_now(path)

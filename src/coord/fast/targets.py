@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 
-from coord.fast import board_files, mirror, patterns, worktree
+from coord.fast import board_files, patterns, worktree
 
 
 class Target:
@@ -88,7 +88,7 @@ def _board_of(real: str, home: str | None) -> tuple[str | None, str]:
     other = board_files.locate(real, env=False)
     if other is None or (home is not None and os.path.realpath(other) == os.path.realpath(home)):
         return None, ""
-    if not mirror.holds_board(other):
+    if not board_files.has_board(other):
         return None, ""  # a .coord/ that holds no board (another tool's, a half-done init)
     return other, worktree.root_for(real, os.path.dirname(other))
 

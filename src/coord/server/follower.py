@@ -32,24 +32,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import psycopg
-
-from coord.errors import BoardUnavailable, CoordError
+from coord.errors import CoordError
 from coord.fast import mirror
 from coord.server.context import POLL_SECONDS, Server
-from coord.storage.postgres import NOTIFY_CHANNEL, describe
 
 REFRESH_SECONDS = 1.0  # the mirror's stamp is renewed at least this often
 RECONNECT_SECONDS = (0.1, 5.0)  # first wait after a lost connection, and the longest
 STOP_SECONDS = 0.5  # a wait for a NOTIFY ends this often to see whether the daemon stops
 # while a listener is up, a reader's poll is only a safety net: every writer notifies
 LISTENING_POLL_SECONDS = 5.0
-
-_LIVE = (
-    "SELECT id, agent, pattern, prefix, exclusive, item_id, reason, created_at, expires_at, rule "
-    "FROM reservations WHERE expires_at > %s ORDER BY id"
-)
-_CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8, last_seq FROM board_counters"
 
 
 class Follower:
@@ -62,13 +53,16 @@ class Follower:
         wake: Callable[[], None],
         on_listening: Callable[[bool], None] = lambda up: None,
     ) -> None:
-        self.dsn = dsn
+        # the driver, lazily: this module is imported by the daemon of a PostgreSQL board only
+        from coord.storage.postgres_listen import Listener, LiveReader
+
         self.board_dir = board_dir
         self._wake = wake
         self._on_listening = on_listening
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="coord-follower", daemon=True)
-        self._reader: psycopg.Connection[Any] | None = None
+        self.listener = Listener(dsn)
+        self._reader = LiveReader(dsn)
         self._reader_lock = threading.Lock()
         self.listening = False
         self.refreshed_seq = 0  # the board's last sequence number at the last refresh
@@ -82,31 +76,16 @@ class Follower:
         if self._thread.ident is not None:
             self._thread.join(timeout=10 * STOP_SECONDS)
         with self._reader_lock:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
+            self._reader.close()
 
     # --- the mirror ------------------------------------------------------------------------
 
     def refresh(self) -> dict[str, Any]:
-        """Rewrite the mirror from the database now. ``CoordError`` naming the database when
-        it cannot be read (the mirror is left to age: the guard judges its stamp)."""
+        """Rewrite the mirror from the database now. ``DatabaseUnreachable`` when it cannot
+        be read (the mirror is left to age: the guard judges its stamp)."""
         with self._reader_lock:
-            try:
-                conn = self._reader
-                if conn is None or conn.closed:
-                    conn = self._reader = self._connect()
-                database_now, last_seq = conn.execute(_CLOCK).fetchone()  # type: ignore[misc]
-                taken_at = time.time()  # after the answer: an estimate never runs ahead
-                rows = conn.execute(_LIVE, (database_now,)).fetchall()
-            except psycopg.Error as err:
-                if self._reader is not None:
-                    self._reader.close()
-                self._reader = None
-                raise BoardUnavailable(
-                    f"cannot read the board's reservations from {describe(self.dsn)}: "
-                    f"{_first_line(err)}; check that the server runs"
-                ) from None
+            database_now, last_seq, rows = self._reader.read()
+            taken_at = time.time()  # after the answer: the estimate never runs ahead
             mirror.write(
                 self.board_dir,
                 rows,
@@ -121,32 +100,19 @@ class Follower:
         try:
             self.refresh()
         except CoordError as err:
-            _log(f"mirror not refreshed: {err.message}")
+            _log(f"reservation mirror not refreshed: {err.message}")
         except OSError as err:  # a full disk: the guard sees the old stamp age
-            _log(f"mirror not written: {err}")
+            _log(f"reservation mirror not written: {err}")
 
     # --- the listener ----------------------------------------------------------------------
-
-    def _connect(self) -> psycopg.Connection[Any]:
-        # a dead peer without a FIN (a cut cable) is found by TCP keepalives within ~10 s
-        return psycopg.connect(
-            self.dsn,
-            autocommit=True,
-            connect_timeout=5,
-            keepalives=1,
-            keepalives_idle=5,
-            keepalives_interval=2,
-            keepalives_count=2,
-        )
 
     def _run(self) -> None:
         backoff = RECONNECT_SECONDS[0]
         while not self._stopping.is_set():
             try:
-                conn = self._connect()
-                conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-            except psycopg.Error as err:
-                _log(f"cannot listen on {describe(self.dsn)}: {_first_line(err)}")
+                self.listener.listen()
+            except CoordError as err:
+                _log(f"cannot listen for the other daemons' writes: {err.message}")
                 self._refresh_quietly()  # a lost listener need not mean a lost database
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, RECONNECT_SECONDS[1])
@@ -155,40 +121,28 @@ class Follower:
             self._set_listening(True)
             self._wake()  # what was written while nobody listened
             try:
-                self._follow(conn)
-            except psycopg.Error as err:
+                self._follow()
+            except CoordError as err:
                 if not self._stopping.is_set():
-                    _log(f"lost the listening connection: {_first_line(err)}; reconnecting")
+                    _log(f"lost the listening connection ({err.message}); reconnecting")
             finally:
                 self._set_listening(False)
-                with contextlib.suppress(psycopg.Error):
-                    conn.close()
+                self.listener.close()
 
-    def _follow(self, conn: psycopg.Connection[Any]) -> None:
+    def _follow(self) -> None:
         self._refresh_quietly()
         due = time.monotonic() + REFRESH_SECONDS
         while not self._stopping.is_set():
-            heard = False
-            wait = min(STOP_SECONDS, max(0.0, due - time.monotonic()))
-            for _ in conn.notifies(timeout=wait, stop_after=1):
-                heard = True
-            if heard:
-                # a burst: what else is already queued is covered by the same wake and refresh
-                for _ in conn.notifies(timeout=0):
-                    pass
-                self._wake()
-            if heard or time.monotonic() >= due:
+            heard = self.listener.wait(min(STOP_SECONDS, max(0.0, due - time.monotonic())))
+            if heard is not None:
+                self._wake()  # first: a reader waits on this, the guard on the refresh
+            if heard is not None or time.monotonic() >= due:
                 self._refresh_quietly()
                 due = time.monotonic() + REFRESH_SECONDS
 
     def _set_listening(self, up: bool) -> None:
         self.listening = up
         self._on_listening(up)
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _log(line: str) -> None:

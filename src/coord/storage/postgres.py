@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from coord.errors import CoordError
-from coord.storage import migrations
+from coord.storage import migrations, postgres_daemons, postgres_faults
 from coord.storage.base import ReadTx, Storage, WriteTx
 from coord.storage.postgres_tx import PostgresTx
 
@@ -80,6 +80,23 @@ def describe(dsn: str) -> str:
     )
 
 
+def probe(dsn: str, timeout: float = 3) -> tuple[int, int]:
+    """(the schema version the database has, the newest this release ships), read without
+    migrating anything (``coord doctor``); ``DatabaseUnreachable`` when it cannot connect."""
+    newest = max(
+        (version for version, _, _ in migrations.shipped("postgres_migrations")), default=0
+    )
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
+            found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+            if not (found and found[0]):
+                return 0, newest
+            row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    except psycopg.OperationalError as error:
+        raise postgres_faults.unreachable(describe(dsn), error) from error
+    return (int(row[0] or 0) if row else 0), newest
+
+
 class PostgresStorage(Storage):
     def __init__(
         self,
@@ -106,11 +123,7 @@ class PostgresStorage(Storage):
                 self.dsn, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
             )
         except psycopg.OperationalError as error:
-            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "refused"
-            raise CoordError(
-                f"cannot reach the PostgreSQL board at {describe(self.dsn)}: {reason}; "
-                "check that the server runs and the connection string is right",
-            ) from error
+            raise postgres_faults.unreachable(describe(self.dsn), error) from error
 
     def _conn(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
@@ -156,8 +169,13 @@ class PostgresStorage(Storage):
                         (version, name),
                     )
 
+    def location(self) -> dict[str, str]:
+        return {"backend": "postgresql", "database": describe(self.dsn)}
+
     def schema_version(self) -> int:
-        row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
+        row = self._outside_tx(
+            lambda conn: conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        )
         return int(row[0] or 0) if row else 0
 
     # --- transactions ----------------------------------------------------------------------
@@ -192,20 +210,83 @@ class PostgresStorage(Storage):
             self._drop(conn)
             raise
 
+    def _begin(
+        self, stack: ExitStack, begin: str, commit: Callable[[], str] = lambda: "COMMIT"
+    ) -> tuple[psycopg.Connection[Any], Any]:
+        """The thread's connection in a transaction begun with ``begin`` (entered on
+        ``stack``). A connection kept from before a server restart or a
+        ``pg_terminate_backend`` fails at its BEGIN, which did nothing: it is dropped and the
+        BEGIN runs once more on a new one, so the first request after the server came back
+        does not fail for the old connection's sake."""
+        conn = self._conn()
+        try:
+            return conn, stack.enter_context(self._transaction(conn, begin, commit))
+        except psycopg.Error as error:
+            if not postgres_faults.is_connection_fault(error):
+                raise
+        conn = self._conn()  # the broken one was dropped by _transaction
+        return conn, stack.enter_context(self._transaction(conn, begin, commit))
+
+    @contextmanager
+    def _faults(self) -> Iterator[None]:
+        """A connection fault, said as ``DatabaseUnreachable`` (503 with Retry-After)."""
+        try:
+            yield
+        except psycopg.Error as error:
+            found = postgres_faults.translate(describe(self.dsn), error)
+            if found is None:
+                raise
+            raise found from error
+
     @contextmanager
     def read(self) -> Iterator[ReadTx]:
-        conn = self._conn()
-        with self._transaction(conn, _BEGIN_READ):
+        with self._faults(), ExitStack() as stack:
+            conn, _ = self._begin(stack, _BEGIN_READ)
             yield PostgresTx(conn, self._clock)
 
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
-        conn = self._conn()
         tx: PostgresTx | None = None
-        with self._transaction(conn, _BEGIN_WRITE, lambda: _commit_notifying(tx)) as granted:
+        with self._faults(), ExitStack() as stack:
+            commit = lambda: _commit_notifying(tx)  # noqa: E731
+            conn, granted = self._begin(stack, _BEGIN_WRITE, commit)
             now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
             tx = PostgresTx(conn, lambda: now)
             yield tx
+
+    def problem(self) -> CoordError | None:
+        """Whether the server answers now: a short read (on a new connection when the last
+        one broke). Health reports it, so a monitor sees the outage and the recovery."""
+        try:
+            with self.read() as tx:
+                tx.last_seq()
+        except CoordError as error:
+            return error
+        return None
+
+    # --- the daemons serving this board (``coord status``) ---------------------------------
+
+    def _outside_tx(self, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+        """``work`` on the thread's connection, no transaction of the board's (each statement
+        its own, autocommit); a connection fault is ``DatabaseUnreachable``, and the broken
+        connection is dropped for the next call to open a new one."""
+        with self._faults():
+            conn = self._conn()
+            try:
+                return work(conn)
+            except psycopg.Error as error:
+                if postgres_faults.is_connection_fault(error):
+                    self._drop(conn)
+                raise
+
+    def daemon_heartbeat(self, record: dict[str, Any]) -> None:
+        self._outside_tx(lambda conn: postgres_daemons.heartbeat(conn, record))
+
+    def daemon_gone(self, instance: str) -> None:
+        self._outside_tx(lambda conn: postgres_daemons.gone(conn, instance))
+
+    def live_daemons(self) -> list[dict[str, Any]]:
+        return list(self._outside_tx(postgres_daemons.live))
 
 
 def _commit_notifying(tx: PostgresTx | None) -> str:
