@@ -26,7 +26,10 @@ from test_pg_daemon import Checkout, url_of
 from test_pg_mirror import eventually, mirrored
 
 pytestmark = pytest.mark.postgres
-READER_WAIT = 3.0  # below the poll of a listening daemon (follower.LISTENING_POLL_SECONDS)
+READER_WAIT = 20.0  # below the poll of a listening daemon (follower.LISTENING_POLL_SECONDS)
+# A reader not woken by the write would answer when its wait runs out (READER_WAIT); one woken
+# answers at once. This bound only tells the two apart, far from either.
+WOKEN_WITHIN = READER_WAIT / 2
 
 
 @pytest.fixture
@@ -57,7 +60,8 @@ def listening_backends(dsn: str) -> list[int]:
 
 def woken_by_a_write_through_the_other(reader: Daemon, writer: Daemon) -> None:
     """A long poll of ``reader`` already waiting returns the event of a write through
-    ``writer``, before its wait runs out (a listening daemon does not poll in that time)."""
+    ``writer`` when it is made, not when its wait runs out (a listening daemon does not poll
+    in that time: only the NOTIFY can wake it)."""
     status, answer = reader.request("GET", "/v1/events?after=0&limit=1000")
     assert status == 200
     after = answer["last_seq"]
@@ -72,7 +76,8 @@ def woken_by_a_write_through_the_other(reader: Daemon, writer: Daemon) -> None:
     assert thread.is_alive(), "the reader returned before anything was written"
     status, item = writer.request("POST", "/v1/items", {"agent": "ada", "title": "news"})
     assert status == 201, item
-    thread.join()
+    thread.join(WOKEN_WITHIN)
+    assert not thread.is_alive(), f"the reader was not woken: it waits out its {READER_WAIT:g} s"
     status, answer = got["answer"]
     assert status == 200
     assert [(e["kind"], e["item_id"]) for e in answer["events"]] == [("created", item["id"])]

@@ -39,8 +39,9 @@ from coord.server.context import POLL_SECONDS, Server
 REFRESH_SECONDS = 1.0  # the mirror's stamp is renewed at least this often
 RECONNECT_SECONDS = (0.1, 5.0)  # first wait after a lost connection, and the longest
 STOP_SECONDS = 0.5  # a wait for a NOTIFY ends this often to see whether the daemon stops
-# while a listener is up, a reader's poll is only a safety net: every writer notifies
-LISTENING_POLL_SECONDS = 5.0
+# While the listener is up a reader's poll is only a safety net: every writer notifies, and a
+# listening session misses no notification (after a reconnect the readers are woken anyway).
+LISTENING_POLL_SECONDS = 30.0
 
 
 class Follower:
