@@ -8,7 +8,11 @@ gets a fresh database; only that database's backends are ever terminated.
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,16 +20,26 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg.conninfo
 import pytest
 
 from conftest import Daemon
+from pg_support import ADMIN_DSN
 from test_guard_cli import guard
-from test_hooks import denied
+from test_hooks import NOT_ON_THE_EDIT_PATH, denied, fixture
 from test_path_spellings import allowed_by_every_face, edit, refused_by_every_face
 from test_pg_daemon import Checkout, url_of
 from test_pg_mirror import eventually, mirrored
 
 pytestmark = pytest.mark.postgres
+NOT_ON_THE_TEAM_EDIT_PATH = (
+    *NOT_ON_THE_EDIT_PATH,
+    "psycopg",
+    "psycopg_binary",
+    "http",
+    "coord.server",
+    "coord.fast.daemon_proof",
+)
 READER_WAIT = 20.0  # below the poll of a listening daemon (follower.LISTENING_POLL_SECONDS)
 # A reader not woken by the write would answer when its wait runs out (READER_WAIT); one woken
 # answers at once. This bound only tells the two apart, far from either.
@@ -148,6 +162,24 @@ def test_a_stale_mirror_with_no_daemon_refuses_every_edit_and_says_why(pair) -> 
     assert missing.returncode == 2 and "missing" in missing.stderr, missing.stderr
 
 
+def test_with_the_database_gone_the_guard_refuses_and_names_it(pair, pg_dsn: str) -> None:
+    """The daemon runs but cannot read the database (here: this test's database dropped,
+    its connections ended): once the mirror is stale, the guard's request to refresh it
+    fails with the reason, and the edit is refused."""
+    _one, _a, two, b = pair
+    (two.root / "src").mkdir()
+    name = psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)".encode())
+    age(two.board_dir, 60)
+    refused = guard(two.board_dir, "src/free.py", agent="bob", cwd=two.root)
+    assert refused.returncode == 2, refused.stderr
+    assert "60 s old" in refused.stderr and "could not refresh it" in refused.stderr
+    assert name in refused.stderr and "cannot be reached" in refused.stderr
+    status, answer = b.request("POST", "/v1/mirror:refresh", {})
+    assert (status, answer["error"]) == (503, "database_unreachable"), answer
+
+
 def test_a_held_path_is_refused_however_it_is_spelled_on_a_team_board(pair) -> None:
     """As tests/test_path_spellings.py on a SQLite board: ``..`` after a symlink is taken
     where the OS resolves it, and every face refuses."""
@@ -164,6 +196,42 @@ def test_a_held_path_is_refused_however_it_is_spelled_on_a_team_board(pair) -> N
     refused_by_every_face(repo, two.board_dir, "alias/a.py", "alice")
     refused_by_every_face(repo, two.board_dir, "src/sub/../a.py", "alice")
     allowed_by_every_face(repo, two.board_dir, "deep/../b.py")
+
+
+def test_the_guard_on_a_team_board_imports_no_driver_and_nothing_heavy(pair) -> None:
+    """The guard and the edit hook read the mirror with the standard library: not the
+    driver, not the server, not even an HTTP client while the mirror is fresh."""
+    one, _a, two, _b = pair
+    one.ok("reserve", "src/auth", agent="alice")
+    eventually(lambda: mirrored(two.board_dir) == [("alice", "src/auth")], "mirrored")
+    edit_input = json.dumps(fixture("claude/pre_tool_use_edit.json", two.root))
+    env = {k: v for k, v in os.environ.items() if k not in ("COORD_DIR", "COORD_AGENT")}
+    for argv, stdin in (
+        (["hook", "claude", "PreToolUse"], edit_input),
+        (["guard", "--as", "bob", "src/auth/session.py"], None),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "coord", *argv],
+            input=stdin,
+            env=env,
+            cwd=two.root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "held by alice" in result.stdout + result.stderr, result.stderr[-500:]
+        imported = {
+            line.rsplit("|", 1)[1].strip()
+            for line in result.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        assert "coord.fast.mirror" in imported  # the listing is what it claims to be
+        heavy = {
+            m
+            for m in imported
+            if any(m == n or m.startswith(n + ".") for n in NOT_ON_THE_TEAM_EDIT_PATH)
+        }
+        assert not heavy, (argv[0], sorted(heavy))
 
 
 def age(board_dir: Path, seconds: float) -> None:

@@ -28,7 +28,7 @@ import sqlite3
 import time
 
 from coord.errors import InvalidInput
-from coord.fast import board_files, daemon_proof, holds
+from coord.fast import board_files, holds
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:
@@ -117,6 +117,8 @@ def _ask_daemon(board_dir: str, why: str) -> None:
     """Have this board's daemon refresh the mirror now; ``holds.BoardUnreadable`` naming
     ``why`` and what failed when it does not."""
     import http.client  # the slow path only: it costs several ms to import
+
+    from coord.fast import daemon_proof
 
     try:
         with open(os.path.join(board_dir, "daemon.json"), encoding="utf-8") as f:

@@ -38,6 +38,8 @@ from coord.server.context import POLL_SECONDS, Server
 
 REFRESH_SECONDS = 1.0  # the mirror's stamp is renewed at least this often
 RECONNECT_SECONDS = (0.1, 5.0)  # first wait after a lost connection, and the longest
+# after a NOTIFY the mirror is rewritten at once, unless it was less than this long ago
+REFRESH_GAP_SECONDS = 0.05
 STOP_SECONDS = 0.5  # a wait for a NOTIFY ends this often to see whether the daemon stops
 # While the listener is up a reader's poll is only a safety net: every writer notifies, and a
 # listening session misses no notification (after a reconnect the readers are woken anyway).
@@ -67,6 +69,7 @@ class Follower:
         self._reader_lock = threading.Lock()
         self.listening = False
         self.refreshed_seq = 0  # the board's last sequence number at the last refresh
+        self._refreshed_at = 0.0  # time.monotonic() of the last refresh tried
 
     def start(self) -> Follower:
         self._thread.start()
@@ -98,6 +101,7 @@ class Follower:
         return {"refreshed": True, "reservations": len(rows), "last_seq": last_seq}
 
     def _refresh_quietly(self) -> None:
+        self._refreshed_at = time.monotonic()
         try:
             self.refresh()
         except CoordError as err:
@@ -131,13 +135,17 @@ class Follower:
                 self.listener.close()
 
     def _follow(self) -> None:
+        """Wake the readers at each NOTIFY; refresh the mirror after one, at most every
+        ``REFRESH_GAP_SECONDS`` (a write storm costs a refresh per gap, not per write), and
+        at least every ``REFRESH_SECONDS``."""
         self._refresh_quietly()
         due = time.monotonic() + REFRESH_SECONDS
         while not self._stopping.is_set():
             heard = self.listener.wait(min(STOP_SECONDS, max(0.0, due - time.monotonic())))
             if heard is not None:
                 self._wake()  # first: a reader waits on this, the guard on the refresh
-            if heard is not None or time.monotonic() >= due:
+                due = min(due, self._refreshed_at + REFRESH_GAP_SECONDS)
+            if time.monotonic() >= due:
                 self._refresh_quietly()
                 due = time.monotonic() + REFRESH_SECONDS
 
