@@ -10,7 +10,7 @@ NOTIFY costs the writes. Each figure beside a reference measured in the same run
 - ``events``: a write through daemon A (``POST /v1/items``) until a long poll of daemon B
   (``GET /v1/events?after=N&wait=10``, already waiting) returns it; reference: the same
   reader on daemon A itself, woken by its own write. p50 and p99 (target: p99 <= 100 ms).
-- ``notify``: write transactions per second (``Board.add``, 1 and 8 threads) with the NOTIFY
+- ``notify``: write transactions per second (``Board.add``, 1 and 4 threads) with the NOTIFY
   on commit and without it, alternating, while two connections LISTEN.
 
 Scratch databases ``coord_bench_follow_<pid>_*`` are created on the server and dropped at the
@@ -55,6 +55,7 @@ from coord.storage import postgres
 from reservations import FREE_PATH, HELD_PATH, hold_reservations
 
 ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
+THREADS = 4  # notify: writers at once (connections are shared with whatever else runs)
 _names = itertools.count(1)
 
 
@@ -229,25 +230,41 @@ def bench_events(admin_dsn: str, rounds: int) -> None:
 # --- what NOTIFY costs ----------------------------------------------------------------------
 
 
-def _adds(dsn: str, count: int, threads: int) -> float:
-    """Write transactions per second: ``count`` items added over ``threads`` threads."""
-    per = count // threads
-    boards = [Board(postgres.PostgresStorage(dsn)) for _ in range(threads)]
-    try:
+class Writers:
+    """``threads`` long-lived threads, each with a board of its own (one connection each:
+    a new thread per batch would open a connection per batch)."""
 
-        def run(board: Board) -> None:
-            for n in range(per):
-                board.add(f"item {n}", created_by="bench")
+    def __init__(self, url: str, threads: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
 
+        self.url, self.threads = url, threads
+        self.pool = ThreadPoolExecutor(max_workers=threads)
+        self.local = threading.local()
+        self.boards: list[Board] = []
+
+    def _board(self) -> Board:
+        board = getattr(self.local, "board", None)
+        if board is None:
+            board = self.local.board = Board(postgres.PostgresStorage(self.url))
+            self.boards.append(board)
+        return board
+
+    def _run(self, count: int) -> None:
+        board = self._board()
+        for n in range(count):
+            board.add(f"item {n}", created_by="bench")
+
+    def adds(self, count: int) -> float:
+        """Write transactions per second: ``count`` items added over the threads."""
+        per = max(1, count // self.threads)
         began = time.perf_counter()
-        workers = [threading.Thread(target=run, args=(board,)) for board in boards]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-        return per * threads / (time.perf_counter() - began)
-    finally:
-        for board in boards:
+        for future in [self.pool.submit(self._run, per) for _ in range(self.threads)]:
+            future.result()  # a writer's error ends the bench: a failed batch is no figure
+        return per * self.threads / (time.perf_counter() - began)
+
+    def close(self) -> None:
+        self.pool.shutdown()
+        for board in self.boards:
             board.close()
 
 
@@ -259,7 +276,7 @@ def _listen(dsn: str, stop: threading.Event) -> None:
                 pass
 
 
-def bench_notify(admin_dsn: str, writes: int, rounds: int = 5) -> None:
+def bench_notify(admin_dsn: str, writes: int, rounds: int = 20) -> None:
     with scratch_database(admin_dsn) as url:
         postgres.PostgresStorage(url).close()  # the schema
         stop = threading.Event()
@@ -267,10 +284,10 @@ def bench_notify(admin_dsn: str, writes: int, rounds: int = 5) -> None:
         for t in listeners:
             t.start()
         try:
-            _adds(url, 200, 1)  # warm-up
             print(
-                f"\n== NOTIFY on commit: Board.add per second ({writes} per figure, median of "
-                f"{rounds} alternating rounds, two connections listening)"
+                f"\n== NOTIFY on commit: Board.add per second, median of {rounds} batches of "
+                f"{writes // rounds} with and {rounds} without, alternating; two connections "
+                "listening"
             )
             _notify_figures(url, writes, rounds, "commits flushed (synchronous_commit = on)")
             with psycopg.connect(admin_dsn, autocommit=True) as admin:
@@ -286,19 +303,25 @@ def bench_notify(admin_dsn: str, writes: int, rounds: int = 5) -> None:
 
 
 def _notify_figures(url: str, writes: int, rounds: int, what: str) -> None:
+    """Batches of ``writes / rounds`` adds, with and without the NOTIFY in turn (which goes
+    first alternates), on connections kept open: the median batch of each."""
     real = postgres._commit_notifying
     silent: Callable[[object], str] = lambda tx: "COMMIT"  # noqa: E731
     rates: dict[tuple[int, bool], list[float]] = {}
-    try:
-        for _round in range(rounds):
-            for threads in (1, 8):
-                for notifying in (True, False):
+    for threads in (1, THREADS):
+        writers = Writers(url, threads)
+        try:
+            writers.adds(100)  # warm-up: connections open, plans cached
+            for n in range(rounds):
+                for notifying in (n % 2 == 0, n % 2 == 1):
                     postgres._commit_notifying = real if notifying else silent  # type: ignore[assignment]
-                    rates.setdefault((threads, notifying), []).append(_adds(url, writes, threads))
-    finally:
-        postgres._commit_notifying = real
+                    batch = writers.adds(writes // rounds)
+                    rates.setdefault((threads, notifying), []).append(batch)
+        finally:
+            postgres._commit_notifying = real
+            writers.close()
     print(f"   {what}:")
-    for threads in (1, 8):
+    for threads in (1, THREADS):
         on, off = median(rates[threads, True]), median(rates[threads, False])
         print(
             f"     {threads} thread{'s' if threads > 1 else ' '}: with NOTIFY {on:7.0f}/s, "
