@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from coord.errors import CoordError
+from coord.errors import CoordError, DatabaseUnreachable
 from coord.fast import mirror
 from coord.server.context import POLL_SECONDS, Server
 
@@ -41,6 +41,7 @@ RECONNECT_SECONDS = (0.1, 5.0)  # first wait after a lost connection, and the lo
 # after a NOTIFY the mirror is rewritten at once, unless it was less than this long ago
 REFRESH_GAP_SECONDS = 0.05
 STOP_SECONDS = 0.5  # a wait for a NOTIFY ends this often to see whether the daemon stops
+REFRESH_WAIT_SECONDS = 2.0  # how long a refresh asked over HTTP waits for one under way
 # While the listener is up a reader's poll is only a safety net: every writer notifies, and a
 # listening session misses no notification (after a reconnect the readers are woken anyway).
 LISTENING_POLL_SECONDS = 30.0
@@ -87,7 +88,14 @@ class Follower:
     def refresh(self) -> dict[str, Any]:
         """Rewrite the mirror from the database now. ``DatabaseUnreachable`` when it cannot
         be read (the mirror is left to age: the guard judges its stamp)."""
-        with self._reader_lock:
+        # the guard's request runs on the daemon's event loop: never wait long behind a refresh
+        # stuck on the database (each statement is cut at postgres_listen.STATEMENT_TIMEOUT)
+        if not self._reader_lock.acquire(timeout=REFRESH_WAIT_SECONDS):
+            raise DatabaseUnreachable(
+                "the database has not answered this daemon's last read of the reservations "
+                f"for {REFRESH_WAIT_SECONDS:g} s; check that the server runs"
+            )
+        try:
             database_now, last_seq, rows = self._reader.read()
             taken_at = time.time()  # after the answer: the estimate never runs ahead
             mirror.write(
@@ -98,6 +106,8 @@ class Follower:
                 last_seq=last_seq,
             )
             self.refreshed_seq = last_seq
+        finally:
+            self._reader_lock.release()
         return {"refreshed": True, "reservations": len(rows), "last_seq": last_seq}
 
     def _refresh_quietly(self) -> None:

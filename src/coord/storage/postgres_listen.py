@@ -20,6 +20,9 @@ from coord.errors import DatabaseUnreachable
 from coord.storage import postgres_faults
 from coord.storage.postgres import NOTIFY_CHANNEL, describe
 
+# a read of the reservations that the server does not answer in this long is cut: the mirror
+# then ages, and the guard refuses, rather than a thread waiting on a half-open connection
+STATEMENT_TIMEOUT = "5s"
 _CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8, last_seq FROM board_counters"
 _LIVE = (
     "SELECT id, agent, pattern, prefix, exclusive, item_id, reason, created_at, expires_at, rule "
@@ -51,6 +54,7 @@ class _Connected:
     def _open(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
             self._conn = _connect(self.dsn)
+            self._conn.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
         return self._conn
 
     def _lost(self, err: psycopg.Error) -> DatabaseUnreachable:
