@@ -68,12 +68,48 @@ def team(tmp_path: Path, pg_dsn: str) -> Iterator[tuple[str, Checkout, Checkout]
             stop_leftover_daemon(checkout.board_dir)
 
 
+@pytest.fixture
+def served(team) -> Iterator[tuple[str, Checkout, Checkout, Daemon, Daemon]]:
+    """Two checkouts on one team board, each served by its own `coord serve`."""
+    url, one, two = team
+    one.ok("init", "--database", url)
+    two.ok("init", "--database", url)
+    a = Daemon(one.board_dir).start()
+    try:
+        b = Daemon(two.board_dir).start()
+    except BaseException:
+        a.stop()
+        raise
+    yield url, one, two, a, b
+    a.stop()
+    b.stop()
+
+
+def _serve(checkout: Checkout, *args: str, stderr: Any = subprocess.DEVNULL) -> Any:
+    """`coord serve ARGS` for the checkout, once it has written daemon.json."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "coord", "serve", *args],
+        env={**os.environ, "COORD_DIR": str(checkout.board_dir)},
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+    deadline = time.monotonic() + 20
+    while not (checkout.board_dir / "daemon.json").exists() and time.monotonic() < deadline:
+        assert process.poll() is None, "coord serve exited"
+        time.sleep(0.05)
+    return process
+
+
 def test_init_database_then_the_cli_works_through_an_on_demand_daemon(team) -> None:
     url, one, _ = team
     made = one.ok("init", "--database", url)
     assert made["database"] == url and made["schema_version"] >= 2
     assert one.config()["database"] == url
     assert not (one.board_dir / "board.db").exists()  # the board is the database
+    for again in (("init", "--database", url), ("init",)):  # init again: the same team board
+        made = one.ok(*again)
+        assert (made["created"], made["database"]) == (False, url)
+        assert not (one.board_dir / "board.db").exists()
     item = one.ok("add", "write the parser")
     claim = one.ok("claim", str(item["id"]), agent="ada")
     assert claim["item"]["state"] == "claimed"
@@ -83,69 +119,45 @@ def test_init_database_then_the_cli_works_through_an_on_demand_daemon(team) -> N
     assert [(i["id"], i["state"]) for i in listed["items"]] == [(item["id"], "done")]
 
 
-def test_two_checkouts_share_one_board_and_a_claim_blocks_across_daemons(team) -> None:
-    url, one, two = team
-    one.ok("init", "--database", url)
-    two.ok("init", "--database", url)
-    a = Daemon(one.board_dir).start()
-    b = Daemon(two.board_dir).start()
-    try:
-        item = one.ok("add", "one task for the team")
-        seen = two.ok("show", str(item["id"]))
-        assert seen["title"] == "one task for the team"
-        assert one.ok("claim", str(item["id"]), agent="ada")["item"]["claimed_by"] == "ada"
-        refused = two.cli("claim", str(item["id"]), "--json", agent="bob")
-        assert refused.returncode == 3, refused.stdout
-        assert json.loads(refused.stdout)["error"] == "already_claimed"
-        assert "ada" in json.loads(refused.stdout)["message"]
-    finally:
-        a.stop()
-        b.stop()
+def test_two_checkouts_share_one_board_and_a_claim_blocks_across_daemons(served) -> None:
+    _, one, two, _, _ = served
+    item = one.ok("add", "one task for the team")
+    seen = two.ok("show", str(item["id"]))
+    assert seen["title"] == "one task for the team"
+    assert one.ok("claim", str(item["id"]), agent="ada")["item"]["claimed_by"] == "ada"
+    refused = two.cli("claim", str(item["id"]), "--json", agent="bob")
+    assert refused.returncode == 3, refused.stdout
+    assert json.loads(refused.stdout)["error"] == "already_claimed"
+    assert "ada" in json.loads(refused.stdout)["message"]
 
 
-def test_each_daemon_sees_the_other_and_stop_stops_only_this_machines(team) -> None:
-    url, one, two = team
-    one.ok("init", "--database", url)
-    two.ok("init", "--database", url)
-    a = Daemon(one.board_dir).start()
-    b = Daemon(two.board_dir).start()
-    try:
-        seen = one.ok("status")
-        assert seen["daemon"]["storage"] == {"backend": "postgresql", "database": url}
-        others = seen["daemon"]["others"]
-        assert [(o["pid"], o["board_dir"]) for o in others] == [
-            (b.process.pid, str(two.board_dir.resolve()))
-        ]
-        text = one.cli("status").stdout
-        assert f"PostgreSQL {url}" in text and f"pid {b.process.pid}" in text
+def test_each_daemon_sees_the_other_and_stop_stops_only_this_machines(served) -> None:
+    url, one, two, a, b = served
+    seen = one.ok("status")
+    assert seen["daemon"]["storage"] == {"backend": "postgresql", "database": url}
+    others = seen["daemon"]["others"]
+    assert [(o["pid"], o["board_dir"]) for o in others] == [
+        (b.process.pid, str(two.board_dir.resolve()))
+    ]
+    text = one.cli("status").stdout
+    assert f"PostgreSQL {url}" in text and f"pid {b.process.pid}" in text
 
-        stopped = one.cli("stop")
-        assert stopped.returncode == 0, stopped.stderr
-        assert "stopped this machine's daemon" in stopped.stdout
-        assert "1 other daemons go on serving it" in stopped.stdout
-        assert a.process.wait(10) == 0
-        assert b.process.poll() is None  # the other machine's daemon serves on
-        assert two.ok("add", "still served")["title"] == "still served"
-        # the stopped daemon left the registry at once, not after its heartbeats lapsed
-        assert two.ok("status")["daemon"]["others"] == []
-    finally:
-        a.stop()
-        b.stop()
+    stopped = one.cli("stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "stopped this machine's daemon" in stopped.stdout
+    assert "1 other daemons go on serving it" in stopped.stdout
+    assert a.process.wait(10) == 0
+    assert b.process.poll() is None  # the other machine's daemon serves on
+    assert two.ok("add", "still served")["title"] == "still served"
+    # the stopped daemon left the registry at once, not after its heartbeats lapsed
+    assert two.ok("status")["daemon"]["others"] == []
 
 
 def test_a_daemon_on_a_team_board_never_idles_out(team) -> None:
     url, one, _ = team
     one.ok("init", "--database", url)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "coord", "serve", "--idle-exit", "1"],
-        env={**os.environ, "COORD_DIR": str(one.board_dir)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = _serve(one, "--idle-exit", "1")
     try:
-        deadline = time.monotonic() + 20
-        while not (one.board_dir / "daemon.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
         # a SQLite board's daemon started this way exits after 1 s idle (test_idle_exit.py)
         with pytest.raises(subprocess.TimeoutExpired):
             process.wait(4)
@@ -212,16 +224,12 @@ def test_serve_database_records_the_board_where_config_names_none(team) -> None:
     one.board_dir.mkdir()
     (one.board_dir / "token").write_text("t0ken\n")
     (one.board_dir / "config.json").write_text("{}")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "coord", "serve", "--database", url],
-        env={**os.environ, "COORD_DIR": str(one.board_dir)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    # a database that cannot be reached is not recorded
+    refused = one.cli("serve", "--database", "postgresql://postgres@127.0.0.1:1/nothing")
+    assert refused.returncode == 1 and "cannot be reached" in refused.stderr
+    assert one.config() == {}
+    process = _serve(one, "--database", url, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 20
-        while not (one.board_dir / "daemon.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
         assert one.config()["database"] == url
         assert one.ok("add", "through serve --database")["id"] == 1
     finally:
@@ -290,49 +298,50 @@ def _raw(daemon: Daemon, path: str) -> tuple[int, Any, Any]:
         return err.code, err.headers, json.loads(err.read())
 
 
-def test_an_unreachable_database_is_a_503_and_the_daemon_reconnects_by_itself(team) -> None:
-    url, one, _ = team
-    one.ok("init", "--database", url)
-    daemon = Daemon(one.board_dir).start()
-    name = _database_of(url)
-    try:
-        assert one.ok("add", "before the outage")["id"] == 1
-        _cut_off(name)
-        for path in ("/v1/items", "/v1/items/1", "/v1/status", "/v1/health"):
-            status, headers, body = _raw(daemon, path)
-            assert status == 503, (path, status, body)
-            assert body["error"] == "database_unreachable", body
-            assert headers.get("Retry-After") == "2"
-            assert name in body["message"] and "try again" in body["message"]
-        assert _raw(daemon, "/v1/health")[2]["ok"] is False
-        failed = one.cli("add", "during the outage", "--json")
-        assert failed.returncode == 1 and "Traceback" not in failed.stderr
-        assert json.loads(failed.stdout)["error"] == "database_unreachable"
-
-        _admin(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
-        # the same daemon, never restarted, answers again
-        assert _raw(daemon, "/v1/health")[0] == 200
-        assert one.ok("add", "after the outage")["id"] == 2
-        assert daemon.process.poll() is None
-    finally:
-        _admin(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
-        daemon.stop()
-
-
-def test_a_terminated_connection_is_replaced_without_failing_a_request(team) -> None:
+@pytest.fixture
+def alone(team) -> Iterator[tuple[str, Checkout, Daemon]]:
+    """One checkout on a team board, served, with one item; the database (its name) may be
+    cut off by the test: it is let in again after."""
     url, one, _ = team
     one.ok("init", "--database", url)
     daemon = Daemon(one.board_dir).start()
     name = _database_of(url)
     try:
         assert one.ok("add", "before")["id"] == 1
-        _cut_off(name)  # every connection of the daemon ended (pg_terminate_backend) ...
-        _admin(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")  # ... the server answers
-        # the daemon's kept connection is dead; the request runs on a new one, not a 503
-        assert _raw(daemon, "/v1/items/1")[0] == 200
-        assert one.ok("add", "after")["id"] == 2
+        yield name, one, daemon
     finally:
+        _admin(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
         daemon.stop()
+
+
+def test_an_unreachable_database_is_a_503_and_the_daemon_reconnects_by_itself(alone) -> None:
+    name, one, daemon = alone
+    _cut_off(name)
+    for path in ("/v1/items", "/v1/items/1", "/v1/status", "/v1/health"):
+        status, headers, body = _raw(daemon, path)
+        assert status == 503, (path, status, body)
+        assert body["error"] == "database_unreachable", body
+        assert headers.get("Retry-After") == "2"
+        assert name in body["message"] and "try again" in body["message"]
+    assert _raw(daemon, "/v1/health")[2]["ok"] is False
+    failed = one.cli("add", "during the outage", "--json")
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert json.loads(failed.stdout)["error"] == "database_unreachable"
+
+    _admin(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
+    # the same daemon, never restarted, answers again
+    assert _raw(daemon, "/v1/health")[0] == 200
+    assert one.ok("add", "after the outage")["id"] == 2
+    assert daemon.process.poll() is None
+
+
+def test_a_terminated_connection_is_replaced_without_failing_a_request(alone) -> None:
+    name, one, daemon = alone
+    _cut_off(name)  # every connection of the daemon ended (pg_terminate_backend) ...
+    _admin(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")  # ... the server answers
+    # the daemon's kept connection is dead; the request runs on a new one, not a 503
+    assert _raw(daemon, "/v1/items/1")[0] == 200
+    assert one.ok("add", "after")["id"] == 2
 
 
 def test_session_start_and_stop_hooks_work_on_a_team_board(team) -> None:
@@ -355,22 +364,14 @@ def test_session_start_and_stop_hooks_work_on_a_team_board(team) -> None:
     assert stopped.returncode == 0 and "Traceback" not in stopped.stderr, stopped.stderr
 
 
-def test_a_killed_daemon_drops_out_of_the_others_status(team) -> None:
-    url, one, two = team
-    one.ok("init", "--database", url)
-    two.ok("init", "--database", url)
-    a = Daemon(one.board_dir).start()
-    b = Daemon(two.board_dir).start()
-    try:
-        assert [o["pid"] for o in one.ok("status")["daemon"]["others"]] == [b.process.pid]
-        b.kill9()  # no goodbye: its row stays until its heartbeats lapse
-        deadline = time.monotonic() + 60
-        while one.ok("status")["daemon"]["others"] and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert one.ok("status")["daemon"]["others"] == []
-    finally:
-        a.stop()
-        b.stop()
+def test_a_killed_daemon_drops_out_of_the_others_status(served) -> None:
+    _, one, _, _, b = served
+    assert [o["pid"] for o in one.ok("status")["daemon"]["others"]] == [b.process.pid]
+    b.kill9()  # no goodbye: its row stays until its heartbeats lapse
+    deadline = time.monotonic() + 60
+    while one.ok("status")["daemon"]["others"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert one.ok("status")["daemon"]["others"] == []
 
 
 def test_doctor_checks_the_team_boards_database(team) -> None:
@@ -396,3 +397,57 @@ def test_doctor_checks_the_team_boards_database(team) -> None:
         conn.execute("DELETE FROM schema_migrations WHERE version = 2")
     finding = board_finding()
     assert finding["status"] == "fix" and "has schema 1" in finding["message"]
+
+
+def test_without_the_driver_a_team_board_says_what_to_install(team, tmp_path: Path) -> None:
+    url, one, two = team
+    one.ok("init", "--database", url)
+    blocked = tmp_path / "no-driver"
+    blocked.mkdir()
+    (blocked / "psycopg.py").write_text(
+        "raise ImportError(\"No module named 'psycopg'\", name='psycopg')\n"
+    )
+    env = {"PYTHONPATH": str(blocked)}
+    for checkout, args in ((one, ("ls",)), (two, ("init", "--database", url))):
+        run = run_cli(*args, board_dir=checkout.board_dir, cwd=checkout.root, env=env)
+        assert run.returncode == 1, run.stderr
+        assert "pip install 'coord[postgres]'" in run.stderr and "Traceback" not in run.stderr
+    assert not two.board_dir.exists()  # refused before anything was written
+
+
+def _terminate(pid: int) -> None:
+    """End one server process (``pg_terminate_backend``) and wait until it is gone."""
+    import psycopg
+
+    from pg_support import ADMIN_DSN
+
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if not conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                return
+            time.sleep(0.02)
+
+
+def test_a_connection_lost_at_commit_says_the_outcome_is_unknown(pg_dsn: str) -> None:
+    from coord.errors import DatabaseUnreachable
+    from coord.storage.postgres import PostgresStorage
+
+    storage = PostgresStorage(pg_dsn)
+    try:
+        with pytest.raises(DatabaseUnreachable) as refused, storage.write() as tx:
+            tx.touch_agent("ada", 1.0)
+            _terminate(tx.conn.info.backend_pid)  # type: ignore[attr-defined]
+        assert refused.value.details["outcome_unknown"] is True
+        assert "may or may not have been made" in refused.value.message
+        # a fault before the commit: nothing was changed, and it says so
+        with pytest.raises(DatabaseUnreachable) as refused, storage.write() as tx:
+            _terminate(tx.conn.info.backend_pid)  # type: ignore[attr-defined]
+            tx.touch_agent("bob", 1.0)
+        assert refused.value.details["outcome_unknown"] is False
+        assert "nothing was changed" in refused.value.message
+        with storage.read() as tx:  # and the storage works on, on a new connection
+            assert [a.name for a in tx.agents()] == []
+    finally:
+        storage.close()

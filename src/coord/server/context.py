@@ -16,6 +16,7 @@ from typing import Any
 from coord import model
 from coord.core.board import Board
 from coord.errors import InvalidInput
+from coord.limits import MAX_STREAM_BEHIND
 
 NOTHING: Mapping[str, str] = MappingProxyType({})
 # How often a long-poll looks at the board when nothing woke it: another process (a hook,
@@ -67,6 +68,14 @@ class Server:
     port: int = 0
     # on a PostgreSQL board: the LISTEN thread and the guard's mirror (coord.server.follower)
     follower: Any = None
+    # event streams (stream.py): a reader further behind than this reloads; `closing` ends
+    # them all when the daemon stops
+    stream_max_behind: int = MAX_STREAM_BEHIND
+    closing: bool = False
+
+    def close_streams(self) -> None:
+        self.closing = True
+        self.changes.notify()
 
 
 class Call:

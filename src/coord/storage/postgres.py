@@ -228,12 +228,14 @@ class PostgresStorage(Storage):
         return conn, stack.enter_context(self._transaction(conn, begin, commit))
 
     @contextmanager
-    def _faults(self) -> Iterator[None]:
-        """A connection fault, said as ``DatabaseUnreachable`` (503 with Retry-After)."""
+    def _faults(self) -> Iterator[postgres_faults.Attempt]:
+        """A connection fault, said as ``DatabaseUnreachable`` (503 with Retry-After); one
+        while the write commits says its outcome is unknown (``Attempt.committing``)."""
+        attempt = postgres_faults.Attempt()
         try:
-            yield
+            yield attempt
         except psycopg.Error as error:
-            found = postgres_faults.translate(describe(self.dsn), error)
+            found = postgres_faults.translate(describe(self.dsn), error, attempt.committing)
             if found is None:
                 raise
             raise found from error
@@ -247,12 +249,13 @@ class PostgresStorage(Storage):
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
         tx: PostgresTx | None = None
-        with self._faults(), ExitStack() as stack:
+        with self._faults() as attempt, ExitStack() as stack:
             commit = lambda: _commit_notifying(tx)  # noqa: E731
             conn, granted = self._begin(stack, _BEGIN_WRITE, commit)
             now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
             tx = PostgresTx(conn, lambda: now)
             yield tx
+            attempt.committing = True  # the stack's exit sends COMMIT
 
     def problem(self) -> CoordError | None:
         """Whether the server answers now: a short read (on a new connection when the last
