@@ -8,6 +8,7 @@ gets a fresh database; only that database's backends are ever terminated.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import sqlite3
@@ -101,6 +102,37 @@ def test_readers_of_one_daemon_are_woken_by_writes_through_another(pair) -> None
     _one, a, _two, b = pair
     woken_by_a_write_through_the_other(b, a)
     woken_by_a_write_through_the_other(a, b)
+
+
+def test_a_stream_of_one_daemon_gets_writes_through_another_as_they_happen(pair) -> None:
+    """``GET /v1/events/stream`` on daemon B: a write through daemon A arrives as its frame
+    when it is made, not at B's next poll (30 s away while B listens)."""
+    _one, a, _two, b = pair
+    status, answer = b.request("GET", "/v1/events?after=0&limit=1000")
+    stream = http.client.HTTPConnection("127.0.0.1", int(b.url.rsplit(":", 1)[1]), timeout=30)
+    stream.request(
+        "GET",
+        f"/v1/events/stream?after={answer['last_seq']}&keepalive=60",
+        headers={"Authorization": f"Bearer {b.token}"},
+    )
+    response = stream.getresponse()
+    assert response.status == 200
+    got: list[str] = []
+
+    def read() -> None:
+        while not any(line.startswith("data: ") for line in got):
+            got.append(response.readline().decode().rstrip("\n"))
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    time.sleep(0.5)  # the stream is open and waiting: not a measurement
+    status, item = a.request("POST", "/v1/items", {"agent": "ada", "title": "news"})
+    assert status == 201, item
+    thread.join(WOKEN_WITHIN)
+    assert not thread.is_alive(), f"the stream heard nothing: {got}"
+    frame = json.loads(next(line for line in got if line.startswith("data: "))[6:])
+    assert (frame["kind"], frame["item_id"]) == ("created", item["id"])
+    stream.close()
 
 
 def test_the_listener_reconnects_after_its_connection_is_terminated(pair, pg_dsn: str) -> None:
