@@ -12,8 +12,6 @@ import http.client
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +25,7 @@ import pytest
 from conftest import Daemon
 from pg_support import ADMIN_DSN
 from test_guard_cli import guard
-from test_hooks import NOT_ON_THE_EDIT_PATH, denied, fixture
+from test_hooks import NOT_ON_THE_EDIT_PATH, denied, fixture, refused_importing
 from test_path_spellings import allowed_by_every_face, edit, refused_by_every_face
 from test_pg_daemon import Checkout, url_of
 from test_pg_mirror import eventually, mirrored
@@ -242,21 +240,7 @@ def test_the_guard_on_a_team_board_imports_no_driver_and_nothing_heavy(pair) -> 
         (["hook", "claude", "PreToolUse"], edit_input),
         (["guard", "--as", "bob", "src/auth/session.py"], None),
     ):
-        result = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "coord", *argv],
-            input=stdin,
-            env=env,
-            cwd=two.root,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert "held by alice" in result.stdout + result.stderr, result.stderr[-500:]
-        imported = {
-            line.rsplit("|", 1)[1].strip()
-            for line in result.stderr.splitlines()
-            if line.startswith("import time:")
-        }
+        imported = refused_importing(argv, stdin, env, two.root)
         assert "coord.fast.mirror" in imported  # the listing is what it claims to be
         heavy = {
             m
