@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from coord.errors import CoordError, DatabaseUnreachable
+from coord.errors import BoardIOError, CoordError, DatabaseUnreachable
 from coord.fast import mirror
 from coord.server.context import POLL_SECONDS, Server
 
@@ -98,13 +98,19 @@ class Follower:
         try:
             database_now, last_seq, rows = self._reader.read()
             taken_at = time.time()  # after the answer: the estimate never runs ahead
-            mirror.write(
-                self.board_dir,
-                rows,
-                database_now=database_now,
-                taken_at=taken_at,
-                last_seq=last_seq,
-            )
+            try:
+                mirror.write(
+                    self.board_dir,
+                    rows,
+                    database_now=database_now,
+                    taken_at=taken_at,
+                    last_seq=last_seq,
+                )
+            except OSError as err:  # a full disk, a read-only .coord/: the mirror ages
+                raise BoardIOError(
+                    f"cannot write {mirror.path_of(self.board_dir)}: {err.strerror or err}; "
+                    "free space on that file system or fix the directory's permissions"
+                ) from None
             self.refreshed_seq = last_seq
         finally:
             self._reader_lock.release()
@@ -114,10 +120,8 @@ class Follower:
         self._refreshed_at = time.monotonic()
         try:
             self.refresh()
-        except CoordError as err:
+        except CoordError as err:  # the guard sees the old stamp age
             _log(f"reservation mirror not refreshed: {err.message}")
-        except OSError as err:  # a full disk: the guard sees the old stamp age
-            _log(f"reservation mirror not written: {err}")
 
     # --- the listener ----------------------------------------------------------------------
 
