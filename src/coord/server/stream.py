@@ -119,7 +119,7 @@ class EventStream(Response):
                     return False
                 quiet_since = loop.time()
                 continue
-            waited = min(due, server.changes.poll_seconds)  # longer while a listener hears all
+            waited = min(due, POLL_SECONDS)
             began = loop.time()
             await server.changes.wait(waited)
             if loop.time() - began < waited:  # woken by a write: let the burst land
