@@ -103,8 +103,9 @@ def test_readers_of_one_daemon_are_woken_by_writes_through_another(pair) -> None
 
 
 def test_a_stream_of_one_daemon_gets_writes_through_another_as_they_happen(pair) -> None:
-    """``GET /v1/events/stream`` on daemon B: a write through daemon A arrives as its frame
-    when it is made, not at B's next poll (30 s away while B listens)."""
+    """``GET /v1/events/stream`` on daemon B: a write through daemon A arrives as its frame.
+    (The stream still looks at the board every 0.25 s on its own; that only the NOTIFY wakes
+    a listening daemon's readers is the long poll's test above.)"""
     _one, a, _two, b = pair
     status, answer = b.request("GET", "/v1/events?after=0&limit=1000")
     stream = http.client.HTTPConnection("127.0.0.1", int(b.url.rsplit(":", 1)[1]), timeout=30)
