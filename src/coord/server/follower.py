@@ -65,11 +65,10 @@ class Follower:
         self._on_listening = on_listening
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="coord-follower", daemon=True)
-        self.listener = Listener(dsn)
+        self._listener = Listener(dsn)
         self._reader = LiveReader(dsn)
         self._reader_lock = threading.Lock()
         self.listening = False
-        self.refreshed_seq = 0  # the board's last sequence number at the last refresh
         self._refreshed_at = 0.0  # time.monotonic() of the last refresh tried
 
     def start(self) -> Follower:
@@ -111,7 +110,6 @@ class Follower:
                     f"cannot write {mirror.path_of(self.board_dir)}: {err.strerror or err}; "
                     "free space on that file system or fix the directory's permissions"
                 ) from None
-            self.refreshed_seq = last_seq
         finally:
             self._reader_lock.release()
         return {"refreshed": True, "reservations": len(rows), "last_seq": last_seq}
@@ -129,7 +127,7 @@ class Follower:
         backoff = RECONNECT_SECONDS[0]
         while not self._stopping.is_set():
             try:
-                self.listener.listen()
+                self._listener.listen()
             except CoordError as err:
                 _log(f"cannot listen for the other daemons' writes: {err.message}")
                 self._refresh_quietly()  # a lost listener need not mean a lost database
@@ -146,7 +144,7 @@ class Follower:
                     _log(f"lost the listening connection ({err.message}); reconnecting")
             finally:
                 self._set_listening(False)
-                self.listener.close()
+                self._listener.close()
 
     def _follow(self) -> None:
         """Wake the readers at each NOTIFY; refresh the mirror after one, at most every
@@ -155,7 +153,7 @@ class Follower:
         self._refresh_quietly()
         due = time.monotonic() + REFRESH_SECONDS
         while not self._stopping.is_set():
-            heard = self.listener.wait(min(STOP_SECONDS, max(0.0, due - time.monotonic())))
+            heard = self._listener.wait(min(STOP_SECONDS, max(0.0, due - time.monotonic())))
             if heard is not None:
                 self._wake()  # first: a reader waits on this, the guard on the refresh
                 due = min(due, self._refreshed_at + REFRESH_GAP_SECONDS)

@@ -79,10 +79,6 @@ class Listener(_Connected):
         except psycopg.Error as err:
             raise self._lost(err) from None
 
-    def backend_pid(self) -> int | None:
-        """The server process of the listening connection (tests end it to cut it)."""
-        return None if self._conn is None or self._conn.closed else self._conn.info.backend_pid
-
     def wait(self, timeout: float) -> int | None:
         """The highest sequence number notified within ``timeout`` seconds (every
         notification already queued is taken with the first), or None when none came."""
