@@ -213,7 +213,7 @@ def test_with_the_database_gone_the_guard_refuses_and_names_it(pair, pg_dsn: str
 
 def test_a_held_path_is_refused_however_it_is_spelled_on_a_team_board(pair) -> None:
     """As tests/test_path_spellings.py on a SQLite board: ``..`` after a symlink is taken
-    where the OS resolves it, and every face refuses."""
+    where the OS resolves it, a hard link is the held file, and every face refuses."""
     one, _a, two, _b = pair
     repo = two.root
     (repo / "src" / "sub").mkdir(parents=True)
@@ -226,6 +226,8 @@ def test_a_held_path_is_refused_however_it_is_spelled_on_a_team_board(pair) -> N
     refused_by_every_face(repo, two.board_dir, str(repo / "deep" / ".." / "a.py"), "alice")
     refused_by_every_face(repo, two.board_dir, "alias/a.py", "alice")
     refused_by_every_face(repo, two.board_dir, "src/sub/../a.py", "alice")
+    os.link(repo / "src" / "a.py", repo / "b.py")  # a hard link: the held file by another name
+    refused_by_every_face(repo, two.board_dir, "b.py", "alice")
     allowed_by_every_face(repo, two.board_dir, "deep/../b.py")
 
 
