@@ -70,6 +70,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("POST", "/v1/agents:prune"): Scenario({"agent": "h"}),
     ("POST", "/v1/reservations"): Scenario({"agent": "a", "patterns": ["src/a.py"]}),
     ("POST", "/v1/reservations:release"): Scenario({"agent": "a", "all": True}),
+    ("POST", "/v1/mirror:refresh"): Scenario({}),  # 409 on this SQLite board
     ("POST", "/v1/shutdown"): Scenario({}),
     ("POST", "/v1/web/codes"): Scenario({"agent": "h"}),
 }

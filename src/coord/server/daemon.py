@@ -262,6 +262,7 @@ def serve(
         server.should_exit = True
 
     idle.watch(board_dir, activity, idle_exit, stop)
+    follower = None
     # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
     # the signal again. The default handler would end the process right there, before the
     # cleanup below (daemon.json stayed behind, the board was never closed).
@@ -277,6 +278,7 @@ def serve(
                 flush=True,
             )
         registration.start()
+        follower = _follow(activity, board, board_dir)
         server.run(sockets=[sock])
     except (_Terminated, KeyboardInterrupt):
         # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
@@ -285,6 +287,8 @@ def serve(
     finally:
         if (read_record(board_dir) or {}).get("pid") == os.getpid():
             record_path.unlink(missing_ok=True)
+        if follower is not None:
+            follower.stop()
         registration.stop()
         if checkpointer is not None:
             checkpointer.stop()
@@ -342,3 +346,14 @@ class _Registration:
         # unreachable, or anything else: its row lapses by itself, and the board still closes
         with contextlib.suppress(Exception):
             self.storage.daemon_gone(self.record["instance"])
+
+
+def _follow(activity: Any, board: Any, board_dir: Path) -> Any:
+    """On a PostgreSQL board: LISTEN for every daemon's writes and keep the guard's mirror
+    (``coord.server.follower``), started. None on a SQLite board."""
+    dsn = getattr(board.storage, "dsn", None)
+    if not isinstance(dsn, str):
+        return None
+    from coord.server.follower import follow  # imports the driver: PostgreSQL boards only
+
+    return follow(activity.app.state.coord, dsn, str(board_dir))

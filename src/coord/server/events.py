@@ -12,9 +12,6 @@ from coord.server.context import Call, count, number, query_flag
 
 MAX_WAIT_SECONDS = 60.0
 DEFAULT_PRUNE_AGE = 7 * 24 * 3600.0  # `coord agents --prune`: a week unseen
-# How often a long-poll looks at the board when nothing in this daemon wrote: another
-# process (a hook, the library) may have.
-POLL_SECONDS = 0.25
 
 
 async def events(call: Call) -> dict[str, Any]:
@@ -33,8 +30,9 @@ async def events(call: Call) -> dict[str, Any]:
         remaining = deadline - loop.time()
         if found or remaining <= 0:
             break
-        # Woken by our own writes at once; polls for writers in other processes.
-        await call.server.changes.wait(min(remaining, POLL_SECONDS))
+        # Woken by our own writes (and, on PostgreSQL, other daemons') at once; polls for
+        # writers that cannot wake it.
+        await call.server.changes.wait(min(remaining, call.server.changes.poll_seconds))
     last = found[-1].seq if found else after
     return {"events": [e.to_dict() for e in found], "last_seq": last}
 

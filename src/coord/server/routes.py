@@ -569,6 +569,25 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "POST",
+        "/v1/mirror:refresh",
+        reservations.refresh_mirror,
+        "PostgreSQL board: rewrite this machine's mirror of the live reservations now (the "
+        "guard asks when it finds the mirror stale); 409 on a SQLite board, 503 when the "
+        "database cannot be read",
+        {
+            "type": "object",
+            "required": ["refreshed", "reservations", "last_seq"],
+            "properties": {
+                "refreshed": {"type": "boolean"},
+                "reservations": {"type": "integer"},
+                "last_seq": {"type": "integer"},
+            },
+        },
+        body=Body({}),
+        errors=(409, 422, 503),
+    ),
+    Route(
+        "POST",
         "/v1/shutdown",
         events.shutdown,
         "stop the daemon",

@@ -14,6 +14,12 @@ Transactions, as the SQLite backend's (``coord.storage.sqlite``) but across conn
   committed before the lock was granted (a REPEATABLE READ snapshot would be taken by the
   lock statement itself, before its wait). Cost: see ``bench/pg_driver.py``.
 - **Reads are snapshots** (REPEATABLE READ, READ ONLY): they never wait for the lock.
+- **Other daemons hear of each write** (``NOTIFY_CHANNEL``): a write transaction that
+  appended events sends ``NOTIFY coord_events, '<its last sequence number>'`` in the same
+  round trip as its COMMIT, so it is delivered on commit and never for a rollback. One per
+  transaction, a few bytes: PostgreSQL takes a global lock at the commit of a notifying
+  transaction, and the write lock already serialises these commits (cost:
+  ``bench/pg_notify.py``). Listeners: ``coord.server.follower``.
 - **The clock is the database server's.** ``WriteTx.clock()`` is ``clock_timestamp()`` read
   right after the lock is granted, so a lease is judged at the moment the write is serialised,
   on one clock for every daemon; a daemon's own clock never decides a lease.
@@ -42,6 +48,8 @@ from coord.storage.postgres_tx import PostgresTx
 # advisory locks are per database, so two boards on one server never share them).
 WRITE_LOCK_KEY = 0x636F6F7264  # "coord"
 MIGRATION_LOCK_KEY = 0x636F6F72644D  # "coordM"
+# What daemons LISTEN on; the payload is the last sequence number the transaction appended.
+NOTIFY_CHANNEL = "coord_events"
 
 # One round trip: the transaction, the board's lock, then the server's clock once granted.
 _BEGIN_WRITE = (
@@ -173,9 +181,14 @@ class PostgresStorage(Storage):
     # --- transactions ----------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, conn: psycopg.Connection[Any], begin: str) -> Iterator[Any]:
+    def _transaction(
+        self,
+        conn: psycopg.Connection[Any],
+        begin: str,
+        commit: Callable[[], str] = lambda: "COMMIT",
+    ) -> Iterator[Any]:
         """BEGIN (``begin`` may run more statements: their last result is yielded), then
-        COMMIT, or ROLLBACK on any exception; a connection that broke is dropped."""
+        ``commit()``, or ROLLBACK on any exception; a connection that broke is dropped."""
         try:
             cursor = conn.execute(begin.encode())
             while cursor.nextset():  # to the last statement's result
@@ -192,12 +205,14 @@ class PostgresStorage(Storage):
                 self._drop(conn)
             raise
         try:
-            conn.execute("COMMIT")
+            conn.execute(commit().encode())
         except psycopg.Error:
             self._drop(conn)
             raise
 
-    def _begin(self, stack: ExitStack, begin: str) -> tuple[psycopg.Connection[Any], Any]:
+    def _begin(
+        self, stack: ExitStack, begin: str, commit: Callable[[], str] = lambda: "COMMIT"
+    ) -> tuple[psycopg.Connection[Any], Any]:
         """The thread's connection in a transaction begun with ``begin`` (entered on
         ``stack``). A connection kept from before a server restart or a
         ``pg_terminate_backend`` fails at its BEGIN, which did nothing: it is dropped and the
@@ -205,12 +220,12 @@ class PostgresStorage(Storage):
         does not fail for the old connection's sake."""
         conn = self._conn()
         try:
-            return conn, stack.enter_context(self._transaction(conn, begin))
+            return conn, stack.enter_context(self._transaction(conn, begin, commit))
         except psycopg.Error as error:
             if not postgres_faults.is_connection_fault(error):
                 raise
         conn = self._conn()  # the broken one was dropped by _transaction
-        return conn, stack.enter_context(self._transaction(conn, begin))
+        return conn, stack.enter_context(self._transaction(conn, begin, commit))
 
     @contextmanager
     def _faults(self) -> Iterator[postgres_faults.Attempt]:
@@ -233,10 +248,13 @@ class PostgresStorage(Storage):
 
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
+        tx: PostgresTx | None = None
         with self._faults() as attempt, ExitStack() as stack:
-            conn, granted = self._begin(stack, _BEGIN_WRITE)
+            commit = lambda: _commit_notifying(tx)  # noqa: E731
+            conn, granted = self._begin(stack, _BEGIN_WRITE, commit)
             now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
-            yield PostgresTx(conn, lambda: now)
+            tx = PostgresTx(conn, lambda: now)
+            yield tx
             attempt.committing = True  # the stack's exit sends COMMIT
 
     def problem(self) -> CoordError | None:
@@ -272,3 +290,12 @@ class PostgresStorage(Storage):
 
     def live_daemons(self) -> list[dict[str, Any]]:
         return list(self._outside_tx(postgres_daemons.live))
+
+
+def _commit_notifying(tx: PostgresTx | None) -> str:
+    """COMMIT, after a NOTIFY of the last sequence number when the transaction appended any
+    event: one round trip (the simple protocol runs both), sent only if COMMIT succeeds."""
+    seq = tx.appended_seq if tx is not None else None
+    if seq is None:
+        return "COMMIT"
+    return f"NOTIFY {NOTIFY_CHANNEL}, '{int(seq)}'; COMMIT"

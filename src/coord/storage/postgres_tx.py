@@ -38,6 +38,8 @@ _EVENT_COLUMNS = "seq, at, agent, item_id, kind, details"
 class PostgresTx(PostgresItemTx):
     """The whole PostgreSQL transaction."""
 
+    appended_seq: int | None = None  # the last event appended: its COMMIT notifies it
+
     # --- reads -----------------------------------------------------------------------------
 
     def live_reservations(
@@ -154,7 +156,8 @@ class PostgresTx(PostgresItemTx):
             "VALUES ((SELECT last_seq FROM next), %s, %s, %s, %s, %s::json) RETURNING seq",
             (at, agent, item_id, kind, _compact_json(details)),
         ).fetchone()
-        return int(row[0])  # type: ignore[index]
+        self.appended_seq = int(row[0])  # type: ignore[index]
+        return self.appended_seq
 
     def touch_agent(self, name: str, now: float, *, worked: bool = False) -> None:
         if worked:  # once per agent and daemon: the mark is never taken back
