@@ -226,6 +226,15 @@ class BoardIOError(BoardUnavailable):
     code = "board_io_error"
 
 
+class DatabaseUnreachable(BoardUnavailable):
+    """A PostgreSQL board's server cannot be reached, or dropped the connection (a restart, a
+    terminated backend, a network fault). Nothing was acknowledged; the daemon opens a new
+    connection for the next request, so trying again once the server is back succeeds."""
+
+    code = "database_unreachable"
+    retry_after = 2  # seconds: the HTTP face sends it as Retry-After
+
+
 class BoardUnreadable(CoordError):
     """The board's files cannot be opened or written with this process's permissions."""
 
@@ -272,6 +281,7 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         BoardBusy,
         DiskFull,
         BoardIOError,
+        DatabaseUnreachable,
         BoardUnreadable,
         GitError,
     )

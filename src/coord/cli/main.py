@@ -35,6 +35,13 @@ if TYPE_CHECKING:
 
 def _args_init(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lease", type=argtypes.seconds, help="default lease length in seconds (900)")
+    p.add_argument(
+        "--database",
+        metavar="URL",
+        help="make this checkout's board the team board in this PostgreSQL database "
+        "(postgresql://USER@HOST:PORT/DATABASE, no password in it); default: a SQLite board "
+        "in .coord/board.db",
+    )
     from coord.wiring import command  # the client flags (--claude, --codex, ...) live with the code
 
     command.args_init(p)

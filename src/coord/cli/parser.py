@@ -62,6 +62,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def args_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--database",
+        metavar="URL",
+        help="serve the team board in this PostgreSQL database (postgresql://USER@HOST/DB, no "
+        "password in it); recorded in .coord/config.json if it names none, refused if it names "
+        "another; default: the board config.json names",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     p.add_argument(

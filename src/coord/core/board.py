@@ -30,13 +30,38 @@ from coord.core.evidence import check_runs
 from coord.core.items import Items
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
-from coord.errors import InvalidInput
+from coord.errors import CoordError, InvalidInput
 from coord.limits import MAX_REPLIES_PAGE, REPLIES_PAGE
 from coord.model import Agent, Claim, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, Storage
 
 DEFAULT_LEASE_SECONDS = 15 * 60
 ACTIVE_WINDOW_SECONDS = 15 * 60
+
+
+def open_storage(board_dir: Path, settings: dict[str, Any], options: dict[str, Any]) -> Storage:
+    """The board's backend: PostgreSQL when its settings name a ``database``, else the SQLite
+    file in ``board_dir``. The PostgreSQL driver is imported only here, when a board needs it."""
+    from coord.fast import board_files
+
+    url = settings.get("database")
+    if url:
+        try:
+            from coord.storage.postgres import PostgresStorage
+        except ImportError as err:
+            raise CoordError(
+                f"this board lives in PostgreSQL ({board_dir / 'config.json'} names a "
+                f"database), but the PostgreSQL driver is not installed ({err.name} missing): "
+                "pip install 'coord[postgres]'"
+            ) from None
+        return PostgresStorage(str(url), **options)
+    from coord.storage.sqlite import SQLiteStorage
+
+    return SQLiteStorage(
+        board_files.db_path(board_dir),
+        synchronous=str(settings.get("synchronous", "NORMAL")),
+        **options,
+    )
 
 
 class Board:
@@ -91,18 +116,15 @@ class Board:
         """Open the board in ``coord_dir`` (default: the ``.coord`` found from the cwd).
 
         ``create=True`` makes the database in an existing ``.coord`` directory if missing
-        (``coord init`` does that, with the token and config beside it).
+        (``coord init`` does that, with the token and config beside it). A team board, whose
+        config names a PostgreSQL ``database``, is opened there (the schema brought up to
+        date); ``storage_options`` go to the backend the config chose.
         """
         from coord.fast import board_files
-        from coord.storage.sqlite import SQLiteStorage
 
         board_dir = board_files.require_board_dir(coord_dir, must_exist=not create)
         settings = board_files.read_config(board_dir)
-        storage = SQLiteStorage(
-            board_files.db_path(board_dir),
-            synchronous=str(settings.get("synchronous", "NORMAL")),
-            **(storage_options or {}),
-        )
+        storage = open_storage(board_dir, settings, storage_options or {})
         options.setdefault(
             "default_lease_seconds", settings.get("default_lease_seconds", DEFAULT_LEASE_SECONDS)
         )

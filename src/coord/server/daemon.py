@@ -4,6 +4,13 @@ One daemon per board: it holds an exclusive ``flock`` on ``.coord/daemon.lock`` 
 life, so a second ``coord serve`` (or two CLIs starting one on demand at the same moment)
 fails fast instead of running two writers. The socket is bound before ``daemon.json`` is
 written, so a client that reads the record can connect at once.
+
+On a team board (PostgreSQL, config.json's ``database``) every machine runs its own daemon on
+the shared database: the flock still means one daemon per ``.coord/`` (per checkout), the
+database serialises the writes of them all, and each registers itself in the database's
+``daemons`` table with a heartbeat, so ``coord status`` shows the others. Such a daemon never
+idles out (the others' agents may need what it holds mirrored here) and needs no SQLite
+checkpointer.
 """
 
 from __future__ import annotations
@@ -17,17 +24,26 @@ import secrets
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from coord import __version__
 from coord.errors import CoordError, DaemonAlreadyRunning, DiskFull
 from coord.fast import board_files, fsfold
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coord.storage.base import Storage
 
 # How long a write waits for SQLite's write lock when another process holds it. Board calls
 # run on the event loop, so this is how long every other request waits too: short, then 503
 # board_busy with Retry-After. (The library's 5 s suits a process of its own.)
 BUSY_TIMEOUT_MS = 50
+# How long a daemon waits to open a connection to a PostgreSQL board before answering 503
+# database_unreachable: requests wait that long while the server is down.
+PG_CONNECT_TIMEOUT = 3
 
 
 def _take_lock(board_dir: Path) -> int:
@@ -109,7 +125,6 @@ def serve(
         raise_open_file_limit,
     )
     from coord.server.pipeline import LOOPBACK_HOSTS
-    from coord.storage.sqlite import Checkpointer, SQLiteStorage
 
     # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
     # owner's alone; the daemon is a process of its own, so the umask is its own to set.
@@ -126,14 +141,16 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
+    shared = board_files.database_url(board_dir) is not None
     board = Board.open(
-        board_dir, storage_options={"wal_autocheckpoint": 0, "busy_timeout_ms": BUSY_TIMEOUT_MS}
+        board_dir,
+        storage_options={"connect_timeout": PG_CONNECT_TIMEOUT}
+        if shared
+        else {"wal_autocheckpoint": 0, "busy_timeout_ms": BUSY_TIMEOUT_MS},
     )
-    storage = board.storage
-    assert isinstance(storage, SQLiteStorage)
-    checkpointer = Checkpointer(
-        board_files.db_path(board_dir), on_big_log=storage.rewind_soon
-    ).start()
+    checkpointer = None if shared else _checkpointer(board_dir, board.storage)
+    if shared and idle_exit:
+        idle_exit = None  # the others' agents may rely on this machine's daemon: never idle
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP, not 0: asyncio switches Nagle off only on accepted sockets whose protocol
     # says TCP. With Nagle on, a reused connection waited ~40 ms for the client's delayed ACK
@@ -162,6 +179,18 @@ def serve(
         "instance": instance,
     }
 
+    registration = _Registration(
+        board.storage,
+        {
+            "instance": instance,
+            "machine": socket.gethostname(),
+            "pid": os.getpid(),
+            "url": record["url"],
+            "board_dir": str(board_dir),
+            "version": __version__,
+            "started_at": record["started_at"],
+        },
+    )
     activity = idle.Activity(
         create_app(
             board,
@@ -208,6 +237,7 @@ def serve(
                 file=sys.stderr,
                 flush=True,
             )
+        registration.start()
         server.run(sockets=[sock])
     except (_Terminated, KeyboardInterrupt):
         # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
@@ -216,6 +246,56 @@ def serve(
     finally:
         if (read_record(board_dir) or {}).get("pid") == os.getpid():
             record_path.unlink(missing_ok=True)
-        checkpointer.stop()
+        registration.stop()
+        if checkpointer is not None:
+            checkpointer.stop()
         board.close()
         os.close(lock_fd)
+
+
+def _checkpointer(board_dir: Path, storage: Storage) -> Any:
+    """The SQLite board's log keeper (``coord.storage.sqlite.Checkpointer``), started."""
+    from coord.storage.sqlite import Checkpointer, SQLiteStorage
+
+    assert isinstance(storage, SQLiteStorage)
+    return Checkpointer(board_files.db_path(board_dir), on_big_log=storage.rewind_soon).start()
+
+
+class _Registration:
+    """This daemon in the board's registry of live daemons (``Storage.daemon_heartbeat``),
+    kept fresh by a thread while it serves, and taken out when it stops. While the database
+    cannot be reached the beats fail quietly (requests say 503 meanwhile) and resume with it."""
+
+    def __init__(self, storage: Storage, record: dict[str, Any]) -> None:
+        from coord.storage.postgres_daemons import HEARTBEAT_SECONDS
+
+        self.storage = storage
+        self.record = record
+        self.every = HEARTBEAT_SECONDS
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _beat(self) -> None:
+        try:
+            self.storage.daemon_heartbeat(self.record)
+        except CoordError:  # unreachable: said by the requests meanwhile
+            pass
+        except Exception as err:  # a bug of ours: said, and the daemon serves on
+            with contextlib.suppress(OSError):
+                print(f"coord daemon: registry heartbeat failed: {err!r}", file=sys.stderr)
+
+    def start(self) -> None:
+        self._beat()
+        self._thread = threading.Thread(target=self._run, name="coord-registry", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self.every):
+            self._beat()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.every + 5)
+        with contextlib.suppress(CoordError):
+            self.storage.daemon_gone(self.record["instance"])

@@ -248,6 +248,27 @@ class Storage(ABC):
         waiting for any lock; None when nothing does."""
         return None
 
+    # --- the daemons serving the board ------------------------------------------------------
+    # A board one daemon serves (SQLite: its flock on .coord/daemon.lock makes it the only
+    # one) keeps its record in memory: its registry is itself. A shared backend (PostgreSQL)
+    # keeps every daemon's row in the database, with heartbeats on the database's clock.
+
+    def daemon_heartbeat(self, record: dict[str, Any]) -> None:
+        """The serving daemon is live now. ``record``: instance, machine, pid, url,
+        board_dir, version, started_at."""
+        self._own_daemon = dict(record)
+
+    def daemon_gone(self, instance: str) -> None:
+        """The daemon ``instance`` stops serving the board."""
+        if getattr(self, "_own_daemon", {}).get("instance") == instance:
+            del self._own_daemon
+
+    def live_daemons(self) -> list[dict[str, Any]]:
+        """The daemons serving the board now, each a ``daemon_heartbeat`` record with
+        ``heartbeat_age_seconds``, oldest first."""
+        own = getattr(self, "_own_daemon", None)
+        return [{**own, "heartbeat_age_seconds": 0.0}] if own else []
+
 
 def chunks(values: Sequence[int], size: int = 500) -> Iterator[Sequence[int]]:
     for start in range(0, len(values), size):

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from coord.errors import CoordError
-from coord.storage import migrations
+from coord.storage import migrations, postgres_daemons, postgres_faults
 from coord.storage.base import ReadTx, Storage, WriteTx
 from coord.storage.postgres_tx import PostgresTx
 
@@ -98,11 +98,7 @@ class PostgresStorage(Storage):
                 self.dsn, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
             )
         except psycopg.OperationalError as error:
-            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "refused"
-            raise CoordError(
-                f"cannot reach the PostgreSQL board at {describe(self.dsn)}: {reason}; "
-                "check that the server runs and the connection string is right",
-            ) from error
+            raise postgres_faults.unreachable(describe(self.dsn), error) from error
 
     def _conn(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
@@ -179,15 +175,65 @@ class PostgresStorage(Storage):
             self._drop(conn)
             raise
 
+    def _begin(self, stack: ExitStack, begin: str) -> tuple[psycopg.Connection[Any], Any]:
+        """The thread's connection in a transaction begun with ``begin`` (entered on
+        ``stack``). A connection kept from before a server restart or a
+        ``pg_terminate_backend`` fails at its BEGIN, which did nothing: it is dropped and the
+        BEGIN runs once more on a new one, so the first request after the server came back
+        does not fail for the old connection's sake."""
+        conn = self._conn()
+        try:
+            return conn, stack.enter_context(self._transaction(conn, begin))
+        except psycopg.Error as error:
+            if not postgres_faults.is_connection_fault(error):
+                raise
+        conn = self._conn()  # the broken one was dropped by _transaction
+        return conn, stack.enter_context(self._transaction(conn, begin))
+
+    @contextmanager
+    def _faults(self) -> Iterator[None]:
+        """A connection fault, said as ``DatabaseUnreachable`` (503 with Retry-After)."""
+        try:
+            yield
+        except psycopg.Error as error:
+            found = postgres_faults.translate(describe(self.dsn), error)
+            if found is None:
+                raise
+            raise found from error
+
     @contextmanager
     def read(self) -> Iterator[ReadTx]:
-        conn = self._conn()
-        with self._transaction(conn, _BEGIN_READ):
+        with self._faults(), ExitStack() as stack:
+            conn, _ = self._begin(stack, _BEGIN_READ)
             yield PostgresTx(conn, self._clock)
 
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
-        conn = self._conn()
-        with self._transaction(conn, _BEGIN_WRITE) as granted:
+        with self._faults(), ExitStack() as stack:
+            conn, granted = self._begin(stack, _BEGIN_WRITE)
             now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
             yield PostgresTx(conn, lambda: now)
+
+    def problem(self) -> CoordError | None:
+        """Whether the server answers now: a short read (on a new connection when the last
+        one broke). Health reports it, so a monitor sees the outage and the recovery."""
+        try:
+            with self.read() as tx:
+                tx.last_seq()
+        except CoordError as error:
+            return error
+        return None
+
+    # --- the daemons serving this board (``coord status``) ---------------------------------
+
+    def daemon_heartbeat(self, record: dict[str, Any]) -> None:
+        with self._faults():
+            postgres_daemons.heartbeat(self._conn(), record)
+
+    def daemon_gone(self, instance: str) -> None:
+        with self._faults():
+            postgres_daemons.gone(self._conn(), instance)
+
+    def live_daemons(self) -> list[dict[str, Any]]:
+        with self._faults():
+            return postgres_daemons.live(self._conn())

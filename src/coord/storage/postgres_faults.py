@@ -1,0 +1,55 @@
+"""What went wrong with a PostgreSQL board's server, said as an error the user can act on.
+
+The PostgreSQL side of ``coord.storage.sqlite_faults``: psycopg reports a server that is
+down, restarting, or that ended this connection (``pg_terminate_backend``) as an
+``OperationalError``. Left alone that was a 500 "internal error" in the daemon; here it
+becomes ``DatabaseUnreachable`` (503, Retry-After, the reason), and the connection is dropped
+by the storage so the next request opens a new one: the daemon reconnects by itself.
+
+Only connection faults are translated. A serialization failure or a cancelled statement is an
+``OperationalError`` too in psycopg, but says nothing of the server's reachability: it stays
+what it is (a bug of ours is a 500 with its details in the log).
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from coord.errors import DatabaseUnreachable
+
+# SQLSTATEs of a connection the server ended or refused: class 08 (connection exception),
+# 57P01-57P03 (admin shutdown, crash shutdown, cannot connect now), 53300 (too many
+# connections)
+_CONNECTION_STATES = ("57P01", "57P02", "57P03", "53300")
+
+
+def is_connection_fault(err: BaseException) -> bool:
+    """True if ``err`` says the server cannot be reached or dropped the connection."""
+    if not isinstance(err, psycopg.OperationalError):
+        return isinstance(err, psycopg.InterfaceError) and "closed" in str(err)
+    state = err.sqlstate
+    return state is None or state.startswith("08") or state in _CONNECTION_STATES
+
+
+def reason(err: BaseException) -> str:
+    """The driver's last line about it (libpq's first lines repeat the address)."""
+    text = " ".join(str(err).split())
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    return (lines[-1] if lines else text) or type(err).__name__
+
+
+def unreachable(where: str, err: BaseException) -> DatabaseUnreachable:
+    """The error for a connection fault; ``where`` is ``postgres.describe(dsn)``."""
+    return DatabaseUnreachable(
+        f"the PostgreSQL board at {where} cannot be reached: {reason(err)}; nothing was "
+        f"changed; try again in {DatabaseUnreachable.retry_after} s (a daemon reconnects by "
+        "itself once the server answers); check that the server runs, is reachable from "
+        "here, and that the URL and password are right",
+        database=where,
+        retry_after=DatabaseUnreachable.retry_after,
+    )
+
+
+def translate(where: str, err: BaseException) -> DatabaseUnreachable | None:
+    """``DatabaseUnreachable`` for a connection fault, or None for anything else."""
+    return unreachable(where, err) if is_connection_fault(err) else None
