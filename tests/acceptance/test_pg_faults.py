@@ -302,6 +302,17 @@ def test_a_daemon_ten_minutes_off_neither_ends_others_leases_early_nor_stretches
         )
         assert status == 200, beat
         assert_ends_in(beat["lease_expires_at"], 60)
+        # and what it shows agents says so too: live, not ready, not lapsed
+        assert beat["item"]["lease_expired"] is False
+        status, listing = skewed.request("GET", "/v1/items?state=open")
+        shown = {item["id"]: item for item in listing["items"]}[ids[0]]
+        assert (shown["lease_expired"], shown["ready"]) == (False, False), shown
+        status, overview = skewed.request("GET", "/v1/status")
+        assert status == 200, overview
+        board = overview["board"]
+        assert [c["id"] for c in board["near_expiry"]] == [ids[0]], board
+        assert board["lapsed"] == [], board
+        assert_ends_in(board["now"], 0)
 
         # 2. a lease taken through the skewed daemon ends on the database's clock
         before = time.time()

@@ -243,6 +243,11 @@ class Storage(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def now(self) -> float | None:
+        """The board's time when the backend keeps its own clock (PostgreSQL: the server's);
+        None: the board's clock decides (SQLite)."""
+        return None
+
     def problem(self) -> CoordError | None:
         """What keeps the board from taking writes now (health reports it), found without
         waiting for any lock; None when nothing does."""

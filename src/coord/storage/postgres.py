@@ -26,6 +26,7 @@ new one.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
@@ -49,6 +50,7 @@ _BEGIN_WRITE = (
     f" SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY});"
     " SELECT extract(epoch FROM clock_timestamp())::float8"
 )
+_SERVER_CLOCK = "extract(epoch FROM clock_timestamp())::float8"
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 SCHEMA_VERSION_TABLE = """
@@ -87,6 +89,8 @@ class PostgresStorage(Storage):
         self._local = threading.local()
         self._all: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
+        # the server's clock minus this process's: what ``now()`` adds between transactions
+        self._clock_offset = 0.0
         self._migrate(self._conn())
 
     # --- connections -----------------------------------------------------------------------
@@ -143,6 +147,8 @@ class PostgresStorage(Storage):
                         "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                         (version, name),
                     )
+            server_now = conn.execute(f"SELECT {_SERVER_CLOCK}").fetchone()
+            self._clock_offset = float(server_now[0]) - time.time()  # type: ignore[index]
 
     def schema_version(self) -> int:
         row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
@@ -212,7 +218,16 @@ class PostgresStorage(Storage):
         with self._faults(), ExitStack() as stack:
             conn, granted = self._begin(stack, _BEGIN_WRITE)
             now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
+            self._clock_offset = now - time.time()
             yield PostgresTx(conn, lambda: now)
+
+    def now(self) -> float:
+        """The server's time now, without asking it: this process's clock moved by the
+        offset the last write saw (a daemon whose clock is off still shows leases as the
+        board judges them). Ahead by at most that write's wait for the lock."""
+        if self._clock is not None:
+            return self._clock()
+        return time.time() + self._clock_offset
 
     def problem(self) -> CoordError | None:
         """Whether the server answers now: a short read (on a new connection when the last
