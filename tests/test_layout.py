@@ -36,6 +36,9 @@ ENTRIES: dict[tuple[str, str], str] = {
     ("coord.cli.entry", "coord.hooks"): "`coord hook CLIENT EVENT`, before argparse loads",
     ("coord.cli.main", "coord.wiring"): "`coord init --claude …` and `coord uninstall`",
     ("coord.cli.doctor_cmd", "coord.wiring"): "`coord doctor` checks what `coord init` wired",
+    ("coord.cli.doctor_cmd", "coord.storage.postgres"): (
+        "`coord doctor` checks that a team board's database answers, at this release's schema"
+    ),
     ("coord.cli.main", "coord.mcp"): "`coord mcp` serves the MCP face over stdio",
     ("coord.server.mcp_mount", "coord.mcp"): "the daemon mounts the MCP face at /mcp",
 }

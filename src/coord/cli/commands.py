@@ -172,6 +172,8 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
     if url is None:
         return {"stopped": False, "running": False}, "no daemon is running"
     pid = (client.daemon_record() or {}).get("pid")
+    shared = board_files.database_url(ctx.board_dir)
+    others = _other_daemons(client) if shared else None
     client.post("/v1/shutdown", {})
     client.close()  # an open keep-alive connection would hold up the daemon's shutdown
     # Return once it is gone: a `coord serve` or any command right after `coord stop` would
@@ -184,15 +186,29 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
             f"asked the daemon at {url} (pid {pid}) to stop, but it still runs after "
             f"{STOP_WAIT_SECONDS:.0f} s; end it with `kill {pid}`"
         )
-    shared = board_files.database_url(ctx.board_dir)
     if shared is None:
         return {"stopped": True, "url": url}, f"stopped the daemon at {url}"
     where = _describe(shared)
+    if others is None:
+        still = "the board's other daemons, if any, go on serving it"
+    elif others:
+        still = f"{len(others)} other daemons go on serving it"
+    else:
+        still = "no other daemon serves it now"
     return (
-        {"stopped": True, "url": url, "database": where, "others_go_on": True},
-        f"stopped this machine's daemon at {url}; the board's other daemons on {where} go on "
-        "serving it (each machine stops its own)",
+        {"stopped": True, "url": url, "database": where, "other_daemons": others},
+        f"stopped this machine's daemon at {url}; the team board stays in {where}: {still} "
+        "(each machine stops its own)",
     )
+
+
+def _other_daemons(client: Any) -> list[dict[str, Any]] | None:
+    """The other daemons serving this team board (None when the daemon cannot tell now)."""
+    try:
+        answer = client.get("/v1/status", timeout=10.0)
+    except CoordError:
+        return None
+    return [d for d in answer.get("daemons", []) if not d.get("this")]
 
 
 def cmd_add(args: argparse.Namespace, ctx: Context) -> Result:

@@ -189,6 +189,7 @@ class Client:
 
         log_fd = board_files.open_private(self.board_dir / "daemon.log", os.O_WRONLY | os.O_APPEND)
         log = os.fdopen(log_fd, "ab")
+        log_start = os.fstat(log_fd).st_size  # what this daemon says starts here
         env = {**os.environ, "COORD_DIR": str(self.board_dir)}
         process = subprocess.Popen(
             [sys.executable, "-m", "coord", "serve", "--port", "0"]
@@ -215,11 +216,27 @@ class Client:
                 if time.monotonic() - exited_at > 5:
                     break
             time.sleep(0.02)
+        said = _last_line(self.board_dir / "daemon.log", log_start) if exited_at else ""
         raise DaemonUnavailable(
-            "could not start the coord daemon; see "
+            "could not start the coord daemon"
+            + (f" ({said})" if said else "")
+            + "; see "
             + str(self.board_dir / "daemon.log")
             + (f". Before that, {self._refusal}" if self._rejected else "")
         )
+
+
+def _last_line(path: Path, start: int) -> str:
+    """The last line a daemon that exited wrote to its log (from ``start``), e.g. that its
+    board's database cannot be reached; empty when it said nothing."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(start)
+            lines = log.read(65536).decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    last = lines[-1].strip() if lines else ""
+    return last.removeprefix("coord: ")
 
 
 def answer(status: int, payload: Any) -> Any:

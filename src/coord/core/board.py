@@ -51,7 +51,7 @@ def open_storage(board_dir: Path, settings: dict[str, Any], options: dict[str, A
         except ImportError as err:
             raise CoordError(
                 f"this board lives in PostgreSQL ({board_dir / 'config.json'} names a "
-                f"database), but the PostgreSQL driver is not installed ({err.name} missing): "
+                f"database), but the PostgreSQL driver is not installed ({err}): "
                 "pip install 'coord[postgres]'"
             ) from None
         return PostgresStorage(str(url), **options)

@@ -123,9 +123,15 @@ def db_path(board_dir: Path) -> Path:
     return board_dir / DB_FILENAME
 
 
-def has_board(board_dir: Path) -> bool:
-    """Whether the directory holds a board: a SQLite file, or a PostgreSQL board's name."""
-    return db_path(board_dir).exists() or database_url(board_dir) is not None
+def has_board(board_dir: str | os.PathLike[str]) -> bool:
+    """Whether the directory holds a board: a SQLite file, or a PostgreSQL board's name (a
+    config that cannot be read counts as one: the guard protects it all the same)."""
+    if os.path.exists(os.path.join(board_dir, DB_FILENAME)):
+        return True
+    try:
+        return database_url(board_dir) is not None
+    except InvalidInput:
+        return True
 
 
 def database_url(board_dir: str | os.PathLike[str]) -> str | None:

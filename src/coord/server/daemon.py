@@ -150,7 +150,14 @@ def serve(
     )
     checkpointer = None if shared else _checkpointer(board_dir, board.storage)
     if shared and idle_exit:
-        idle_exit = None  # the others' agents may rely on this machine's daemon: never idle
+        idle_exit = None  # this machine's hooks and agents rely on it: never idle
+        with contextlib.suppress(OSError):
+            print(
+                "coord: a team board's daemon never idles out (--idle-exit ignored); "
+                "`coord stop` stops it",
+                file=sys.stderr,
+                flush=True,
+            )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP, not 0: asyncio switches Nagle off only on accepted sockets whose protocol
     # says TCP. With Nagle on, a reused connection waited ~40 ms for the client's delayed ACK
@@ -181,6 +188,7 @@ def serve(
 
     registration = _Registration(
         board.storage,
+        shared,
         {
             "instance": instance,
             "machine": socket.gethostname(),
@@ -266,11 +274,12 @@ class _Registration:
     kept fresh by a thread while it serves, and taken out when it stops. While the database
     cannot be reached the beats fail quietly (requests say 503 meanwhile) and resume with it."""
 
-    def __init__(self, storage: Storage, record: dict[str, Any]) -> None:
+    def __init__(self, storage: Storage, shared: bool, record: dict[str, Any]) -> None:
         from coord.storage.postgres_daemons import HEARTBEAT_SECONDS
 
         self.storage = storage
         self.record = record
+        self.shared = shared  # alone on its board (SQLite): one beat, kept in memory
         self.every = HEARTBEAT_SECONDS
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -286,6 +295,8 @@ class _Registration:
 
     def start(self) -> None:
         self._beat()
+        if not self.shared:
+            return
         self._thread = threading.Thread(target=self._run, name="coord-registry", daemon=True)
         self._thread.start()
 
@@ -297,5 +308,6 @@ class _Registration:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=self.every + 5)
-        with contextlib.suppress(CoordError):
+        # unreachable, or anything else: its row lapses by itself, and the board still closes
+        with contextlib.suppress(Exception):
             self.storage.daemon_gone(self.record["instance"])

@@ -30,7 +30,8 @@ ERROR_MEANINGS = {
     "refused)",
     503: "the board cannot answer now: its file was deleted or replaced while the daemon ran "
     "(board_gone), another process holds its write lock (board_busy, with Retry-After), or "
-    "the file system failed (board_io_error)",
+    "the file system failed (board_io_error), or a team board's PostgreSQL server cannot be "
+    "reached (database_unreachable, with Retry-After)",
     507: "the disk is full (disk_full): nothing was changed",
 }
 

@@ -248,6 +248,12 @@ class Storage(ABC):
         None: the board's clock decides (SQLite)."""
         return None
 
+    def location(self) -> dict[str, str]:
+        """Which backend holds the board, and where, with no secret in it (``coord status``
+        shows it): ``{"backend": "sqlite", "path": ...}`` or ``{"backend": "postgresql",
+        "database": "postgresql://user@host:port/name"}``."""
+        return {"backend": type(self).__name__}
+
     def problem(self) -> CoordError | None:
         """What keeps the board from taking writes now (health reports it), found without
         waiting for any lock; None when nothing does."""

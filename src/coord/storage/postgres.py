@@ -74,6 +74,23 @@ def describe(dsn: str) -> str:
     )
 
 
+def probe(dsn: str, timeout: float = 3) -> tuple[int, int]:
+    """(the schema version the database has, the newest this release ships), read without
+    migrating anything (``coord doctor``); ``DatabaseUnreachable`` when it cannot connect."""
+    newest = max(
+        (version for version, _, _ in migrations.shipped("postgres_migrations")), default=0
+    )
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
+            found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+            if not (found and found[0]):
+                return 0, newest
+            row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    except psycopg.OperationalError as error:
+        raise postgres_faults.unreachable(describe(dsn), error) from error
+    return (int(row[0] or 0) if row else 0), newest
+
+
 class PostgresStorage(Storage):
     def __init__(
         self,
@@ -150,8 +167,13 @@ class PostgresStorage(Storage):
             server_now = conn.execute(f"SELECT {_SERVER_CLOCK}").fetchone()
             self._clock_offset = float(server_now[0]) - time.time()  # type: ignore[index]
 
+    def location(self) -> dict[str, str]:
+        return {"backend": "postgresql", "database": describe(self.dsn)}
+
     def schema_version(self) -> int:
-        row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
+        row = self._outside_tx(
+            lambda conn: conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        )
         return int(row[0] or 0) if row else 0
 
     # --- transactions ----------------------------------------------------------------------
@@ -241,14 +263,24 @@ class PostgresStorage(Storage):
 
     # --- the daemons serving this board (``coord status``) ---------------------------------
 
-    def daemon_heartbeat(self, record: dict[str, Any]) -> None:
+    def _outside_tx(self, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+        """``work`` on the thread's connection, no transaction of the board's (each statement
+        its own, autocommit); a connection fault is ``DatabaseUnreachable``, and the broken
+        connection is dropped for the next call to open a new one."""
         with self._faults():
-            postgres_daemons.heartbeat(self._conn(), record)
+            conn = self._conn()
+            try:
+                return work(conn)
+            except psycopg.Error as error:
+                if postgres_faults.is_connection_fault(error):
+                    self._drop(conn)
+                raise
+
+    def daemon_heartbeat(self, record: dict[str, Any]) -> None:
+        self._outside_tx(lambda conn: postgres_daemons.heartbeat(conn, record))
 
     def daemon_gone(self, instance: str) -> None:
-        with self._faults():
-            postgres_daemons.gone(self._conn(), instance)
+        self._outside_tx(lambda conn: postgres_daemons.gone(conn, instance))
 
     def live_daemons(self) -> list[dict[str, Any]]:
-        with self._faults():
-            return postgres_daemons.live(self._conn())
+        return list(self._outside_tx(postgres_daemons.live))

@@ -32,18 +32,18 @@ def is_connection_fault(err: BaseException) -> bool:
 
 
 def reason(err: BaseException) -> str:
-    """The driver's last line about it (libpq's first lines repeat the address)."""
-    text = " ".join(str(err).split())
-    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
-    return (lines[-1] if lines else text) or type(err).__name__
+    """What the driver said, on one line (libpq names the address and the cause: "connection
+    refused", "terminating connection due to administrator command"; never a password)."""
+    said = " ".join(str(err).split())
+    return (said[:297] + "...") if len(said) > 300 else said or type(err).__name__
 
 
 def unreachable(where: str, err: BaseException) -> DatabaseUnreachable:
     """The error for a connection fault; ``where`` is ``postgres.describe(dsn)``."""
     return DatabaseUnreachable(
         f"the PostgreSQL board at {where} cannot be reached: {reason(err)}; nothing was "
-        f"changed; try again in {DatabaseUnreachable.retry_after} s (a daemon reconnects by "
-        "itself once the server answers); check that the server runs, is reachable from "
+        f"changed; try again in {DatabaseUnreachable.retry_after} s (a running daemon reconnects "
+        "by itself once the server answers); check that the server runs, is reachable from "
         "here, and that the URL and password are right",
         database=where,
         retry_after=DatabaseUnreachable.retry_after,
