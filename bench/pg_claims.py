@@ -48,39 +48,58 @@ def bench_pg_claim_next(items: int, quick: bool, layout: str, dsn: str) -> None:
     warmup, count, rounds = (20, 150, 3) if quick else (50, 300, 5)
     procs = 1 if layout == "auto" else int(layout)
     items = max(items, math.ceil(CONNS * (warmup + count) * 1.1))
-    servers: list[Server] = []
     with _scratch_database(dsn) as url:
-        try:
-            log(f"seeding {items:,} items in {urlsplit(url).path[1:]} ...")
-            _seed(url, items)
-            dirs = [_checkout(url, f"pg-machine-{n}") for n in range(2)]
-            servers.extend(start_daemon(d) for d in dirs)
-            servers.append(_start_reference(url, dirs[0]))
-            runs = {
-                "coord, 1 daemon": servers[:1],
-                "coord, 2 daemons": servers[:2],
-                "reference": servers[2:],
-            }
-            log(f"pg claim-next: {rounds} rounds x {CONNS} conns x ({warmup} + {count}) claims")
-            figures: dict[str, list[LoadResult]] = {name: [] for name in runs}
-            for r in range(rounds):
-                order = list(runs) if r % 2 == 0 else list(runs)[::-1]
-                for name in order:
-                    _reset(url)
-                    figures[name].append(_load(runs[name], procs, warmup, count))
-        finally:
-            for server in servers:  # they hold connections to the scratch database
-                server.stop()
+        log(f"seeding {items:,} items in {urlsplit(url).path[1:]} ...")
+        _seed(url, items)
+        dirs = [_checkout(url, f"pg-machine-{n}") for n in range(2)]
+        print(
+            f"\n== pg claim-next over HTTP, {CONNS} connections, one PostgreSQL database "
+            f"({items:,} pending items; each run starts from that state)"
+        )
+        print(
+            f"   load generator: {layout_name(procs, CONNS)} per run (2 daemons: {CONNS // 2} "
+            f"connections to each); {rounds} rounds x {CONNS * count:,} claims, after "
+            f"{CONNS * warmup} warm-up"
+        )
+        for synchronous_commit in ("on", "off"):
+            _set(dsn, url, f"synchronous_commit = {synchronous_commit}")  # new sessions
+            figures = _rounds(url, dirs, rounds, procs, warmup, count)
+            print(
+                "   -- commits wait for the WAL flush (synchronous_commit = on, as deployed)"
+                if synchronous_commit == "on"
+                else "   -- commits not waited for (synchronous_commit = off): the flush, which "
+                "sets the pace on a busy disk, taken out"
+            )
+            _print(figures)
 
-    print(
-        f"\n== pg claim-next over HTTP, {CONNS} connections, one PostgreSQL database "
-        f"({items:,} pending items; each run starts from that state)"
-    )
-    print(
-        f"   load generator: {layout_name(procs, CONNS)} per run (2 daemons: {CONNS // 2} "
-        f"connections to each); {rounds} rounds x {CONNS * count:,} claims, after "
-        f"{CONNS * warmup} warm-up"
-    )
+
+def _rounds(
+    url: str, dirs: list[Path], rounds: int, procs: int, warmup: int, count: int
+) -> dict[str, list[LoadResult]]:
+    """Fresh servers (their sessions take the database's settings), then the rounds."""
+    servers: list[Server] = []
+    try:
+        servers.extend(start_daemon(d) for d in dirs)
+        servers.append(_start_reference(url, dirs[0]))
+        runs = {
+            "coord, 1 daemon": servers[:1],
+            "coord, 2 daemons": servers[:2],
+            "reference": servers[2:],
+        }
+        log(f"pg claim-next: {rounds} rounds x {CONNS} conns x ({warmup} + {count}) claims")
+        figures: dict[str, list[LoadResult]] = {name: [] for name in runs}
+        for r in range(rounds):
+            order = list(runs) if r % 2 == 0 else list(runs)[::-1]
+            for name in order:
+                _reset(url)
+                figures[name].append(_load(runs[name], procs, warmup, count))
+        return figures
+    finally:
+        for server in servers:  # they hold connections to the scratch database
+            server.stop()
+
+
+def _print(figures: dict[str, list[LoadResult]]) -> None:
     rows = {name: _row(results) for name, results in figures.items()}
     for name, row in rows.items():
         print(
@@ -157,6 +176,14 @@ def _scratch_database(dsn: str) -> Iterator[str]:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)".encode())
 
 
+def _set(admin_dsn: str, url: str, setting: str) -> None:
+    import psycopg
+
+    name = urlsplit(url).path[1:]
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} SET {setting}".encode())
+
+
 def _seed(url: str, count: int) -> None:
     import psycopg
 
@@ -202,6 +229,7 @@ def _checkout(url: str, name: str) -> Path:
 
 def _start_reference(url: str, beside: Path) -> Server:
     port_file, log_path = beside / "pg-refserver.port", beside / "pg-refserver.log"
+    port_file.unlink(missing_ok=True)  # a previous reference's
     logfile = log_path.open("ab")
     proc = subprocess.Popen(
         [PYTHON, str(HERE / "pg_refserver.py"), url, str(port_file)],

@@ -17,17 +17,14 @@ and encodes a short answer: the floor of a claim over HTTP on this database.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sys
 from typing import Any
 
 import psycopg
-import uvicorn
 
 from coord.storage.postgres import WRITE_LOCK_KEY
+from refserver import LEASE_SECONDS, claim_app, serve
 
-LEASE_SECONDS = 900.0
 BEGIN = (
     "BEGIN ISOLATION LEVEL READ COMMITTED;"
     f" SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY});"
@@ -44,8 +41,6 @@ EVENT = """
 WITH next AS (UPDATE board_counters SET last_seq = last_seq + 1 RETURNING last_seq)
 INSERT INTO events (seq, at, agent, item_id, kind, details)
 VALUES ((SELECT last_seq FROM next), %s, %s, %s, 'claimed', %s::json)"""
-_FIELDS = ("id", "kind", "title", "priority", "token", "lease_expires_at")
-_JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
 def make_app(conn: psycopg.Connection[Any]) -> Any:
@@ -64,50 +59,8 @@ def make_app(conn: psycopg.Connection[Any]) -> Any:
         conn.execute("COMMIT")
         return row
 
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-        agent = json.loads(body)["agent"]
-        row = claim(agent)
-        if row is None:
-            status, doc = 404, {"error": "nothing_ready", "message": "nothing is ready"}
-        else:
-            status = 200
-            doc = dict(zip(_FIELDS, row, strict=True))
-            doc["claimed_by"] = agent
-        payload = json.dumps(doc).encode()
-        headers = [*_JSON_HEADERS, (b"content-length", str(len(payload)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
-
-    return app
-
-
-def main() -> None:
-    dsn, port_file = sys.argv[1], sys.argv[2]
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1024)
-    config = uvicorn.Config(
-        make_app(psycopg.connect(dsn, autocommit=True)),
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        http="httptools",
-        timeout_graceful_shutdown=2,
-    )
-    tmp = f"{port_file}.{os.getpid()}.tmp"
-    with open(tmp, "w") as out:
-        out.write(str(sock.getsockname()[1]))
-    os.replace(tmp, port_file)
-    uvicorn.Server(config).run(sockets=[sock])
+    return claim_app(claim)
 
 
 if __name__ == "__main__":
-    main()
+    serve(make_app(psycopg.connect(sys.argv[1], autocommit=True)), sys.argv[2])

@@ -151,14 +151,24 @@ def test_kill_9_of_one_daemon_mid_storm_the_others_go_on_and_nothing_acknowledge
     with team_on(pg_dsn, tmp_path / "team", 3) as team:
         victim = team.daemons[0]
         import_items(victim, 3_000)
+        # last in line (lowest priority): the storm's claim-next never reaches them, even
+        # once their short leases have run out
+        status, made = victim.request(
+            "POST",
+            "/v1/items:import",
+            {"agent": "lead", "items": [{"title": f"doomed {n}", "priority": 4} for n in range(3)]},
+        )
+        assert status == 201, made
         storm = Storm(team, tmp_path, per_daemon=4, lease=600)
         try:
             wait_for(lambda: len(storm.acks()) >= 150, "the storm to get going")
             # leases taken through the daemon about to die, short ones
             held = []
-            for n in range(3):
+            for n, item_id in enumerate(made["ids"]):
                 status, claim = victim.request(
-                    "POST", "/v1/claim-next", {"agent": f"doomed-{n}", "lease_seconds": 2}
+                    "POST",
+                    f"/v1/items/{item_id}/claim",
+                    {"agent": f"doomed-{n}", "lease_seconds": 2},
                 )
                 assert status == 200, claim
                 held.append(claim)

@@ -34,7 +34,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from coord.errors import CoordError, DatabaseUnreachable
+from coord.errors import CoordError
 from coord.storage import migrations, postgres_daemons, postgres_faults
 from coord.storage.base import ReadTx, Storage, WriteTx
 from coord.storage.postgres_tx import PostgresTx
@@ -89,18 +89,6 @@ def probe(dsn: str, timeout: float = 3) -> tuple[int, int]:
     except psycopg.OperationalError as error:
         raise postgres_faults.unreachable(describe(dsn), error) from error
     return (int(row[0] or 0) if row else 0), newest
-
-
-def _outcome_unknown(where: str, error: BaseException) -> DatabaseUnreachable:
-    return DatabaseUnreachable(
-        f"the PostgreSQL board at {where} went away while committing this change "
-        f"({postgres_faults.reason(error)}): it may or may not have been made; look before "
-        "you repeat it (`coord show ID`, `coord log`); a daemon reconnects by itself once "
-        "the server answers",
-        database=where,
-        retry_after=DatabaseUnreachable.retry_after,
-        outcome="unknown",
-    )
 
 
 class PostgresStorage(Storage):
@@ -216,7 +204,8 @@ class PostgresStorage(Storage):
             if postgres_faults.is_connection_fault(error):
                 # the server may have committed before the connection went: unlike a
                 # fault anywhere earlier, this one cannot say "nothing was changed"
-                raise _outcome_unknown(describe(self.dsn), error) from error
+                where = describe(self.dsn)
+                raise postgres_faults.unreachable(where, error, committing=True) from error
             raise
 
     def _begin(self, stack: ExitStack, begin: str) -> tuple[psycopg.Connection[Any], Any]:

@@ -38,15 +38,22 @@ def reason(err: BaseException) -> str:
     return (said[:297] + "...") if len(said) > 300 else said or type(err).__name__
 
 
-def unreachable(where: str, err: BaseException) -> DatabaseUnreachable:
-    """The error for a connection fault; ``where`` is ``postgres.describe(dsn)``."""
+def unreachable(where: str, err: BaseException, *, committing: bool = False) -> DatabaseUnreachable:
+    """The error for a connection fault; ``where`` is ``postgres.describe(dsn)``.
+    ``committing``: the fault came at COMMIT, which the server may have carried out before
+    the connection went: the change may have been made (``outcome: unknown``)."""
+    if committing:
+        became = "the change may or may not have been made: look before you repeat it"
+        facts = {"outcome": "unknown"}
+    else:
+        became, facts = f"nothing was changed; try again in {DatabaseUnreachable.retry_after} s", {}
     return DatabaseUnreachable(
-        f"the PostgreSQL board at {where} cannot be reached: {reason(err)}; nothing was "
-        f"changed; try again in {DatabaseUnreachable.retry_after} s (a running daemon reconnects "
-        "by itself once the server answers); check that the server runs, is reachable from "
-        "here, and that the URL and password are right",
+        f"the PostgreSQL board at {where} cannot be reached: {reason(err)}; {became} (a "
+        "running daemon reconnects by itself once the server answers); check that the server "
+        "runs, is reachable from here, and that the URL and password are right",
         database=where,
         retry_after=DatabaseUnreachable.retry_after,
+        **facts,
     )
 
 
