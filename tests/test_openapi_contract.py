@@ -423,8 +423,10 @@ def test_query_limits_are_where_the_server_draws_the_line(site: Site) -> None:
                 schema = param["schema"]
                 for what, at, past in limits_of(param["name"], schema):
                     url = path.replace("{id}", str(ITEM))
-                    at_answer = client.get(url, params={param["name"]: at})
-                    assert at_answer.status_code == 200, (path, param["name"], what)
+                    # a stream's 200 never ends (tests/test_event_stream.py takes its limits)
+                    if "text/event-stream" not in op["responses"]["200"]["content"]:
+                        at_answer = client.get(url, params={param["name"]: at})
+                        assert at_answer.status_code == 200, (path, param["name"], what)
                     past_answer = client.get(url, params={param["name"]: past})
                     assert past_answer.status_code == 422, (path, param["name"], what)
 

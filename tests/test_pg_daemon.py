@@ -106,6 +106,10 @@ def test_init_database_then_the_cli_works_through_an_on_demand_daemon(team) -> N
     assert made["database"] == url and made["schema_version"] >= 2
     assert one.config()["database"] == url
     assert not (one.board_dir / "board.db").exists()  # the board is the database
+    for again in (("init", "--database", url), ("init",)):  # init again: the same team board
+        made = one.ok(*again)
+        assert (made["created"], made["database"]) == (False, url)
+        assert not (one.board_dir / "board.db").exists()
     item = one.ok("add", "write the parser")
     claim = one.ok("claim", str(item["id"]), agent="ada")
     assert claim["item"]["state"] == "claimed"
@@ -220,6 +224,10 @@ def test_serve_database_records_the_board_where_config_names_none(team) -> None:
     one.board_dir.mkdir()
     (one.board_dir / "token").write_text("t0ken\n")
     (one.board_dir / "config.json").write_text("{}")
+    # a database that cannot be reached is not recorded
+    refused = one.cli("serve", "--database", "postgresql://postgres@127.0.0.1:1/nothing")
+    assert refused.returncode == 1 and "cannot be reached" in refused.stderr
+    assert one.config() == {}
     process = _serve(one, "--database", url, stderr=subprocess.PIPE)
     try:
         assert one.config()["database"] == url
@@ -405,3 +413,41 @@ def test_without_the_driver_a_team_board_says_what_to_install(team, tmp_path: Pa
         assert run.returncode == 1, run.stderr
         assert "pip install 'coord[postgres]'" in run.stderr and "Traceback" not in run.stderr
     assert not two.board_dir.exists()  # refused before anything was written
+
+
+def _terminate(pid: int) -> None:
+    """End one server process (``pg_terminate_backend``) and wait until it is gone."""
+    import psycopg
+
+    from pg_support import ADMIN_DSN
+
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if not conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                return
+            time.sleep(0.02)
+
+
+def test_a_connection_lost_at_commit_says_the_outcome_is_unknown(pg_dsn: str) -> None:
+    from coord.errors import DatabaseUnreachable
+    from coord.storage.postgres import PostgresStorage
+
+    storage = PostgresStorage(pg_dsn)
+    try:
+        with pytest.raises(DatabaseUnreachable) as refused, storage.write() as tx:
+            tx.touch_agent("ada", 1.0)
+            _terminate(tx.conn.info.backend_pid)  # type: ignore[attr-defined]
+        assert refused.value.details["outcome_unknown"] is True
+        assert "may or may not have been made" in refused.value.message
+        # a fault before the commit: nothing was changed, and it says so
+        with pytest.raises(DatabaseUnreachable) as refused, storage.write() as tx:
+            _terminate(tx.conn.info.backend_pid)  # type: ignore[attr-defined]
+            tx.touch_agent("bob", 1.0)
+        assert refused.value.details["outcome_unknown"] is False
+        assert "nothing was changed" in refused.value.message
+        with storage.read() as tx:  # and the storage works on, on a new connection
+            assert [a.name for a in tx.agents()] == []
+    finally:
+        storage.close()

@@ -34,3 +34,7 @@ MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its la
 # overwritten) and its new value up to this many characters: the new value is the item's own,
 # and the next edit's old one, so the log holds every version once without doubling.
 MAX_EVENT_TEXT = 4096
+# An event stream (GET /v1/events/stream) whose reader is more events than this behind the
+# board's newest tells it to reload rather than replay them (or cuts it, if its socket takes
+# nothing more).
+MAX_STREAM_BEHIND = 10_000

@@ -116,7 +116,7 @@ def assert_every_ack_is_in_the_database(
 
 
 def _outcome_unknown(record: dict[str, Any]) -> bool:
-    return record["op"] == "claim" and record.get("answer", {}).get("outcome") == "unknown"
+    return record["op"] == "claim" and record.get("answer", {}).get("outcome_unknown") is True
 
 
 def assert_refusals_tell_the_truth(records: list[dict[str, Any]]) -> None:
@@ -125,7 +125,7 @@ def assert_refusals_tell_the_truth(records: list[dict[str, Any]]) -> None:
     refused = [r for r in records if r["status"] == 503]
     assert {r["answer"]["error"] for r in refused} <= {"database_unreachable"}
     for record in refused:
-        message, unknown = record["answer"]["message"], record["answer"].get("outcome")
+        message, unknown = record["answer"]["message"], record["answer"].get("outcome_unknown")
         assert ("may or may not have been made" if unknown else "nothing was changed") in message
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 from coord.cli import render
 from coord.client import flow
@@ -25,9 +24,11 @@ STOP_WAIT_SECONDS = 30.0
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
+    from pathlib import Path
+    from typing import Any, NoReturn
 
     from coord.cli.context import Context, Result
+    from coord.client.http import Client
 
 
 def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
@@ -94,7 +95,7 @@ def _describe(url: str) -> str:
     return describe(url)
 
 
-def _team_board(board_dir: Any, url: str, command: str) -> bool:
+def _team_board(board_dir: Path, url: str, command: str) -> bool:
     """Check that this checkout's board may be the PostgreSQL database ``url``: a valid URL
     without a password, and no other board here (a SQLite board.db, another database named
     in config.json). True if config.json names it already; nothing is written here."""
@@ -141,7 +142,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> Result:
     return {"stopped": True}, "daemon stopped"
 
 
-def _serve_database(url: str) -> Any:
+def _serve_database(url: str) -> Path:
     """The board directory ``coord serve --database URL`` serves: one whose config names that
     database, or that has no board yet, and then records it there, so this checkout's hooks,
     guard, library and on-demand daemons all use the one board the daemon serves."""
@@ -153,6 +154,9 @@ def _serve_database(url: str) -> Any:
             field="database",
         )
     if not _team_board(board_dir, url, "coord serve --database"):
+        from coord.core.board import open_storage
+
+        open_storage(board_dir, {"database": url}, {}).close()  # reached before it is recorded
         config = board_files.read_config(board_dir)
         config["database"] = url
         board_files.write_config(board_dir, config)
@@ -202,7 +206,7 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
     )
 
 
-def _other_daemons(client: Any) -> list[dict[str, Any]] | None:
+def _other_daemons(client: Client) -> list[dict[str, Any]] | None:
     """The other daemons serving this team board (None when the daemon cannot tell now)."""
     try:
         answer = client.get("/v1/status", timeout=10.0)
@@ -443,42 +447,38 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
                     f"after {last}: `coord log --after {last}`"
                 )
         return result, text
-    after = args.after
-    pause = 0.0
     try:
-        while True:
-            try:
-                result = ctx.session.get(
-                    "/v1/events", {**query, "after": after, "wait": 25}, timeout=40
-                )
-            except CoordError as err:
-                if not _daemon_went_away(err):
-                    raise
-                # A restart (or `coord stop`, then any command) ends the long poll; reading
-                # is safe to repeat, and `after` says where to resume: nothing lost or doubled.
-                if pause == 0.0:
-                    print(f"coord: {err.message}; reconnecting", file=sys.stderr, flush=True)
-                pause = min(max(pause * 2, 0.2), 2.0)
-                time.sleep(pause)
-                continue
-            if pause:
-                print("coord: reconnected", file=sys.stderr, flush=True)
-                pause = 0.0
-            for event in result["events"]:
-                print(
-                    json.dumps(event)
-                    if bool(getattr(args, "json", False))
-                    else render.for_terminal(render.event_line(event)),
-                    flush=True,
-                )
-            after = result["last_seq"]
+        _follow_log(ctx, args.after, item, as_json=bool(getattr(args, "json", False)))
     except KeyboardInterrupt:
         return None, "", 130  # as the shell reports Ctrl-C: the stream did not end by itself
 
 
-def _daemon_went_away(err: CoordError) -> bool:
-    """The daemon stopped answering (gone, restarting, shutting down): not the request's fault."""
-    return err.code == "daemon_unavailable" or err.http_status >= 500
+def _follow_log(ctx: Context, after: int, item: int | None, *, as_json: bool) -> NoReturn:
+    """Print every event after ``after`` and each new one, from the daemon's event stream,
+    across restarts. A reader the stream finds too far behind pages the log, then follows on."""
+    from coord.client import stream
+
+    def show(event: dict[str, Any]) -> None:
+        line = json.dumps(event) if as_json else render.for_terminal(render.event_line(event))
+        print(line, flush=True)
+
+    while True:
+        for message in stream.follow(ctx.client, after=after, item=item):
+            if isinstance(message, dict):
+                show(message)
+                after = message["seq"]
+            elif isinstance(message, stream.Interrupted):
+                print(f"coord: {message.message}; reconnecting", file=sys.stderr, flush=True)
+            elif isinstance(message, stream.Resumed):
+                print("coord: reconnected", file=sys.stderr, flush=True)
+        # told to reload: catch up a page at a time, then follow again
+        while True:
+            page = ctx.session.get("/v1/events", {"after": after, "limit": 5000, "item": item})
+            for event in page["events"]:
+                show(event)
+            after = page["last_seq"]
+            if len(page["events"]) < 5000:
+                break
 
 
 def _open_text(path: str) -> Any:

@@ -193,6 +193,13 @@ COMMANDS: Commands = {
         "cmd_status",
         "args_status",
     ),
+    "watch": _elsewhere(
+        "coord.cli.watch_cmd",
+        "the board live in a terminal: claims with their leases counting down, questions, "
+        "ready work, held files, activity (keys: q quit, r refresh, Tab pane, f agent)",
+        "cmd_watch",
+        "args_watch",
+    ),
     "doctor": _elsewhere(
         "coord.cli.doctor_cmd",
         "check the install, the wiring and the board; each finding with its fix (exit 1)",

@@ -12,6 +12,7 @@ import os
 import time
 
 from coord import __version__
+from coord.cli.render import duration
 from coord.errors import CoordError
 from coord.fast import board_files
 
@@ -111,7 +112,7 @@ def _lines(doc: dict[str, Any]) -> list[str]:
         a["name"] + (f" (holds {len(a['holding'])})" if a["holding"] else "") for a in agents
     )
     lines.append(f"agents:  {len(agents)} active now" + (f": {names}" if names else ""))
-    window = _duration(board["near_expiry_seconds"])
+    window = duration(board["near_expiry_seconds"])
     lines += _claim_lines(f"claims ending within {window}", board["near_expiry"], "in")
     lines += _claim_lines("claims past their lease (claimable again)", board["lapsed"], "ago")
     waiting = board["needs_human"]
@@ -138,7 +139,7 @@ def _team_lines(daemon: dict[str, Any]) -> list[str]:
     lines.append(f"others:  {len(others)} more daemons serve this board:")
     for other in others:
         age = other.get("heartbeat_age_seconds")
-        beat = f", heartbeat {_duration(age)} ago" if isinstance(age, int | float) else ""
+        beat = f", heartbeat {duration(age)} ago" if isinstance(age, int | float) else ""
         lines.append(
             f"  {other.get('machine')} pid {other.get('pid')} at {other.get('url')} "
             f"({other.get('board_dir')}), coord {other.get('version')}{beat}"
@@ -151,7 +152,7 @@ def _daemon_line(daemon: dict[str, Any], cli_version: str) -> str:
         return f"daemon:  {daemon['note']}"
     where = f"pid {daemon['pid']} at {daemon['url']}"
     if "uptime_seconds" in daemon:
-        where += f", up {_duration(daemon['uptime_seconds'])}"
+        where += f", up {duration(daemon['uptime_seconds'])}"
     if not daemon.get("answering"):
         return f"daemon:  {where}, not answering: {daemon['note']}"
     version = f"coord {daemon['version']}"
@@ -165,7 +166,7 @@ def _claim_lines(title: str, claims: list[dict[str, Any]], when: str) -> list[st
         return [f"{title}: none"]
     lines = [f"{title}:"]
     for claim in claims:
-        left = _duration(abs(claim["seconds_left"]))
+        left = duration(abs(claim["seconds_left"]))
         timing = f"ends in {left}" if when == "in" else f"ended {left} ago"
         lines.append(f"  {_ref(claim)} {claim['holder']}, lease {timing}: {claim['title']}")
     return lines
@@ -173,14 +174,3 @@ def _claim_lines(title: str, claims: list[dict[str, Any]], when: str) -> list[st
 
 def _ref(item: dict[str, Any]) -> str:
     return f"{item['key']} (#{item['id']})" if item.get("key") else f"#{item['id']}"
-
-
-def _duration(seconds: float) -> str:
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"

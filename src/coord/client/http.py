@@ -106,6 +106,14 @@ class Client:
             return _parse_response(raw)
         raise AssertionError("unreachable")
 
+    def address(self, *, fresh: bool = False) -> tuple[str, int]:
+        """Where this board's daemon listens, proven (started on demand); ``fresh`` reads
+        daemon.json again (the event stream, after its connection broke)."""
+        return self._daemon_address(fresh=fresh)
+
+    def token(self) -> str:
+        return self._board_token()
+
     def _board_token(self) -> str:
         if self._token is None:
             self._token = board_files.read_token(self.board_dir)

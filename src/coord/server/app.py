@@ -91,6 +91,8 @@ def _starlette_endpoint(endpoint: Endpoint) -> Callable[[Request], Awaitable[Res
             request.query_params,
             headers,
         )
+        if isinstance(content, Response):  # a stream (stream.py): it writes its own answer
+            return content
         wait = retry_after(status, content)
         headers_out = {"retry-after": wait} if wait is not None else None
         return JSONResponse(content, status_code=status, headers=headers_out)

@@ -76,6 +76,12 @@ def bounded_protocol(max_connections: int) -> type[asyncio.Protocol]:
             if len(self.connections) > max_connections:
                 self._shed_idle()
 
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            # an event stream cuts a reader that stopped reading without flushing to it first
+            # (server/stream.py): close() would hold the unsent buffer until the peer reads
+            self.scope["extensions"] = {"coord.abort": self.transport.abort}  # type: ignore[dict-item]
+
         def data_received(self, data: bytes) -> None:
             self.last_active = self.loop.time()
             super().data_received(data)

@@ -16,6 +16,7 @@ from typing import Any
 from coord import model
 from coord.core.board import Board
 from coord.errors import InvalidInput
+from coord.limits import MAX_STREAM_BEHIND
 
 NOTHING: Mapping[str, str] = MappingProxyType({})
 
@@ -47,6 +48,14 @@ class Server:
     # what /v1/identity proves: the id in daemon.json and the port it listens on
     instance: str = ""
     port: int = 0
+    # event streams (stream.py): a reader further behind than this reloads; `closing` ends
+    # them all when the daemon stops
+    stream_max_behind: int = MAX_STREAM_BEHIND
+    closing: bool = False
+
+    def close_streams(self) -> None:
+        self.closing = True
+        self.changes.notify()
 
 
 class Call:

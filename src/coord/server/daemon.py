@@ -9,8 +9,8 @@ On a team board (PostgreSQL, config.json's ``database``) every machine runs its 
 the shared database: the flock still means one daemon per ``.coord/`` (per checkout), the
 database serialises the writes of them all, and each registers itself in the database's
 ``daemons`` table with a heartbeat, so ``coord status`` shows the others. Such a daemon never
-idles out (the others' agents may need what it holds mirrored here) and needs no SQLite
-checkpointer.
+idles out (this machine's hooks and agents rely on it answering while the team works) and
+needs no SQLite checkpointer.
 """
 
 from __future__ import annotations
@@ -199,18 +199,17 @@ def serve(
             "started_at": record["started_at"],
         },
     )
-    activity = idle.Activity(
-        create_app(
-            board,
-            board_files.read_token(board_dir),
-            # Bound to a non-loopback address on purpose: the user chose to expose it.
-            check_host=host in LOOPBACK_HOSTS,
-            on_shutdown=lambda: setattr(server, "should_exit", True),
-            board_dir=board_dir,
-            instance=instance,
-            port=bound_port,
-        )
+    app = create_app(
+        board,
+        board_files.read_token(board_dir),
+        # Bound to a non-loopback address on purpose: the user chose to expose it.
+        check_host=host in LOOPBACK_HOSTS,
+        on_shutdown=lambda: setattr(server, "should_exit", True),
+        board_dir=board_dir,
+        instance=instance,
+        port=bound_port,
     )
+    activity = idle.Activity(app)
     config = uvicorn.Config(
         activity,
         log_level=log_level,
@@ -223,7 +222,16 @@ def serve(
         timeout_keep_alive=5,
         timeout_graceful_shutdown=2,
     )
-    server = uvicorn.Server(config)
+    close_streams = app.state.coord.close_streams
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            # end the event streams first: each waits for the board's next change, and would
+            # hold the graceful shutdown to its timeout
+            close_streams()
+            await super().shutdown(sockets)
+
+    server = Server(config)
 
     def stop(reason: str) -> None:
         with contextlib.suppress(OSError):

@@ -57,7 +57,7 @@ def _operation(route: Route) -> dict[str, Any]:
     responses: dict[str, Any] = {
         str(route.status): {
             "description": "created" if route.status == 201 else "OK",
-            "content": {"application/json": {"schema": route.answer}},
+            "content": {route.media_type: {"schema": route.answer}},
         }
     }
     for status in route.error_statuses():

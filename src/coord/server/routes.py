@@ -7,8 +7,8 @@ OpenAPI document at /openapi.json (openapi.py) are all made from ``ROUTES``.
 from __future__ import annotations
 
 from coord import model
-from coord.limits import MAX_ANSWER_BYTES, MAX_REPLIES_PAGE, REPLIES_PAGE
-from coord.server import claims, events, identity, items, reservations, status
+from coord.limits import MAX_ANSWER_BYTES, MAX_REPLIES_PAGE, MAX_STREAM_BEHIND, REPLIES_PAGE
+from coord.server import claims, events, identity, items, reservations, status, stream
 from coord.server.schemas import (
     ADOPT,
     AGENT,
@@ -406,6 +406,37 @@ ROUTES: tuple[Route, ...] = (
             ),
         ),
         errors=(422,),
+    ),
+    Route(
+        "GET",
+        "/v1/events/stream",
+        stream.events_stream,
+        "the event log live, as Server-Sent Events: each event a message `id: <seq>`, `event: "
+        "coord`, `data: <the event as JSON>`, in order, none missed or doubled across a "
+        "reconnect (`Last-Event-ID` wins over `after`); a `: keep-alive` comment when quiet; "
+        f"a reader more than {MAX_STREAM_BEHIND} events behind gets `event: reload` "
+        '(data `{"reason", "last_seq"}`) and the stream ends',
+        {"type": "string", "description": "an endless text/event-stream"},
+        params=(
+            Param(
+                "after",
+                integer(0),
+                "events after this sequence number (a Last-Event-ID header wins over it)",
+            ),
+            Param("item", ITEM_ID, "only this item's events"),
+            Param(
+                "keepalive",
+                {
+                    "type": "number",
+                    "minimum": stream.MIN_KEEPALIVE,
+                    "maximum": stream.MAX_KEEPALIVE,
+                    "default": stream.KEEPALIVE_SECONDS,
+                },
+                "seconds between keep-alive comments when nothing happens",
+            ),
+        ),
+        errors=(422,),
+        media_type="text/event-stream",
     ),
     Route(
         "GET",

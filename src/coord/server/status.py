@@ -17,11 +17,13 @@ from coord.server.context import Call
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": ["version", "pid", "schema_version", "storage", "daemons", "board"],
+    "required": ["version", "pid", "schema_version", "last_seq", "storage", "daemons", "board"],
     "properties": {
         "version": {"type": "string"},
         "pid": {"type": "integer"},
         "schema_version": {"type": "integer"},
+        # the newest event's sequence number: where a live view's feed starts
+        "last_seq": {"type": "integer", "minimum": 0},
         "storage": {
             "type": "object",
             "required": ["backend"],
@@ -65,5 +67,6 @@ def status(call: Call) -> dict[str, Any]:
             {**daemon, "this": daemon["instance"] == call.server.instance}
             for daemon in storage.live_daemons()
         ],
+        "last_seq": board.last_seq(),
         "board": overview(board),
     }

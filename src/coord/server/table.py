@@ -134,6 +134,8 @@ class Route:
     max_body: int = MAX_REQUEST_BYTES
     # served by a bare-ASGI endpoint (hot.py) instead of through Starlette's routing
     hot: bool = False
+    # what a success answers: JSON, but for the event stream
+    media_type: str = "application/json"
 
     def error_statuses(self) -> list[int]:
         """Every error status this route can answer: the pipeline's, then the handler's."""

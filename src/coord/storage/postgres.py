@@ -199,13 +199,8 @@ class PostgresStorage(Storage):
             raise
         try:
             conn.execute("COMMIT")
-        except psycopg.Error as error:
+        except psycopg.Error:
             self._drop(conn)
-            if postgres_faults.is_connection_fault(error):
-                # the server may have committed before the connection went: unlike a
-                # fault anywhere earlier, this one cannot say "nothing was changed"
-                where = describe(self.dsn)
-                raise postgres_faults.unreachable(where, error, committing=True) from error
             raise
 
     def _begin(self, stack: ExitStack, begin: str) -> tuple[psycopg.Connection[Any], Any]:
@@ -224,12 +219,14 @@ class PostgresStorage(Storage):
         return conn, stack.enter_context(self._transaction(conn, begin))
 
     @contextmanager
-    def _faults(self) -> Iterator[None]:
-        """A connection fault, said as ``DatabaseUnreachable`` (503 with Retry-After)."""
+    def _faults(self) -> Iterator[postgres_faults.Attempt]:
+        """A connection fault, said as ``DatabaseUnreachable`` (503 with Retry-After); one
+        while the write commits says its outcome is unknown (``Attempt.committing``)."""
+        attempt = postgres_faults.Attempt()
         try:
-            yield
+            yield attempt
         except psycopg.Error as error:
-            found = postgres_faults.translate(describe(self.dsn), error)
+            found = postgres_faults.translate(describe(self.dsn), error, attempt.committing)
             if found is None:
                 raise
             raise found from error
@@ -242,11 +239,12 @@ class PostgresStorage(Storage):
 
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
-        with self._faults(), ExitStack() as stack:
+        with self._faults() as attempt, ExitStack() as stack:
             conn, granted = self._begin(stack, _BEGIN_WRITE)
             now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
             self._clock_offset = now - time.time()
             yield PostgresTx(conn, lambda: now)
+            attempt.committing = True  # the stack's exit sends COMMIT
 
     def now(self) -> float:
         """The server's time now, without asking it: this process's clock moved by the

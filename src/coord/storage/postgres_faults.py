@@ -38,25 +38,34 @@ def reason(err: BaseException) -> str:
     return (said[:297] + "...") if len(said) > 300 else said or type(err).__name__
 
 
-def unreachable(where: str, err: BaseException, *, committing: bool = False) -> DatabaseUnreachable:
-    """The error for a connection fault; ``where`` is ``postgres.describe(dsn)``.
-    ``committing``: the fault came at COMMIT, which the server may have carried out before
-    the connection went: the change may have been made (``outcome: unknown``)."""
-    if committing:
-        became = "the change may or may not have been made: look before you repeat it"
-        facts = {"outcome": "unknown"}
-    else:
-        became, facts = f"nothing was changed; try again in {DatabaseUnreachable.retry_after} s", {}
+class Attempt:
+    """How far a transaction got: a connection lost while its COMMIT was under way may have
+    committed it or not, and the client must not be told "nothing was changed"."""
+
+    committing = False
+
+
+def unreachable(where: str, err: BaseException, committing: bool = False) -> DatabaseUnreachable:
+    """The error for a connection fault; ``where`` is ``postgres.describe(dsn)``."""
+    outcome = (
+        "the connection broke while the change was being committed, so it may or may not "
+        "have been made: look (coord show, coord ls) before trying again"
+        if committing
+        else "nothing was changed"
+    )
     return DatabaseUnreachable(
-        f"the PostgreSQL board at {where} cannot be reached: {reason(err)}; {became} (a "
-        "running daemon reconnects by itself once the server answers); check that the server "
-        "runs, is reachable from here, and that the URL and password are right",
+        f"the PostgreSQL board at {where} cannot be reached: {reason(err)}; {outcome}; try "
+        f"again in {DatabaseUnreachable.retry_after} s (a running daemon reconnects by itself "
+        "once the server answers); check that the server runs, is reachable from here, and "
+        "that the URL and password are right",
         database=where,
         retry_after=DatabaseUnreachable.retry_after,
-        **facts,
+        outcome_unknown=committing,
     )
 
 
-def translate(where: str, err: BaseException) -> DatabaseUnreachable | None:
+def translate(
+    where: str, err: BaseException, committing: bool = False
+) -> DatabaseUnreachable | None:
     """``DatabaseUnreachable`` for a connection fault, or None for anything else."""
-    return unreachable(where, err) if is_connection_fault(err) else None
+    return unreachable(where, err, committing) if is_connection_fault(err) else None
