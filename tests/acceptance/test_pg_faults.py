@@ -111,12 +111,20 @@ def assert_every_ack_is_in_the_database(
         told = {(a["id"], a["agent"], a["token"]) for a in claims}
         made = {claim for claim in logged if claim[1].startswith("stormer-")}
         untold = Counter(agent for _, agent, _ in made - told)
-        unsure = Counter(r["agent"] for r in nothing_else if _outcome_unknown(r))
+        unsure = Counter(r["agent"] for r in nothing_else if _unknown(r) and r["op"] == "claim")
         assert untold <= unsure, (made - told, nothing_else)
+        finished = {
+            item_id
+            for item_id, (state, agent, _) in items.items()
+            if state == "done" and agent.startswith("stormer-")
+        }
+        told_done = {a["id"] for a in acks if a["op"] == "done"}
+        unsure_done = {r["id"] for r in nothing_else if _unknown(r) and r["op"] == "done"}
+        assert finished - told_done <= unsure_done, (finished - told_done, nothing_else)
 
 
-def _outcome_unknown(record: dict[str, Any]) -> bool:
-    return record["op"] == "claim" and record.get("answer", {}).get("outcome_unknown") is True
+def _unknown(record: dict[str, Any]) -> bool:
+    return record.get("answer", {}).get("outcome_unknown") is True
 
 
 def assert_refusals_tell_the_truth(records: list[dict[str, Any]]) -> None:
