@@ -185,21 +185,9 @@ def _set(admin_dsn: str, url: str, setting: str) -> None:
 
 
 def _seed(url: str, count: int) -> None:
-    import psycopg
+    from pg_driver import _seed as seed_items  # the driver bench's board: the same items
 
-    from coord.storage.postgres import PostgresStorage
-
-    PostgresStorage(url).close()  # the board's schema, by its migrations
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            "INSERT INTO items (id, kind, title, priority, state, created_by, created_at, "
-            "updated_at) SELECT g, 'task', 'bench item ' || g, g %% 5, 'pending', 'bench', "
-            "extract(epoch FROM now()), extract(epoch FROM now()) "
-            "FROM generate_series(1, %s) g",
-            (count,),
-        )
-        conn.execute("UPDATE board_counters SET last_item = %s", (count,))
-        conn.execute("VACUUM ANALYZE")
+    seed_items(url, count)
 
 
 def _reset(url: str) -> None:
