@@ -45,12 +45,12 @@ WRITE_LOCK_KEY = 0x636F6F7264  # "coord"
 MIGRATION_LOCK_KEY = 0x636F6F72644D  # "coordM"
 
 # One round trip: the transaction, the board's lock, then the server's clock once granted.
+_SERVER_CLOCK = "extract(epoch FROM clock_timestamp())::float8"
 _BEGIN_WRITE = (
     "BEGIN ISOLATION LEVEL READ COMMITTED;"
     f" SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY});"
-    " SELECT extract(epoch FROM clock_timestamp())::float8"
+    f" SELECT {_SERVER_CLOCK}"
 )
-_SERVER_CLOCK = "extract(epoch FROM clock_timestamp())::float8"
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 SCHEMA_VERSION_TABLE = """
