@@ -145,7 +145,10 @@ class Board:
         self.storage.close()
 
     def now(self) -> float:
-        return self.clock()
+        """The board's time: the storage's clock when it keeps one (PostgreSQL's server,
+        which judges every lease), else the board's."""
+        own = self.storage.now()
+        return self.clock() if own is None else own
 
     def _lease(self, lease_seconds: Any) -> float:
         return model.check_lease(lease_seconds, self.default_lease_seconds)

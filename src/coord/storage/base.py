@@ -255,6 +255,11 @@ class Storage(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def now(self) -> float | None:
+        """The board's time when the backend keeps its own clock (PostgreSQL: the server's);
+        None: the board's clock decides (SQLite)."""
+        return None
+
     def location(self) -> dict[str, str]:
         """Which backend holds the board, and where, with no secret in it (``coord status``
         shows it): ``{"backend": "sqlite", "path": ...}`` or ``{"backend": "postgresql",

@@ -32,6 +32,7 @@ new one.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
@@ -52,10 +53,11 @@ MIGRATION_LOCK_KEY = 0x636F6F72644D  # "coordM"
 NOTIFY_CHANNEL = "coord_events"
 
 # One round trip: the transaction, the board's lock, then the server's clock once granted.
+_SERVER_CLOCK = "extract(epoch FROM clock_timestamp())::float8"
 _BEGIN_WRITE = (
     "BEGIN ISOLATION LEVEL READ COMMITTED;"
     f" SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY});"
-    " SELECT extract(epoch FROM clock_timestamp())::float8"
+    f" SELECT {_SERVER_CLOCK}"
 )
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
@@ -112,6 +114,8 @@ class PostgresStorage(Storage):
         self._local = threading.local()
         self._all: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
+        # the server's clock minus this process's: what ``now()`` adds between transactions
+        self._clock_offset = 0.0
         self._migrate(self._conn())
 
     # --- connections -----------------------------------------------------------------------
@@ -168,6 +172,8 @@ class PostgresStorage(Storage):
                         "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                         (version, name),
                     )
+            server_now = conn.execute(f"SELECT {_SERVER_CLOCK}").fetchone()
+            self._clock_offset = float(server_now[0]) - time.time()  # type: ignore[index]
 
     def location(self) -> dict[str, str]:
         return {"backend": "postgresql", "database": describe(self.dsn)}
@@ -253,9 +259,18 @@ class PostgresStorage(Storage):
             commit = lambda: _commit_notifying(tx)  # noqa: E731
             conn, granted = self._begin(stack, _BEGIN_WRITE, commit)
             now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
+            self._clock_offset = now - time.time()
             tx = PostgresTx(conn, lambda: now)
             yield tx
             attempt.committing = True  # the stack's exit sends COMMIT
+
+    def now(self) -> float:
+        """The server's time now, without asking it: this process's clock moved by the
+        offset the last write saw (a daemon whose clock is off still shows leases as the
+        board judges them). Ahead by at most that write's wait for the lock."""
+        if self._clock is not None:
+            return self._clock()
+        return time.time() + self._clock_offset
 
     def problem(self) -> CoordError | None:
         """Whether the server answers now: a short read (on a new connection when the last
