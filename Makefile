@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 0
 
-.PHONY: serve test test-long test-clients lint format bench clean
+.PHONY: serve test test-long test-clients test-browser lint format bench clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ test-long: $(VENV)/.dev
 test-clients: $(VENV)/.dev
 	$(PY) -m pytest -m real_clients tests/real_clients $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test-clients: no tests ran" >&2; exit 1; fi; exit $$rc
+
+## test-browser: the live board's page in Chromium (apt-get install chromium; playwright-core
+## from npm into ~/.cache once; never a downloaded browser). Screenshots: $(COORD_TEST_ARTIFACTS)
+test-browser: $(VENV)/.dev
+	$(PY) -m pytest -m browser tests/browser -s $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test-browser: no tests ran" >&2; exit 1; fi; exit $$rc
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check src tests bench examples

@@ -23,6 +23,7 @@ import socket
 import sqlite3
 import sys
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import uvicorn
@@ -49,6 +50,17 @@ def open_db(path: str) -> sqlite3.Connection:
 
 
 def make_app(conn: sqlite3.Connection) -> Any:
+    def claim(agent: str) -> Sequence[Any] | None:
+        now = time.time()
+        return conn.execute(CLAIM_SQL, (agent, now + LEASE_SECONDS, now)).fetchone()
+
+    return claim_app(claim)
+
+
+def claim_app(claim: Callable[[str], Sequence[Any] | None]) -> Any:
+    """The bare ASGI callable: read the body's agent, ``claim(agent)`` inline on the event
+    loop (a row of ``_FIELDS``, or None for nothing ready), answer JSON."""
+
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
@@ -58,8 +70,7 @@ def make_app(conn: sqlite3.Connection) -> Any:
             body += message.get("body", b"")
             more = message.get("more_body", False)
         agent = json.loads(body)["agent"]
-        now = time.time()
-        row = conn.execute(CLAIM_SQL, (agent, now + LEASE_SECONDS, now)).fetchone()
+        row = claim(agent)
         if row is None:
             status, doc = 404, {"error": "nothing_ready", "message": "nothing is ready"}
         else:
@@ -74,14 +85,14 @@ def make_app(conn: sqlite3.Connection) -> Any:
     return app
 
 
-def main() -> None:
-    db_path, port_file = sys.argv[1], sys.argv[2]
+def serve(app: Any, port_file: str) -> None:
+    """Serve ``app`` as the daemon is served; the bound port goes to ``port_file``."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
     config = uvicorn.Config(
-        make_app(open_db(db_path)),
+        app,
         log_level="warning",
         access_log=False,
         lifespan="off",
@@ -93,6 +104,11 @@ def main() -> None:
         out.write(str(sock.getsockname()[1]))
     os.replace(tmp, port_file)
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def main() -> None:
+    db_path, port_file = sys.argv[1], sys.argv[2]
+    serve(make_app(open_db(db_path)), port_file)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
     python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook|connections
-        |stream] [--items N] [--quick]
+        |stream|pg-claim-next] [--items N] [--quick] [--dsn postgresql://…]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
 target is a ratio to a reference measured in this very run. See bench/README.md.
@@ -22,6 +22,7 @@ import cli_plan
 import connections
 import hooks
 import overlap
+import pg_claims
 import plan_overlap
 import reservations
 import specs
@@ -42,6 +43,7 @@ BENCHES = (
     "hook",
     "connections",
     "stream",
+    "pg-claim-next",
 )
 
 
@@ -64,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--importtime", action="store_true", help="always print import costs")
     parser.add_argument(
         "--packages", type=int, default=2000, help="spec: packages in the generated document"
+    )
+    parser.add_argument(
+        "--dsn",
+        default=pg_claims.DEFAULT_DSN,
+        help="pg-claim-next: the PostgreSQL server (a scratch database is made on it)",
     )
     args = parser.parse_args(argv)
     items = args.items or (20_000 if args.quick else 200_000)
@@ -102,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                 connections.bench_connections(args.quick)
             elif name == "stream":
                 stream.bench_stream(items, args.quick, args.layout)
+            elif name == "pg-claim-next":
+                pg_claims.bench_pg_claim_next(items, args.quick, args.layout, args.dsn)
             sys.stdout.flush()
     except KeyboardInterrupt:
         print("\ninterrupted: cleaning up", file=sys.stderr)

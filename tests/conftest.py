@@ -110,6 +110,7 @@ class Daemon:
     log_path: Path = field(default_factory=Path)
     # run in the daemon's process before it starts (e.g. a lower open-file limit)
     preexec_fn: Callable[[], None] | None = None
+    port: int = 0  # 0: any free port; a fixed one lets a restarted daemon keep its address
 
     def start(self, timeout: float = 20.0) -> Daemon:
         record = board_files.daemon_record_path(self.board_dir)
@@ -117,7 +118,7 @@ class Daemon:
         self.log_path = self.board_dir / "daemon-test.log"
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "coord", "serve", "--port", "0"],
+            [sys.executable, "-m", "coord", "serve", "--port", str(self.port)],
             env={**os.environ, "COORD_DIR": str(self.board_dir)},
             stdout=log,
             stderr=log,

@@ -350,8 +350,10 @@ def test_ack_is_recorded_once(board: Board) -> None:
 def test_agents_registry_shows_holdings(board: Board) -> None:
     item = board.add("x", created_by="h")
     board.claim(item.id, agent="a")
-    listed = {a.name: a.holding for a in board.agents()}
+    listed = {a.name: a.holding for a in board.agents(everyone=True)}
     assert listed == {"h": (), "a": (item.id,)}
+    # h only added an item: a person, not an agent (issue 15 item 13)
+    assert [a.name for a in board.agents()] == ["a"]
 
 
 def test_every_change_appends_exactly_one_event(board: Board, clock: Clock) -> None:

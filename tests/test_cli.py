@@ -239,7 +239,9 @@ def test_reply_inbox_agents_and_log(daemon: Daemon) -> None:
     assert [e["kind"] for e in inbox["events"]] == ["reply"]
     assert cli_json("inbox", board_dir=bd, agent="me")[1]["events"] == []
     _code, agents = cli_json("agents", board_dir=bd)
-    assert {a["name"] for a in agents["agents"]} == {"me", "you"}
+    assert {a["name"] for a in agents["agents"]} == {"me"}  # you only replied: a person
+    _code, everyone = cli_json("agents", "--all", board_dir=bd)
+    assert {a["name"] for a in everyone["agents"]} == {"me", "you"}
     log = run_cli("log", board_dir=bd)
     assert log.returncode == 0
     assert "created #1" in log.stdout and "reply #1" in log.stdout

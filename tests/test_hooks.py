@@ -404,21 +404,7 @@ def test_the_edit_guard_imports_nothing_it_does_not_need(board_dir: Path) -> Non
         (["hook", "claude", "PreToolUse"], edit),
         (["guard", "--as", "bob", HELD], None),
     ):
-        result = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "coord", *argv],
-            input=stdin,
-            env=env,
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert "held by alice" in result.stdout + result.stderr, result.stderr[-500:]
-        imported = {
-            line.rsplit("|", 1)[1].strip()
-            for line in result.stderr.splitlines()
-            if line.startswith("import time:")
-        }
+        imported = refused_importing(argv, stdin, env, repo)
         assert "coord.fast.holds" in imported  # the listing is what it claims to be
         heavy = {
             m
@@ -426,6 +412,27 @@ def test_the_edit_guard_imports_nothing_it_does_not_need(board_dir: Path) -> Non
             if any(m == n or m.startswith(n + ".") for n in NOT_ON_THE_EDIT_PATH)
         }
         assert not heavy, (argv[0], sorted(heavy))
+
+
+def refused_importing(
+    argv: list[str], stdin: str | None, env: dict[str, str], cwd: Path
+) -> set[str]:
+    """The modules `coord ARGV` imports (``-X importtime``), checked to refuse alice's path."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "coord", *argv],
+        input=stdin,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "held by alice" in result.stdout + result.stderr, result.stderr[-500:]
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
 
 
 # --- the guard: shell commands ------------------------------------------------------------

@@ -28,11 +28,19 @@ ENTRIES: dict[tuple[str, str], str] = {
     ("coord", "coord.core"): "the public Python API: `from coord import Board`",
     ("coord.cli.commands", "coord.core"): "`coord init` creates the board before any daemon",
     ("coord.cli.commands", "coord.server"): "`coord serve` runs the daemon in this process",
+    ("coord.cli.commands", "coord.storage.postgres"): (
+        "`coord init --database`, `serve --database`, `stop` name a team board's database "
+        "without its password (its driver's `describe`)"
+    ),
     ("coord.cli.main", "coord.hooks"): "`coord hook CLIENT EVENT`",
     ("coord.cli.entry", "coord.hooks"): "`coord hook CLIENT EVENT`, before argparse loads",
     ("coord.cli.main", "coord.wiring"): "`coord init --claude …` and `coord uninstall`",
     ("coord.cli.doctor_cmd", "coord.wiring"): "`coord doctor` checks what `coord init` wired",
+    ("coord.cli.doctor_cmd", "coord.storage.postgres"): (
+        "`coord doctor` checks that a team board's database answers, at this release's schema"
+    ),
     ("coord.cli.main", "coord.mcp"): "`coord mcp` serves the MCP face over stdio",
+    ("coord.cli.migrate_cmd", "coord.storage"): "`coord migrate` copies a board between backends",
     ("coord.server.mcp_mount", "coord.mcp"): "the daemon mounts the MCP face at /mcp",
 }
 

@@ -67,9 +67,12 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("POST", "/v1/items/{id}/replies"): Scenario({"agent": "a", "body": "hello"}),
     ("POST", "/v1/items/{id}/ack"): Scenario({"agent": "a"}),
     ("POST", "/v1/inbox"): Scenario({"agent": "a"}),
+    ("POST", "/v1/agents:prune"): Scenario({"agent": "h"}),
     ("POST", "/v1/reservations"): Scenario({"agent": "a", "patterns": ["src/a.py"]}),
     ("POST", "/v1/reservations:release"): Scenario({"agent": "a", "all": True}),
+    ("POST", "/v1/mirror:refresh"): Scenario({}),  # 409 on this SQLite board
     ("POST", "/v1/shutdown"): Scenario({}),
+    ("POST", "/v1/web/codes"): Scenario({"agent": "h"}),
 }
 
 # Values the server accepts, by field name (a field of the scenario's body is tried with its
@@ -102,6 +105,7 @@ SAMPLES: dict[str, list[Any]] = {
     "packages": [[{"id": "A1", "title": "a", "line": 1}]],
     "adopt": [[{"user": "a", "package": "A1"}]],
     "peek": [True],
+    "older_than_seconds": [3600, 86400.5],
     "limit": [5],
     "patterns": [["src/**"]],
     "shared": [True],

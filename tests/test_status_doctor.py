@@ -118,6 +118,19 @@ def test_the_status_endpoint_needs_the_boards_token(daemon: Daemon) -> None:
     assert status == 200 and answer["board"]["total"] == 0
 
 
+def test_status_names_the_sqlite_board_and_its_one_daemon(daemon: Daemon) -> None:
+    status, answer = daemon.request("GET", "/v1/status")
+    assert status == 200
+    assert answer["storage"] == {
+        "backend": "sqlite",
+        "path": str(daemon.board_dir.resolve() / "board.db"),
+    }
+    assert [(d["pid"], d["this"]) for d in answer["daemons"]] == [(daemon.process.pid, True)]  # type: ignore[union-attr]
+    document = _json(run_cli("status", "--json", board_dir=daemon.board_dir))
+    assert document["daemon"]["others"] == []
+    assert "storage:" not in run_cli("status", board_dir=daemon.board_dir).stdout
+
+
 # --- coord doctor -----------------------------------------------------------------------------
 
 

@@ -286,6 +286,37 @@ def test_list_items_filters(storage: Storage) -> None:
         assert [i.id for i in tx.list_items(ItemQuery(claimable_at=0.0))] == [a]
 
 
+def test_list_items_by_holder_and_blocked(storage: Storage) -> None:
+    """`coord ls --mine/--holder` and `--state blocked`: a holder's items are those it holds
+    (a question waiting included) and, done, those it finished; blocked is pending with a
+    dependency not done, the rows `coord ls` shows as blocked."""
+    claimed = {"state": "claimed", "fencing_token": 1, "lease_expires_at": 50.0}
+    with storage.write() as tx:
+        held, asked, finished, other, dep, waits, free = (_add(tx) for _ in range(7))
+        assert tx.update_item(held, 0, {**claimed, "claimed_by": "a"})
+        assert tx.update_item(asked, 0, {**claimed, "claimed_by": "a", "question": "?"})
+        assert tx.update_item(finished, 0, {**claimed, "claimed_by": "a"})
+        assert tx.update_item(finished, 1, {"state": "done", "lease_expires_at": None})
+        assert tx.update_item(other, 0, {**claimed, "claimed_by": "b"})
+        tx.add_deps(waits, [dep])
+        tx.add_deps(free, [finished])  # its dependency is done: not blocked
+    with storage.read() as tx:
+
+        def ids(**query: Any) -> list[int]:
+            return [i.id for i in tx.list_items(ItemQuery(**query))]
+
+        assert ids(holder="a") == [held, asked, finished]
+        assert ids(holder="a", state="open") == [held, asked]
+        assert ids(holder="a", state="claimed") == [held]
+        assert ids(holder="a", state="done") == [finished]
+        assert ids(holder="b") == [other]
+        assert ids(holder="nobody") == []
+        assert ids(state="blocked") == [waits]
+        blocked = tx.list_items(ItemQuery(state="blocked"))
+        assert [i.blocked_by for i in blocked] == [(dep,)]
+        assert ids(state="blocked", after_id=waits) == []
+
+
 def test_events_are_gapless_and_readable_by_item(storage: Storage) -> None:
     with storage.write() as tx:
         seqs = [
@@ -334,6 +365,29 @@ def test_acks_replies_agents_and_inbox_cursor(storage: Storage) -> None:
         assert [(a.name, a.first_seen, a.last_seen) for a in agents] == [("b", 3.0, 4.0)]
         assert tx.inbox_cursor("b") == 7
         assert tx.inbox_cursor("nobody") == 0
+
+
+def test_agents_marked_as_working_and_deleted(storage: Storage) -> None:
+    """`coord agents` lists the names that acted as agents (the mark stays once set) and
+    `--prune` deletes agents, cursor and all."""
+    with storage.write() as tx:
+        tx.touch_agent("person", 1.0)
+        tx.touch_agent("worker", 2.0, worked=True)
+        tx.touch_agent("worker", 3.0)  # seen again: still an agent
+        tx.touch_agent("reader", 4.0)
+        tx.set_inbox_cursor("reader", 9, 4.0)
+    with storage.read() as tx:
+        seen = {a.name: (a.worked, a.last_seen) for a in tx.agents()}
+    assert seen == {"person": (False, 1.0), "worker": (True, 3.0), "reader": (False, 4.0)}
+    with storage.write() as tx:
+        tx.delete_agents(["worker", "reader", "nobody"])
+    with storage.read() as tx:
+        assert [a.name for a in tx.agents()] == ["person"]
+        assert tx.inbox_cursor("reader") == 0  # forgotten with it
+    with storage.write() as tx:
+        tx.touch_agent("worker", 5.0)  # back after the prune: seen, not yet an agent
+    with storage.read() as tx:
+        assert {a.name: a.worked for a in tx.agents()} == {"worker": False, "person": False}
 
 
 def test_replies_come_a_page_at_a_time(storage: Storage) -> None:
@@ -526,6 +580,30 @@ def test_counts_by_state_and_claims_ending_in_a_window(storage: Storage) -> None
         assert [i.id for i in soon] == [ends[60.0], ends[70.0]]
         assert [i.id for i in tx.claims_ending_between(50.0, 100.0, limit=1)] == [ends[60.0]]
         assert [i.id for i in tx.claims_ending_between(0.0, 50.0, limit=10)] == [ends[40.0]]
+
+
+def test_counts_follow_every_write_and_a_rollback(storage: Storage) -> None:
+    """The counts are kept by the writes themselves (no read of the items): an item added,
+    claimed, closed, set back; a transaction rolled back leaves them as they were."""
+    with storage.write() as tx:
+        a, b = _add(tx), _add(tx)
+        assert tx.update_item(
+            a, 0, {"state": "claimed", "claimed_by": "x", "lease_expires_at": 9.0}
+        )
+        assert tx.update_item(a, 0, {"title": "retitled"})  # no state change
+    with pytest.raises(RuntimeError), storage.write() as tx:
+        _add(tx)
+        tx.update_item(b, 0, {"state": "cancelled", "closed_at": 1.0})
+        raise RuntimeError("rolled back")
+    with storage.write() as tx:
+        assert tx.update_item(
+            a, 0, {"state": "done", "claimed_by": "x", "lease_expires_at": None, "closed_at": 2.0}
+        )
+        assert tx.update_item(b, 0, {"state": "cancelled", "closed_at": 1.0})
+        assert tx.update_item(b, 0, {"state": "pending", "closed_at": None})
+    with storage.read() as tx:
+        counts = tx.count_items_by_state()
+    assert counts == {"pending": 1, "claimed": 0, "needs_human": 0, "done": 1, "cancelled": 0}
 
 
 def test_counts_of_an_empty_board_name_every_state(storage: Storage) -> None:

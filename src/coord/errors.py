@@ -98,6 +98,21 @@ class ForeignHost(Unauthorized):
     http_status = 403
 
 
+class ForeignOrigin(Unauthorized):
+    """A request on the web page's session came from another origin, or a change came with
+    no Origin at all: the page's cookie works only for the page itself."""
+
+    code = "foreign_origin"
+    http_status = 403
+
+
+class WrongCsrf(Unauthorized):
+    """A change on the web page's session without the page's CSRF token."""
+
+    code = "wrong_csrf"
+    http_status = 403
+
+
 class Conflict(CoordError):
     """The board's state refuses the request; someone else got there first."""
 
@@ -226,6 +241,15 @@ class BoardIOError(BoardUnavailable):
     code = "board_io_error"
 
 
+class DatabaseUnreachable(BoardUnavailable):
+    """A PostgreSQL board's server cannot be reached, or dropped the connection (a restart, a
+    terminated backend, a network fault). Nothing was acknowledged; the daemon opens a new
+    connection for the next request, so trying again once the server is back succeeds."""
+
+    code = "database_unreachable"
+    retry_after = 2  # seconds: the HTTP face sends it as Retry-After
+
+
 class BoardUnreadable(CoordError):
     """The board's files cannot be opened or written with this process's permissions."""
 
@@ -251,6 +275,8 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         NotFound,
         Unauthorized,
         ForeignHost,
+        ForeignOrigin,
+        WrongCsrf,
         Conflict,
         AlreadyClaimed,
         LeaseLost,
@@ -272,6 +298,7 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         BoardBusy,
         DiskFull,
         BoardIOError,
+        DatabaseUnreachable,
         BoardUnreadable,
         GitError,
     )

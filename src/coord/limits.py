@@ -27,6 +27,9 @@ MAX_CHECKS = 20
 # hold this many bytes: ten slow readers of an item with 800 64 KiB replies took the daemon
 # from 55 MB to 654 MB when the whole thread was one answer.
 REPLIES_PAGE = 100
+# An inbox is read a page at a time too (the rest stays unread for the next look).
+INBOX_PAGE = 200
+MAX_INBOX_PAGE = 1000
 MAX_REPLIES_PAGE = 500
 MAX_ANSWER_BYTES = 1024 * 1024
 MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its last lines)
@@ -38,3 +41,6 @@ MAX_EVENT_TEXT = 4096
 # board's newest tells it to reload rather than replay them (or cuts it, if its socket takes
 # nothing more).
 MAX_STREAM_BEHIND = 10_000
+# `coord agents --prune` never forgets a name seen within this many seconds (an agent may be
+# between two calls; a forgotten one that comes back starts its inbox over)
+MIN_PRUNE_AGE = 3600.0

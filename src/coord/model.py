@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,6 +32,10 @@ KINDS = ("task", "bug", "note", "handoff")
 WORK_KINDS = ("task", "bug", "handoff")
 # how states are shown and filtered: a claimed item waiting on a human answer is needs_human
 SHOWN_STATES = ("pending", "claimed", "needs_human", "done", "cancelled")
+# what a listing may ask for besides a shown state: "open" (pending or claimed) and "blocked",
+# a pending item waiting on a dependency that is not done (non-empty ``Item.blocked_by``),
+# which `coord ls` shows as its own row state
+LISTED_STATES = (*SHOWN_STATES, "open", "blocked")
 PRIORITY_HIGHEST, PRIORITY_LOWEST, PRIORITY_DEFAULT = 0, 4, 2
 
 
@@ -248,13 +253,19 @@ class Agent:
     first_seen: float
     last_seen: float
     holding: tuple[int, ...] = ()
+    # it acted as an agent: claimed, reserved files or read its inbox itself; a name that
+    # only added, edited, answered or replied (a person), or was given a claim by a design
+    # document's reservation line, has not
+    worked: bool = False
 
     def to_dict(self, now: float, active_window: float) -> dict[str, Any]:
         return {
             "name": self.name,
+            "role": "agent" if self.worked else "person",
             "first_seen": iso(self.first_seen),
             "last_seen": iso(self.last_seen),
-            "active": bool(self.holding) or now - self.last_seen <= active_window,
+            # seen within the board's window; a claim held past it does not make it active
+            "active": now - self.last_seen <= active_window,
             "holding": list(self.holding),
         }
 
@@ -358,10 +369,10 @@ def check_kind(value: Any) -> str:
     return str(value)
 
 
-def check_state(value: Any) -> str:
-    if value not in SHOWN_STATES:
+def check_state(value: Any, allowed: Sequence[str] = SHOWN_STATES) -> str:
+    if value not in allowed:
         raise InvalidInput(
-            f"unknown state {value!r}: use one of {', '.join(SHOWN_STATES)}", field="state"
+            f"unknown state {value!r}: use one of {', '.join(allowed)}", field="state"
         )
     return str(value)
 

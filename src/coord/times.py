@@ -56,3 +56,13 @@ def clock_of_iso(value: str | None, now: float | None = None) -> str:
     today = time.strftime("%Y-%m-%d", time.gmtime(time.time() if now is None else now))
     clock_text = value[11:19] + "Z"
     return clock_text if value[:10] == today else f"{value[:10]} {clock_text}"
+
+
+def epoch_of_iso(value: str) -> float:
+    """ "2026-11-30T04:08:05.929Z" (as ``iso`` writes it) back to seconds since the epoch: a
+    client that counts a lease down needs the board's times as numbers."""
+    import calendar
+
+    whole = calendar.timegm(time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S"))
+    fraction = value[19:].rstrip("Z")
+    return whole + (float(fraction) if fraction.startswith(".") else 0.0)

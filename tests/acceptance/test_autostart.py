@@ -74,3 +74,29 @@ def test_simultaneous_clis_autostart_exactly_one_daemon(board_dir):
                 os.kill(leftover, signal.SIGKILL)
     assert stop.returncode == 0, stop.stderr
     assert "stopped the daemon" in stop.stdout
+
+
+def test_an_on_demand_daemon_listens_on_its_last_port_again(board_dir):
+    """A page opened with `coord open` carries the port in its URL and cookie: a daemon
+    started again on demand takes the same port while it is free, and any other when not."""
+    import socket
+
+    board_dir = board_dir.resolve()
+
+    def served_port() -> int:
+        assert run_cli("ls", board_dir=board_dir).returncode == 0
+        return json.loads((board_dir / "daemon.json").read_text())["port"]
+
+    try:
+        first = served_port()
+        assert run_cli("stop", board_dir=board_dir).returncode == 0
+        assert served_port() == first
+        assert run_cli("stop", board_dir=board_dir).returncode == 0
+        with socket.socket() as squatter:  # someone else took it meanwhile
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            squatter.bind(("127.0.0.1", first))
+            squatter.listen()
+            assert served_port() != first
+    finally:
+        run_cli("stop", board_dir=board_dir)
+        wait_until(lambda: serve_pids(board_dir) == [])

@@ -36,6 +36,12 @@ def cache_root() -> Path:
 def installed(package: str) -> Path:
     """The path of the pinned client's executable, installing it first if needed."""
     version, binary = PINNED[package]
+    return install(package, version, binary)
+
+
+def install(package: str, version: str, binary: str) -> Path:
+    """Any npm package at ``version`` in the cache (the browser tier's playwright-core too):
+    the path of the executable it installs as ``binary``."""
     npm = shutil.which("npm")
     if npm is None:
         raise ClientUnavailable("npm is not on PATH (install Node.js 20 or newer)")

@@ -98,3 +98,19 @@ def seconds(text: str) -> float:
     if value <= 0:
         raise _refuse("must be more than 0 seconds")
     return value
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def duration(text: str) -> float:
+    """--older-than: a number of seconds, or one with a unit: 90m, 12h, 7d, 2w."""
+    value = text.strip().lower()
+    scale = _UNITS.get(value[-1:], 0) if value[-1:].isalpha() else 1
+    try:
+        number = float(value[:-1] if value[-1:].isalpha() else value)
+    except ValueError:
+        number = -1.0
+    if not scale or not 0 <= number * scale <= MAX_INTEGER:
+        raise _refuse(f"{text!r} is not a duration: give seconds, or 90m, 12h, 7d, 2w")
+    return number * scale

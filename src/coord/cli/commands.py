@@ -24,9 +24,11 @@ STOP_WAIT_SECONDS = 30.0
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
     from typing import Any, NoReturn
 
     from coord.cli.context import Context, Result
+    from coord.client.http import Client
 
 
 def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
@@ -45,44 +47,125 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
         from coord.model import check_lease
 
         check_lease(args.lease, 0)
+    database = getattr(args, "database", None)
+    if database is not None:  # checked, and the server reached, before anything is written
+        _team_board(board_dir, database, "coord init --database")
+        from coord.core.board import open_storage
+
+        open_storage(board_dir, {"database": database}, {}).close()  # brings its schema up
     # a board made by an older coord: say what is now its owner's alone
     tightened = board_files.tighten_modes(board_dir) if board_dir.is_dir() else []
     created = board_files.init_board_files(board_dir)
     from coord.fast import fsfold
 
     fsfold.record(board_dir)  # how its file system compares names: the guard reads it
-    if args.lease is not None:
+    if args.lease is not None or database is not None:
         config = board_files.read_config(board_dir)
-        config["default_lease_seconds"] = args.lease
+        if args.lease is not None:
+            config["default_lease_seconds"] = args.lease
+        if database is not None:
+            config["database"] = database
         board_files.write_config(board_dir, config)
     board = Board.open(board_dir, create=True)
     version = board.storage.schema_version()
     board.close()
     verb = "created" if created else "already there:"
     private = f"\nmade {', '.join(tightened)} readable by its owner only" if tightened else ""
+    url = board_files.database_url(board_dir)
+    where = f" on PostgreSQL {_describe(url)}" if url else ""
     return (
         {
             "board": str(board_dir),
             "created": created,
             "schema_version": version,
             "tightened": tightened,
+            "database": _describe(url) if url else None,
         },
-        f"{verb} board {board_dir} (schema {version}); token in "
+        f"{verb} board {board_dir}{where} (schema {version}); token in "
         f"{board_files.token_path(board_dir)}{private}",
     )
+
+
+def _describe(url: str) -> str:
+    """Where a database URL points, without its password (the driver's own reading)."""
+    try:
+        from coord.storage.postgres import describe
+    except ImportError:  # no driver: the URL as checked (config never holds a password)
+        return url
+    return describe(url)
+
+
+def _team_board(board_dir: Path, url: str, command: str) -> bool:
+    """Check that this checkout's board may be the PostgreSQL database ``url``: a valid URL
+    without a password, and no other board here (a SQLite board.db, another database named
+    in config.json). True if config.json names it already; nothing is written here."""
+    try:
+        board_files.check_database_url(url)
+    except InvalidInput as err:
+        raise InvalidInput(f"{command}: {err.message}", field="database") from None
+    named = board_files.database_url(board_dir) if board_dir.is_dir() else None
+    if named is not None:
+        if _same_database(named, url):
+            return True
+        raise InvalidInput(
+            f"{command}: {board_dir / 'config.json'} names another database, "
+            f"{_describe(named)}, not {_describe(url)}; one checkout serves one board: to "
+            "switch, edit its database setting (the README's Settings table)",
+            field="database",
+        )
+    if board_files.db_path(board_dir).exists():
+        raise InvalidInput(
+            f"{command}: this checkout's board is the SQLite file {board_files.db_path(board_dir)}"
+            f"; a team board is another board: move board.db away (its items stay in it) "
+            "before naming a database here",
+            field="database",
+        )
+    return False
+
+
+def _same_database(one: str, other: str) -> bool:
+    """Whether two URLs name one database (user, host, port and name alike)."""
+    return one == other or _describe(one) == _describe(other)
 
 
 def cmd_serve(args: argparse.Namespace, ctx: Context) -> Result:
     from coord.server.daemon import serve
 
+    board_dir = ctx.board_dir if args.database is None else _serve_database(args.database)
     serve(
-        ctx.board_dir,
+        board_dir,
         host=args.host,
         port=args.port,
         log_level=args.log_level,
         idle_exit=args.idle_exit or None,
     )
     return {"stopped": True}, "daemon stopped"
+
+
+def _serve_database(url: str) -> Path:
+    """The board directory ``coord serve --database URL`` serves: one whose config names that
+    database, or that has no board yet, and then records it there, so this checkout's hooks,
+    guard, library and on-demand daemons all use the one board the daemon serves."""
+    board_dir = board_files.require_board_dir(must_exist=False)
+    if not board_files.token_path(board_dir).exists():
+        raise InvalidInput(
+            f"{board_dir} is no board yet: run `coord init --database URL` first (it makes the "
+            "token clients use and records the database)",
+            field="database",
+        )
+    if not _team_board(board_dir, url, "coord serve --database"):
+        from coord.core.board import open_storage
+
+        open_storage(board_dir, {"database": url}, {}).close()  # reached before it is recorded
+        config = board_files.read_config(board_dir)
+        config["database"] = url
+        board_files.write_config(board_dir, config)
+        print(
+            f"coord: recorded database {_describe(url)} in {board_dir / 'config.json'}: this "
+            "checkout's commands, hooks and guard use it from now on",
+            file=sys.stderr,
+        )
+    return board_dir
 
 
 def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
@@ -93,6 +176,8 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
     if url is None:
         return {"stopped": False, "running": False}, "no daemon is running"
     pid = (client.daemon_record() or {}).get("pid")
+    shared = board_files.database_url(ctx.board_dir)
+    others = _other_daemons(client) if shared else None
     client.post("/v1/shutdown", {})
     client.close()  # an open keep-alive connection would hold up the daemon's shutdown
     # Return once it is gone: a `coord serve` or any command right after `coord stop` would
@@ -105,7 +190,29 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
             f"asked the daemon at {url} (pid {pid}) to stop, but it still runs after "
             f"{STOP_WAIT_SECONDS:.0f} s; end it with `kill {pid}`"
         )
-    return {"stopped": True, "url": url}, f"stopped the daemon at {url}"
+    if shared is None:
+        return {"stopped": True, "url": url}, f"stopped the daemon at {url}"
+    where = _describe(shared)
+    if others is None:
+        still = "the board's other daemons, if any, go on serving it"
+    elif others:
+        still = f"{len(others)} other daemons go on serving it"
+    else:
+        still = "no other daemon serves it now"
+    return (
+        {"stopped": True, "url": url, "database": where, "other_daemons": others},
+        f"stopped this machine's daemon at {url}; the team board stays in {where}: {still} "
+        "(each machine stops its own)",
+    )
+
+
+def _other_daemons(client: Client) -> list[dict[str, Any]] | None:
+    """The other daemons serving this team board (None when the daemon cannot tell now)."""
+    try:
+        answer = client.get("/v1/status", timeout=10.0)
+    except CoordError:
+        return None
+    return [d for d in answer.get("daemons", []) if not d.get("this")]
 
 
 def cmd_add(args: argparse.Namespace, ctx: Context) -> Result:
@@ -156,8 +263,11 @@ def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
     state = None if args.all else (args.state or ("open" if not args.ready else None))
     if args.needs_human:
         state = "needs_human"
+    if args.mine and args.holder:
+        raise InvalidInput("give --mine or --holder NAME, not both")
     query = {
         "state": state,
+        "holder": ctx.agent() if args.mine else args.holder,
         "spec": ctx.session.document_path(args.spec) if args.spec else None,
         "ready": "true" if args.ready else None,
         "kind": args.kind,
@@ -321,8 +431,12 @@ def cmd_inbox(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_agents(args: argparse.Namespace, ctx: Context) -> Result:
-    result = ctx.session.get("/v1/agents")
-    return result, render.agents_table(result["agents"])
+    if args.prune:
+        body = {"agent": ctx.agent(required=False), "older_than_seconds": args.older_than}
+        result = ctx.session.post("/v1/agents:prune", body)
+        return result, render.pruned_text(result)
+    result = ctx.session.get("/v1/agents", {"all": "true" if args.all else None})
+    return result, render.agents_table(result["agents"], everyone=args.all)
 
 
 def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:

@@ -50,7 +50,7 @@ class Context:
         if self._client is None:
             from coord.client.http import Client
 
-            self._client = Client(self.board_dir)
+            self._client = Client(self.board_dir, on_busy=_say_busy)
         return self._client
 
     @property
@@ -85,6 +85,15 @@ class Context:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+
+
+def _say_busy(message: str, wait: float) -> None:
+    """Before the client asks a busy board again: why the command waits."""
+    print(
+        render.for_terminal(f"coord: {message}; asking again in {wait:g} s"),
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def execute(command: Command, args: argparse.Namespace) -> int:

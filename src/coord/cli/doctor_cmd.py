@@ -86,6 +86,12 @@ def _config(board_dir: Path, finding: Any) -> Finding:
 
 def _board(board_dir: Path, finding: Any) -> Finding:
     path = board_files.token_path(board_dir)
+    try:
+        url = board_files.database_url(board_dir)
+    except InvalidInput:
+        url = None  # the config finding says what is wrong with it
+    if url is not None:
+        return _database(url, path, finding)
     db = board_files.db_path(board_dir)
     if not os.access(db, os.R_OK | os.W_OK):
         fix = f"chmod u+rw {shlex.quote(str(db))} (as its owner)"
@@ -95,6 +101,49 @@ def _board(board_dir: Path, finding: Any) -> Finding:
             "board", "fix", f"{path} is missing: no client can reach the daemon", "coord init"
         )
     return finding("board", "ok", f"{db} and its token are there, yours to read and write")
+
+
+def _database(url: str, token: Path, finding: Any) -> Finding:
+    """A team board: its database answers, at the schema this release knows."""
+    if not token.is_file():
+        return finding(
+            "board", "fix", f"{token} is missing: no client can reach the daemon", "coord init"
+        )
+    try:
+        from coord.storage.postgres import describe, probe
+    except ImportError:
+        return finding(
+            "board",
+            "fix",
+            "this board lives in PostgreSQL, but its driver is not installed",
+            "pip install 'coord[postgres]'",
+        )
+    where = describe(url)
+    try:
+        found, newest = probe(url)
+    except CoordError as err:
+        return finding(
+            "board",
+            "fix",
+            err.message,
+            f"start the PostgreSQL server at {where}, or fix the database setting; a password "
+            "goes in PGPASSWORD or ~/.pgpass",
+        )
+    if found > newest:
+        return finding(
+            "board",
+            "fix",
+            f"{where} has schema {found}, written by a newer coord (this one knows {newest})",
+            "upgrade coord on this machine",
+        )
+    if found < newest:
+        return finding(
+            "board",
+            "fix",
+            f"{where} has schema {found}; this coord brings it to {newest} when its daemon starts",
+            "coord stop (the next board command starts this version's daemon, which migrates)",
+        )
+    return finding("board", "ok", f"{where} answers, schema {found} as this coord's")
 
 
 def _modes(board_dir: Path, finding: Any, fixing: bool) -> Finding:

@@ -35,6 +35,13 @@ if TYPE_CHECKING:
 
 def _args_init(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lease", type=argtypes.seconds, help="default lease length in seconds (900)")
+    p.add_argument(
+        "--database",
+        metavar="URL",
+        help="make this checkout's board the team board in this PostgreSQL database "
+        "(postgresql://USER@HOST:PORT/DATABASE, no password in it); default: a SQLite board "
+        "in .coord/board.db",
+    )
     from coord.wiring import command  # the client flags (--claude, --codex, ...) live with the code
 
     command.args_init(p)
@@ -136,7 +143,11 @@ COMMANDS: Commands = {
         "what was said to you or about your items since you looked",
         parser.args_inbox,
     ),
-    "agents": (commands.cmd_agents, "who is active and what each holds", parser.args_none),
+    "agents": (
+        commands.cmd_agents,
+        "the agents: who is active and what each holds; --prune forgets the long gone",
+        parser.args_agents,
+    ),
     "log": (commands.cmd_log, "the event log", parser.args_log),
     "reserve": (
         files.cmd_reserve,
@@ -180,17 +191,38 @@ COMMANDS: Commands = {
         "cmd_uninstall",
         "args_uninstall",
     ),
+    "open": _elsewhere(
+        "coord.cli.open_cmd",
+        "print (and open) a one-time link to the live board, as a person: --as NAME, "
+        "default the OS user",
+        "cmd_open",
+        "args_open",
+    ),
     "status": _elsewhere(
         "coord.cli.status_cmd",
         "the daemon and the board at a glance; starts no daemon",
         "cmd_status",
         "args_status",
     ),
+    "watch": _elsewhere(
+        "coord.cli.watch_cmd",
+        "the board live in a terminal: claims with their leases counting down, questions, "
+        "ready work, held files, activity (keys: q quit, r refresh, Tab pane, f agent)",
+        "cmd_watch",
+        "args_watch",
+    ),
     "doctor": _elsewhere(
         "coord.cli.doctor_cmd",
         "check the install, the wiring and the board; each finding with its fix (exit 1)",
         "cmd_doctor",
         "args_doctor",
+    ),
+    "migrate": _elsewhere(
+        "coord.cli.migrate_cmd",
+        "copy the board to PostgreSQL (--to postgresql://…) or back to a SQLite file "
+        "(--to sqlite:PATH); verified, one transaction",
+        "cmd_migrate",
+        "args_migrate",
     ),
     "guard": (
         files.cmd_guard,

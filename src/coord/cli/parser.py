@@ -62,8 +62,20 @@ class Parser(argparse.ArgumentParser):
 
 
 def args_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--database",
+        metavar="URL",
+        help="serve the team board in this PostgreSQL database (postgresql://USER@HOST/DB, no "
+        "password in it); recorded in .coord/config.json if it names none, refused if it names "
+        "another; default: the board config.json names",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="port (default 0: the port this board's daemon last used if it is free, else any)",
+    )
     p.add_argument(
         "--log-level",
         default="warning",
@@ -129,7 +141,21 @@ def args_import(p: argparse.ArgumentParser) -> None:
 
 def args_ls(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--state", choices=["pending", "claimed", "needs_human", "done", "cancelled", "open"]
+        "--state",
+        choices=["pending", "claimed", "needs_human", "done", "cancelled", "open", "blocked"],
+        help="only items in this state (default: open, i.e. pending or claimed); blocked: "
+        "pending, waiting on a dependency not done",
+    )
+    p.add_argument(
+        "--mine",
+        action="store_true",
+        help="only the items you hold (--as NAME or COORD_AGENT); with --state done or --all, "
+        "also those you finished",
+    )
+    p.add_argument(
+        "--holder",
+        metavar="NAME",
+        help="only the items NAME holds; with --state done or --all, also those NAME finished",
     )
     p.add_argument(
         "--needs-human", action="store_true", help="only items waiting for a human answer"
@@ -149,6 +175,30 @@ def args_ls(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--after", type=argtypes.position, default=0, metavar="ID", help="ids after this one"
+    )
+
+
+def args_agents(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="people too: names that only added, edited, answered or replied (default: only "
+        "agents, the names that claimed, reserved or read their inbox)",
+    )
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="forget the names not seen for --older-than that would lose nothing: no claim "
+        "(a lapsed one included), no live reservation, nothing unread in their inbox that "
+        "came after they were last seen",
+    )
+    p.add_argument(
+        "--older-than",
+        type=argtypes.duration,
+        default=7 * 86400.0,
+        metavar="D",
+        help="with --prune: unseen for this long, in seconds or 90m, 12h, 7d, 2w (default: "
+        "7d; at least 1h)",
     )
 
 
@@ -416,7 +466,7 @@ def build_parser(commands: Commands, only: str | None = None) -> Parser:
         dest="agent",
         metavar="NAME",
         default=argparse.SUPPRESS,
-        help="act as this agent (default: $COORD_AGENT)",
+        help="act as this agent (default: $COORD_AGENT; for `coord open`, the OS user)",
     )
 
     parser = Parser(

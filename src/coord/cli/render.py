@@ -153,6 +153,12 @@ def _evidence_lines(evidence: dict[str, Any] | None) -> list[str]:
 
 
 def event_line(event: dict[str, Any]) -> str:
+    return f"{event['seq']:>6} {event['at']} {event_summary(event)}"
+
+
+def event_summary(event: dict[str, Any]) -> str:
+    """Who did what to which item, with what it said: "claude-1 claimed #12 token 3 until
+    14:05:00Z" (the log's line without its number and time; `coord watch`'s feed)."""
     details = event.get("details") or {}
     extra = ""
     if event["kind"] in ("claimed", "takeover", "heartbeat"):
@@ -179,29 +185,39 @@ def event_line(event: dict[str, Any]) -> str:
     elif details.get("reason"):
         extra = f" ({details['reason']!r})"
     item = f" #{event['item_id']}" if event.get("item_id") is not None else ""
-    return (
-        f"{event['seq']:>6} {event['at']} {event.get('agent') or '-'} {event['kind']}{item}{extra}"
-    )
+    return f"{event.get('agent') or '-'} {event['kind']}{item}{extra}"
 
 
 def events_table(events: Sequence[dict[str, Any]], *, empty: str) -> str:
     return "\n".join(event_line(e) for e in events) if events else empty
 
 
-def agents_table(agents: Sequence[dict[str, Any]]) -> str:
+def agents_table(agents: Sequence[dict[str, Any]], *, everyone: bool = False) -> str:
     if not agents:
-        return "no agents yet"
-    rows = [("AGENT", "ACTIVE", "LAST SEEN", "HOLDING")]
+        return "no one yet" if everyone else "no agents yet (`coord agents --all`: people too)"
+    head = ("NAME", "ROLE") if everyone else ("AGENT",)
+    rows = [(*head, "ACTIVE", "LAST SEEN", "HOLDING")]
     for agent in agents:
+        name = (agent["name"], agent["role"]) if everyone else (agent["name"],)
         rows.append(
             (
-                agent["name"],
+                *name,
                 "yes" if agent["active"] else "no",
                 agent["last_seen"],
                 ", ".join(str(i) for i in agent["holding"]) or "-",
             )
         )
     return _table(rows)
+
+
+def pruned_text(result: dict[str, Any]) -> str:
+    days = result["older_than_seconds"] / 86400
+    lines = [
+        f"forgot {len(result['pruned'])} agent(s) unseen for {days:g} day(s)"
+        + (": " + ", ".join(result["pruned"]) if result["pruned"] else "")
+    ]
+    lines += [f"kept {kept['name']}: {kept['why']}" for kept in result["kept"]]
+    return "\n".join(lines)
 
 
 def reservations_table(reservations: Sequence[dict[str, Any]]) -> str:
@@ -220,6 +236,18 @@ def reservations_table(reservations: Sequence[dict[str, Any]]) -> str:
             )
         )
     return _table(rows)
+
+
+def duration(seconds: float) -> str:
+    """A length of time as a person reads it: 45s, 4m03s, 2h05m, 3d04h."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
 
 
 def id_ranges(ids: Sequence[int]) -> str:

@@ -249,7 +249,8 @@ def _status_text(document: dict[str, Any]) -> str:
         "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4]
         for row in rows
     ]
-    source = "document and board" if document["imported"] else "document only (not imported)"
+    # one pair of parentheses: "(document only (not imported))" read as a doubled one
+    source = "document and board" if document["imported"] else "document only, not imported"
     lines.append(f"claimable now ({source}): {' '.join(document['claimable']) or 'nothing'}")
     return "\n".join(lines)
 

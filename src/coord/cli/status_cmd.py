@@ -1,8 +1,9 @@
 """`coord status`: the daemon and the board in one screen (``--json``: one document).
 
 It never starts a daemon just to report: with none running it says so and reports what the
-board's files tell (the board, its size, its settings). The counts come from the daemon's
-``GET /v1/status``, grouped queries that stay cheap on a board of any size.
+board's files tell (the board, its size or its database, its settings). The counts come from
+the daemon's ``GET /v1/status``, grouped queries that stay cheap on a board of any size. On a
+team board (PostgreSQL) it also names the database and the other machines' live daemons.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import time
 
 from coord import __version__
+from coord.cli.render import duration
 from coord.errors import CoordError
 from coord.fast import board_files
 
@@ -64,31 +66,41 @@ def daemon_status(board_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | Non
         answering=True, version=answer["version"], schema_version=answer["schema_version"]
     )
     daemon["versions_agree"] = answer["version"] == __version__
+    daemon["storage"] = answer.get("storage")
+    daemon["others"] = [d for d in answer.get("daemons", []) if not d.get("this")]
     return daemon, answer["board"]
 
 
 def files_status(board_dir: Path) -> dict[str, Any]:
     """What the files say when no daemon can: no counts (they need the board read)."""
-    db = board_files.db_path(board_dir)
-    size = sum(
-        os.stat(path).st_size
-        for path in (db, db.with_name(db.name + "-wal"))
-        if os.path.exists(path)
-    )
     try:
         settings: dict[str, Any] | str = board_files.read_config(board_dir)
     except CoordError as err:
         settings = err.message
     claims = board_files.claims_dir(board_dir)
     remembered = sorted(p.stem for p in claims.glob("*.json")) if claims.is_dir() else []
-    return {"db_bytes": size, "settings": settings, "remembered_claims_of": remembered}
+    found: dict[str, Any] = {"settings": settings, "remembered_claims_of": remembered}
+    if isinstance(settings, dict) and settings.get("database"):
+        # checked: config never holds a password (board_files.check_database_url)
+        return {"database": settings["database"], **found}
+    db = board_files.db_path(board_dir)
+    size = sum(
+        os.stat(path).st_size
+        for path in (db, db.with_name(db.name + "-wal"))
+        if os.path.exists(path)
+    )
+    return {"db_bytes": size, **found}
 
 
 def _lines(doc: dict[str, Any]) -> list[str]:
     daemon, board = doc["daemon"], doc["board"]
     lines = [_daemon_line(daemon, doc["cli_version"]), f"board:   {doc['board_dir']}"]
+    lines += _team_lines(daemon)
     if "counts" not in board:
-        lines.append(f"         {board['db_bytes']:,} bytes on disk; counts need the daemon")
+        if "database" in board:
+            lines.append(f"         kept in PostgreSQL {board['database']}; counts need the daemon")
+        else:
+            lines.append(f"         {board['db_bytes']:,} bytes on disk; counts need the daemon")
         if isinstance(board["settings"], str):
             lines.append(f"config:  {board['settings']}")
         return lines
@@ -100,7 +112,7 @@ def _lines(doc: dict[str, Any]) -> list[str]:
         a["name"] + (f" (holds {len(a['holding'])})" if a["holding"] else "") for a in agents
     )
     lines.append(f"agents:  {len(agents)} active now" + (f": {names}" if names else ""))
-    window = _duration(board["near_expiry_seconds"])
+    window = duration(board["near_expiry_seconds"])
     lines += _claim_lines(f"claims ending within {window}", board["near_expiry"], "in")
     lines += _claim_lines("claims past their lease (claimable again)", board["lapsed"], "ago")
     waiting = board["needs_human"]
@@ -115,12 +127,32 @@ def _lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _team_lines(daemon: dict[str, Any]) -> list[str]:
+    """A team board's database and the other machines' daemons serving it."""
+    storage = daemon.get("storage") or {}
+    if storage.get("backend") != "postgresql":
+        return []
+    lines = [f"storage: PostgreSQL {storage.get('database')} (a team board)"]
+    others = daemon.get("others") or []
+    if not others:
+        return [*lines, "others:  no other daemon serves this board now"]
+    lines.append(f"others:  {len(others)} more daemons serve this board:")
+    for other in others:
+        age = other.get("heartbeat_age_seconds")
+        beat = f", heartbeat {duration(age)} ago" if isinstance(age, int | float) else ""
+        lines.append(
+            f"  {other.get('machine')} pid {other.get('pid')} at {other.get('url')} "
+            f"({other.get('board_dir')}), coord {other.get('version')}{beat}"
+        )
+    return lines
+
+
 def _daemon_line(daemon: dict[str, Any], cli_version: str) -> str:
     if not daemon["running"]:
         return f"daemon:  {daemon['note']}"
     where = f"pid {daemon['pid']} at {daemon['url']}"
     if "uptime_seconds" in daemon:
-        where += f", up {_duration(daemon['uptime_seconds'])}"
+        where += f", up {duration(daemon['uptime_seconds'])}"
     if not daemon.get("answering"):
         return f"daemon:  {where}, not answering: {daemon['note']}"
     version = f"coord {daemon['version']}"
@@ -134,7 +166,7 @@ def _claim_lines(title: str, claims: list[dict[str, Any]], when: str) -> list[st
         return [f"{title}: none"]
     lines = [f"{title}:"]
     for claim in claims:
-        left = _duration(abs(claim["seconds_left"]))
+        left = duration(abs(claim["seconds_left"]))
         timing = f"ends in {left}" if when == "in" else f"ended {left} ago"
         lines.append(f"  {_ref(claim)} {claim['holder']}, lease {timing}: {claim['title']}")
     return lines
@@ -142,14 +174,3 @@ def _claim_lines(title: str, claims: list[dict[str, Any]], when: str) -> list[st
 
 def _ref(item: dict[str, Any]) -> str:
     return f"{item['key']} (#{item['id']})" if item.get("key") else f"#{item['id']}"
-
-
-def _duration(seconds: float) -> str:
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"

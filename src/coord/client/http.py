@@ -32,6 +32,7 @@ from coord.fast import board_files, daemon_proof, processes
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -40,13 +41,28 @@ START_TIMEOUT_SECONDS = 20.0
 # connection and never answers must not hold the command for the whole request timeout.
 PROOF_TIMEOUT_SECONDS = 10.0
 PROOF_MAX_BYTES = 64 * 1024
+# 503 board_busy: another process holds the board's write lock, and nothing was applied, so
+# the request is sent again after the daemon's Retry-After, up to this many times (and never
+# past the request's own timeout), each wait at most MAX_BUSY_WAIT seconds.
+BUSY_RETRIES = 5
+MAX_BUSY_WAIT = 5.0
 
 
 class Client:
-    def __init__(self, board_dir: Path, *, autostart: bool = True, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        board_dir: Path,
+        *,
+        autostart: bool = True,
+        timeout: float = 30.0,
+        on_busy: Callable[[str, float], None] | None = None,
+    ) -> None:
         self.board_dir = board_dir
         self.autostart = autostart
         self.timeout = timeout
+        # told (the daemon's message, the seconds to wait) before the first retry of a busy
+        # board: the CLI says so on stderr
+        self.on_busy = on_busy
         self._address: tuple[str, int] | None = None
         self._token: str | None = None
         # records that failed the identity proof (pid, port, instance), and why
@@ -60,13 +76,34 @@ class Client:
         return self.call("POST", path, body)
 
     def call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
-        """One request; raises the board's own error on a non-2xx answer."""
-        return answer(*self._send(method, path, body, timeout or self.timeout))
+        """One request; raises the board's own error on a non-2xx answer. A board busy with
+        another process's write (503 board_busy: nothing applied) is asked again after the
+        daemon's Retry-After, a bounded number of times, before its error is raised."""
+        timeout = timeout or self.timeout
+        waited = 0.0
+        for tries in range(1, BUSY_RETRIES + 2):
+            status, payload, wait = self._send(method, path, body, timeout)
+            busy = _board_busy(status, payload)
+            if not busy or wait is None or tries > BUSY_RETRIES or waited + wait > timeout:
+                break
+            if tries == 1 and self.on_busy is not None:
+                self.on_busy(str(payload.get("message", "the board is busy")), wait)
+            time.sleep(wait)
+            waited += wait
+        if busy and tries > 1:
+            payload = {
+                **payload,
+                "message": f"{payload.get('message')} (asked {tries} times over {waited:g} s)",
+            }
+        return answer(status, payload)
 
     def close(self) -> None:
         """Nothing to release: each request uses its own connection."""
 
-    def _send(self, method: str, path: str, body: Any, timeout: float) -> tuple[int, Any]:
+    def _send(
+        self, method: str, path: str, body: Any, timeout: float
+    ) -> tuple[int, Any, float | None]:
+        """(status, answer, the Retry-After it gave in seconds or None)."""
         data = b"" if body is None else json.dumps(body).encode()
         for attempt in (1, 2):
             host, port = self._daemon_address(fresh=attempt == 2)
@@ -103,7 +140,7 @@ class Client:
                     f"the coord daemon went away during {method} {path} ({err}); it may or may "
                     "not have been applied: check with `coord show` or `coord log`"
                 ) from None
-            return _parse_response(raw)
+            return (*_parse_response(raw), _retry_after(raw))
         raise AssertionError("unreachable")
 
     def address(self, *, fresh: bool = False) -> tuple[str, int]:
@@ -197,6 +234,7 @@ class Client:
 
         log_fd = board_files.open_private(self.board_dir / "daemon.log", os.O_WRONLY | os.O_APPEND)
         log = os.fdopen(log_fd, "ab")
+        log_start = os.fstat(log_fd).st_size  # what this daemon says starts here
         env = {**os.environ, "COORD_DIR": str(self.board_dir)}
         process = subprocess.Popen(
             [sys.executable, "-m", "coord", "serve", "--port", "0"]
@@ -223,11 +261,27 @@ class Client:
                 if time.monotonic() - exited_at > 5:
                     break
             time.sleep(0.02)
+        said = _last_line(self.board_dir / "daemon.log", log_start) if exited_at else ""
         raise DaemonUnavailable(
-            "could not start the coord daemon; see "
+            "could not start the coord daemon"
+            + (f" ({said})" if said else "")
+            + "; see "
             + str(self.board_dir / "daemon.log")
             + (f". Before that, {self._refusal}" if self._rejected else "")
         )
+
+
+def _last_line(path: Path, start: int) -> str:
+    """The last line a daemon that exited wrote to its log (from ``start``), e.g. that its
+    board's database cannot be reached; empty when it said nothing."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(start)
+            lines = log.read(65536).decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    last = lines[-1].strip() if lines else ""
+    return last.removeprefix("coord: ")
 
 
 def answer(status: int, payload: Any) -> Any:
@@ -284,6 +338,24 @@ def _parse_response(raw: bytes) -> tuple[int, Any]:
         return int(status_line[1]), json.loads(body) if body else None
     except ValueError:
         return int(status_line[1]), body.decode(errors="replace")
+
+
+def _board_busy(status: int, payload: Any) -> bool:
+    """Another process holds the board's write lock: nothing was applied, ask again."""
+    return status == 503 and isinstance(payload, dict) and payload.get("error") == "board_busy"
+
+
+def _retry_after(raw: bytes) -> float | None:
+    """The answer's Retry-After in seconds (bounded by MAX_BUSY_WAIT), or None."""
+    head = raw.partition(b"\r\n\r\n")[0].lower()
+    _, found, rest = head.partition(b"\r\nretry-after:")
+    if not found:
+        return None
+    try:
+        seconds = float(rest.split(b"\r\n", 1)[0].strip())
+    except ValueError:
+        return None  # an HTTP date: the daemon sends seconds
+    return min(max(seconds, 0.0), MAX_BUSY_WAIT)
 
 
 def _dechunk(body: bytes) -> bytes:

@@ -58,7 +58,7 @@ def adopt(
                 item = rules.require_item(tx, key)
                 rules.ensure_claimable(item, now, user)
                 live = tx.live_reservations(now, near=item.files) if item.files else []
-                claim = claims.take(tx, item, user, lease, now, live)
+                claim = claims.take(tx, item, user, lease, now, live, by_agent=False)
                 adopted.append({"package": entry["package"], "user": user, "token": claim.token})
             else:
                 where = f"{spec}:{line}" if line else spec

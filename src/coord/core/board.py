@@ -30,13 +30,44 @@ from coord.core.evidence import check_runs
 from coord.core.items import Items
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
-from coord.errors import InvalidInput
-from coord.limits import MAX_REPLIES_PAGE, REPLIES_PAGE
+from coord.errors import CoordError, InvalidInput
+from coord.limits import (
+    INBOX_PAGE,
+    MAX_INBOX_PAGE,
+    MAX_REPLIES_PAGE,
+    MIN_PRUNE_AGE,
+    REPLIES_PAGE,
+)
 from coord.model import Agent, Claim, Event, Item, Reply, Reservation
 from coord.storage.base import ItemQuery, Storage
 
 DEFAULT_LEASE_SECONDS = 15 * 60
 ACTIVE_WINDOW_SECONDS = 15 * 60
+
+
+def open_storage(board_dir: Path, settings: dict[str, Any], options: dict[str, Any]) -> Storage:
+    """The board's backend: PostgreSQL when its settings name a ``database``, else the SQLite
+    file in ``board_dir``. The PostgreSQL driver is imported only here, when a board needs it."""
+    from coord.fast import board_files
+
+    url = settings.get("database")
+    if url:
+        try:
+            from coord.storage.postgres import PostgresStorage
+        except ImportError as err:
+            raise CoordError(
+                f"this board lives in PostgreSQL ({board_dir / 'config.json'} names a "
+                f"database), but the PostgreSQL driver is not installed ({err}): "
+                "pip install 'coord[postgres]'"
+            ) from None
+        return PostgresStorage(str(url), **options)
+    from coord.storage.sqlite import SQLiteStorage
+
+    return SQLiteStorage(
+        board_files.db_path(board_dir),
+        synchronous=str(settings.get("synchronous", "NORMAL")),
+        **options,
+    )
 
 
 class Board:
@@ -91,18 +122,15 @@ class Board:
         """Open the board in ``coord_dir`` (default: the ``.coord`` found from the cwd).
 
         ``create=True`` makes the database in an existing ``.coord`` directory if missing
-        (``coord init`` does that, with the token and config beside it).
+        (``coord init`` does that, with the token and config beside it). A team board, whose
+        config names a PostgreSQL ``database``, is opened there (the schema brought up to
+        date); ``storage_options`` go to the backend the config chose.
         """
         from coord.fast import board_files
-        from coord.storage.sqlite import SQLiteStorage
 
         board_dir = board_files.require_board_dir(coord_dir, must_exist=not create)
         settings = board_files.read_config(board_dir)
-        storage = SQLiteStorage(
-            board_files.db_path(board_dir),
-            synchronous=str(settings.get("synchronous", "NORMAL")),
-            **(storage_options or {}),
-        )
+        storage = open_storage(board_dir, settings, storage_options or {})
         options.setdefault(
             "default_lease_seconds", settings.get("default_lease_seconds", DEFAULT_LEASE_SECONDS)
         )
@@ -117,7 +145,10 @@ class Board:
         self.storage.close()
 
     def now(self) -> float:
-        return self.clock()
+        """The board's time: the storage's clock when it keeps one (PostgreSQL's server,
+        which judges every lease), else the board's."""
+        own = self.storage.now()
+        return self.clock() if own is None else own
 
     def _lease(self, lease_seconds: Any) -> float:
         return model.check_lease(lease_seconds, self.default_lease_seconds)
@@ -180,16 +211,27 @@ class Board:
         kind: str | None = None,
         label: str | None = None,
         spec: str | None = None,
+        holder: str | None = None,
         after_id: int = 0,
         limit: int = 100,
     ) -> list[Item]:
-        if state not in (None, "open"):
-            model.check_state(state)
+        """A page of items in id order; ``holder``: those whose claim is (or, done, was) that
+        agent's; ``state`` one of ``model.LISTED_STATES``."""
+        if state is not None:
+            model.check_state(state, model.LISTED_STATES)
+        if holder is not None:
+            holder = model.check_agent(holder)
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000", field="limit")
         kinds = (model.check_kind(kind),) if kind else None
         query = ItemQuery(
-            state=state, kinds=kinds, label=label, spec=spec, after_id=after_id, limit=limit
+            state=state,
+            holder=holder,
+            kinds=kinds,
+            label=label,
+            spec=spec,
+            after_id=after_id,
+            limit=limit,
         )
         return self._items.find(query, ready=ready)
 
@@ -357,8 +399,27 @@ class Board:
     def last_seq(self) -> int:
         return self._activity.last_seq()
 
-    def agents(self) -> list[Agent]:
-        return self._activity.agents()
+    def agents(self, *, everyone: bool = False) -> list[Agent]:
+        """The names that acted as agents (``Agent.worked``), most recently seen first;
+        ``everyone``: the people who only added, answered or replied too."""
+        found = self._activity.agents()
+        return found if everyone else [a for a in found if a.worked]
+
+    def prune_agents(self, *, older_than: Any, agent: str) -> dict[str, Any]:
+        """Forget everyone not seen for ``older_than`` seconds who would lose nothing by it
+        (see ``Activity.prune_agents``): ``{"pruned": [names], "kept": [{name, why}]}``."""
+        agent = model.check_agent(agent)
+        if (
+            isinstance(older_than, bool)
+            or not isinstance(older_than, int | float)
+            or not MIN_PRUNE_AGE <= older_than <= model.MAX_INTEGER
+        ):
+            raise InvalidInput(
+                f"older_than must be a number of seconds, at least {MIN_PRUNE_AGE:g} (an "
+                "hour): an agent seen more recently may be between two calls",
+                field="older_than",
+            )
+        return self._activity.prune_agents(float(older_than), agent)
 
     def reply(self, item_id: Any, *, agent: str, body: Any) -> Reply:
         agent = model.check_agent(agent)
@@ -373,8 +434,11 @@ class Board:
         agent = model.check_agent(agent)
         return self._activity.ack(model.check_item_ref(item_id), agent)
 
-    def inbox(self, agent: str, *, peek: bool = False, limit: int = 200) -> list[Event]:
-        """What others said to ``agent`` or did to its items since it last looked."""
+    def inbox(self, agent: str, *, peek: bool = False, limit: int = INBOX_PAGE) -> list[Event]:
+        """What others said to ``agent`` or did to its items since it last looked, a page of
+        at most ``limit`` (1 to ``MAX_INBOX_PAGE``); what is past the page stays unread."""
+        if not 1 <= limit <= MAX_INBOX_PAGE:
+            raise InvalidInput(f"limit must be between 1 and {MAX_INBOX_PAGE}", field="limit")
         return self._activity.inbox(model.check_agent(agent), peek, limit)
 
     # --- files -----------------------------------------------------------------------------

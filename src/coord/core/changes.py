@@ -59,6 +59,7 @@ class Changes:
 
     def __init__(self) -> None:
         self._touched: dict[str, float] = {}
+        self._working: set[str] = set()  # noted as agents on the board (``work``)
 
     def apply(
         self,
@@ -69,6 +70,8 @@ class Changes:
         kind: str,
         now: float,
         details: dict[str, Any],
+        *,
+        worked: bool = False,
         **also: Any,
     ) -> Item:
         """Write the changes, log them, and return the item as it now is (no second read).
@@ -77,7 +80,7 @@ class Changes:
         copy on every claim); ``also`` sets derived fields that are not stored."""
         changes = {**changes, "updated_at": now}
         compare_and_set(tx, item, changes)
-        self.record(tx, agent, item.id, kind, now, details)
+        self.record(tx, agent, item.id, kind, now, details, worked=worked)
         for name, value in (changes | also).items():
             setattr(item, name, value)
         return item
@@ -90,13 +93,37 @@ class Changes:
         kind: str,
         now: float,
         details: dict[str, Any],
+        *,
+        worked: bool = False,
     ) -> None:
-        """Log a change and note that the agent was seen."""
+        """Log a change and note that the agent was seen (``worked``: acting as an agent)."""
         tx.append_event(at=now, agent=agent, item_id=item_id, kind=kind, details=details)
-        self.touch(tx, agent, now)
+        if worked:
+            self.work(tx, agent, now)
+        else:
+            self.touch(tx, agent, now)
 
     def touch(self, tx: WriteTx, agent: str, now: float) -> None:
         # last_seen to the second is plenty; skipping the upsert keeps hot writes lean.
         if now - self._touched.get(agent, float("-inf")) >= 1.0:
             tx.touch_agent(agent, now)
             self._touched[agent] = now
+
+    def work(self, tx: WriteTx, agent: str, now: float) -> None:
+        """Note that ``agent`` acts as an agent: it claims, reserves files or reads its inbox
+        itself. Who only adds, edits, answers or replies (a person), or holds a claim a design
+        document's reservation line gave it (adoption), is seen but not an agent, and `coord
+        agents` leaves it out. The mark rides on the touch (one upsert, at most once a
+        second), and at once the first time in this process: a mark a rolled-back write or a
+        prune elsewhere took away is back within a second of the next work. It stays."""
+        if agent in self._working and now - self._touched.get(agent, float("-inf")) < 1.0:
+            return
+        tx.touch_agent(agent, now, worked=True)
+        self._working.add(agent)
+        self._touched[agent] = now
+
+    def forget(self, agents: set[str]) -> None:
+        """These agents' rows are gone (pruned): note them again when they come back."""
+        self._working -= agents
+        for name in agents:
+            self._touched.pop(name, None)

@@ -44,7 +44,7 @@ class Claims:
             if item is not None:
                 token = item.fencing_token
                 details = {"token": token, "lease_expires_at": iso(expires)}
-                self.ctx.changes.record(tx, agent, item.id, "claimed", now, details)
+                self.ctx.changes.record(tx, agent, item.id, "claimed", now, details, worked=True)
                 return Claim(item, agent, token, expires)
             scan = _Scan(self, tx, agent, now)
             for item, live in scan.ready(kinds, label):
@@ -86,11 +86,14 @@ class Claims:
         lease: float,
         now: float,
         live: list[Reservation],
+        *,
+        by_agent: bool = True,
     ) -> Claim:
         """The claim itself, with the item's files, in the caller's write transaction.
 
         ``item`` must be claimable (the caller checked); ``live`` holds at least every live
-        reservation near its files, and gets the new ones appended."""
+        reservation near its files, and gets the new ones appended. ``by_agent`` False: made
+        for ``agent`` by someone else (a design document's reservation line, adopted)."""
         if item.files:
             conflicts = reservations.find_conflicts(agent, item.files, True, live, self.ctx.is_file)
             if conflicts:
@@ -126,7 +129,7 @@ class Claims:
             details["files"] = list(item.files)
         kind = "takeover" if takeover_from is not None else "claimed"
         claimed = self.ctx.changes.apply(
-            tx, item, changes, agent, kind, now, details, files_held_by=()
+            tx, item, changes, agent, kind, now, details, worked=by_agent, files_held_by=()
         )
         return Claim(claimed, agent, token, expires, takeover_from)
 

@@ -34,7 +34,7 @@ def overview(board: Board, near_seconds: float = NEAR_EXPIRY_SECONDS) -> dict[st
     return {
         "counts": counts,
         "total": sum(counts.values()),
-        "active_agents": [a for a in shown_agents if a["active"]],
+        "active_agents": [a for a in shown_agents if a["active"] and a["role"] == "agent"],
         "near_expiry_seconds": near_seconds,
         "near_expiry": [_claim(item, now) for item in near],
         "lapsed": [_claim(item, now) for item in lapsed],

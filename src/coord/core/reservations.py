@@ -214,7 +214,7 @@ class Reservations:
                 "expires_at": iso(expires),
                 "reason": reason,
             }
-            self.ctx.changes.record(tx, agent, item_id, "reserved", now, details)
+            self.ctx.changes.record(tx, agent, item_id, "reserved", now, details, worked=True)
         return made
 
     def unreserve(self, given: Sequence[str], agent: str, everything: bool) -> list[str]:

@@ -3,7 +3,8 @@
 A board is a ``.coord/`` directory at the repository root, found the way git finds ``.git``:
 walk up from the current directory. ``COORD_DIR`` names it outright.
 
-    .coord/board.db       the SQLite board (plus -wal and -shm while in use)
+    .coord/board.db       the SQLite board (plus -wal and -shm while in use); a team board
+                          lives in PostgreSQL instead, named by config.json's ``database``
     .coord/token          the token for the HTTP API (reads and writes)
     .coord/config.json    settings (default lease, durability)
     .coord/daemon.json    where the running daemon listens (written by ``coord serve``)
@@ -76,6 +77,8 @@ def find_board_dir(start: str | Path | None = None) -> Path | None:
 
 
 def require_board_dir(coord_dir: str | Path | None = None, *, must_exist: bool = True) -> Path:
+    """The board directory (``coord_dir``, else the one found from here); with ``must_exist``,
+    one that holds a board: a SQLite ``board.db``, or a config that names a database."""
     from pathlib import Path
 
     if coord_dir is not None:
@@ -88,7 +91,7 @@ def require_board_dir(coord_dir: str | Path | None = None, *, must_exist: bool =
                 "repository root (or set COORD_DIR)"
             )
         path = found
-    if must_exist and not db_path(path).exists():
+    if must_exist and not has_board(path):
         raise BoardNotFound(f"{path} holds no board: run `coord init` (or check COORD_DIR)")
     return path
 
@@ -120,6 +123,34 @@ def db_path(board_dir: Path) -> Path:
     return board_dir / DB_FILENAME
 
 
+def has_board(board_dir: str | os.PathLike[str]) -> bool:
+    """Whether the directory holds a board: a SQLite file, or a PostgreSQL board's name (a
+    config that cannot be read counts as one: the guard protects it all the same)."""
+    if os.path.exists(os.path.join(board_dir, DB_FILENAME)):
+        return True
+    try:
+        return database_url(board_dir) is not None
+    except InvalidInput:
+        return True
+
+
+def database_url(board_dir: str | os.PathLike[str]) -> str | None:
+    """The PostgreSQL board this ``.coord/`` names (config.json's ``database``), or None for
+    the SQLite board beside it. Cheap (one small file read, no check of the other settings):
+    the guard asks it before every edit. A config that cannot be read is InvalidInput, never
+    taken for "SQLite": a caller that must decide fails closed."""
+    path = os.path.join(board_dir, "config.json")
+    try:
+        with open(path, "rb") as source:
+            loaded = json.loads(source.read())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise InvalidInput(f"cannot read {path}: {err}; fix or delete it") from err
+    url = loaded.get("database") if isinstance(loaded, dict) else None
+    return url if isinstance(url, str) and url else None
+
+
 def token_path(board_dir: Path) -> Path:
     return board_dir / "token"
 
@@ -145,6 +176,12 @@ CONFIG_KEYS = (
     "humans",
     "escalation_hold_seconds",
     "idle_exit_seconds",
+    "database",
+)
+DATABASE_SCHEMES = ("postgresql", "postgres")  # what libpq takes as a connection URL
+PASSWORD_FIX = (
+    "keep the password out of the URL: libpq reads it from the PGPASSWORD environment "
+    "variable or a password file (~/.pgpass, or the file PGPASSFILE names)"
 )
 SYNCHRONOUS = ("NORMAL", "FULL")  # SQLite's durability settings coord supports
 
@@ -210,7 +247,42 @@ def check_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
         model.check_humans(config.get("humans"))
     except InvalidInput as err:
         raise InvalidInput(f"{path}: {err.message}", field="humans") from None
+    if config.get("database") is not None:
+        try:
+            check_database_url(config["database"])
+        except InvalidInput as err:
+            raise InvalidInput(f"{path}: database: {err.message}", field="database") from None
     return config
+
+
+def check_database_url(url: Any, field: str = "database") -> str:
+    """``url`` if it names a PostgreSQL database without a password; else InvalidInput that
+    never repeats the URL (it may hold the password). ``field``: the setting or option that
+    gave it, named by the error."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInput(
+            "must be a PostgreSQL URL, postgresql://USER@HOST:PORT/DATABASE", field=field
+        )
+    from urllib.parse import parse_qs, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError as err:
+        raise InvalidInput(f"not a valid URL ({err})", field=field) from None
+    if parts.scheme not in DATABASE_SCHEMES:
+        raise InvalidInput(
+            "must be a PostgreSQL URL starting postgresql:// "
+            "(postgresql://USER@HOST:PORT/DATABASE)",
+            field=field,
+        )
+    if parts.password is not None or "password" in parse_qs(parts.query):
+        raise InvalidInput(f"the URL holds a password; {PASSWORD_FIX}", field=field)
+    if not parts.path.strip("/") and "dbname" not in parse_qs(parts.query):
+        raise InvalidInput(
+            "the URL names no database: postgresql://USER@HOST:PORT/DATABASE", field=field
+        )
+    return url
 
 
 def read_token(board_dir: Path) -> str:

@@ -4,7 +4,8 @@ An agent may write a path unless another agent holds a live *exclusive* reservat
 covers it (a shared reservation says "several of us edit this; nobody takes it alone"). One
 rule for every face: the core's ``who``, ``coord guard``, and every client's edit and shell
 hooks ask ``blockers``; the paths are placed by ``coord.fast.targets`` (which board, which
-repository path) and the reservations read by ``coord.fast.holds`` (read-only, no daemon).
+repository path) and the reservations read by ``coord.fast.holds`` (read-only, no daemon;
+on a PostgreSQL board from the daemon's local mirror, ``coord.fast.mirror``).
 Paths are compared as the board's file system compares names (``coord.fast.fsfold``: NFC,
 and case where the probe recorded that it folds case), so ``SRC/A.py`` is ``src/a.py`` there.
 When a board cannot be read the guard says why and refuses (fail closed) unless told
@@ -18,7 +19,7 @@ from __future__ import annotations
 import os
 
 from coord.errors import InvalidInput
-from coord.fast import board_files, fsfold, hardlinks, holds, own_files, patterns, targets
+from coord.fast import fsfold, hardlinks, holds, mirror, own_files, patterns, targets
 from coord.times import clock, iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
@@ -91,8 +92,9 @@ def judge(
         boards.setdefault(target.board_dir, []).append(target)
     found = []
     for board_dir, mine in boards.items():
-        db = os.path.join(board_dir, board_files.DB_FILENAME)
-        live = holds.read_live(db, [t.name for t in mine])
+        # board.db, or on a PostgreSQL board the daemon's mirror at the database's clock
+        db, now = mirror.source(board_dir)
+        live = holds.read_live(db, [t.name for t in mine], now)
         fold = fsfold.board_fold(board_dir)  # recorded at init and daemon start, never probed here
         for target in mine:
             if target.one_file:
@@ -106,7 +108,7 @@ def judge(
             # the file's other names; where case folds, its own name in another case is one
             # of them, already among the blockers
             named = {held.id for held in blocking}
-            aliases = hardlinks.held_aliases(target, db, agent)
+            aliases = hardlinks.held_aliases(target, db, agent, now)
             found.append((target, blocking + [a for a in aliases if a.id not in named]))
     return found
 

@@ -32,9 +32,12 @@ if TYPE_CHECKING:
 MAX_CANDIDATES = 500
 
 
-def held_aliases(target: Target, db: str, agent: str | None) -> list[holds.Held]:
-    """Live exclusive holds of agents other than ``agent`` on another name of the file
-    ``target`` names (a hard link to it). Empty unless it is an existing linked file."""
+def held_aliases(
+    target: Target, db: str, agent: str | None, now: float | None = None
+) -> list[holds.Held]:
+    """Live exclusive holds (at ``now`` on the board's clock, default this one's) of agents
+    other than ``agent`` on another name of the file ``target`` names (a hard link to it).
+    Empty unless it is an existing linked file."""
     if not patterns.is_literal(target.name):
         return []
     try:
@@ -45,7 +48,7 @@ def held_aliases(target: Target, db: str, agent: str | None) -> list[holds.Held]
         return []
     roots = {target.root, os.path.realpath(os.path.dirname(target.board_dir))}
     found = []
-    for held in _held_files(db, agent):
+    for held in _held_files(db, agent, time.time() if now is None else now):
         if held.pattern == target.name or not patterns.is_literal(held.pattern):
             continue
         for root in roots:
@@ -59,7 +62,7 @@ def held_aliases(target: Target, db: str, agent: str | None) -> list[holds.Held]
     return found
 
 
-def _held_files(db: str, agent: str | None) -> list[holds.Held]:
+def _held_files(db: str, agent: str | None, now: float) -> list[holds.Held]:
     """Other agents' live exclusive holds whose pattern is a literal path (no glob
     character: ``patterns.is_literal``; the stored prefix is a folded key, not the pattern),
     newest first, at most ``MAX_CANDIDATES``."""
@@ -70,7 +73,7 @@ def _held_files(db: str, agent: str | None) -> list[holds.Held]:
     try:
         conn = sqlite3.connect(f"file:{holds._uri_path(db)}?mode=ro", uri=True, timeout=2)
         try:
-            rows = conn.execute(sql, (time.time(), agent, MAX_CANDIDATES)).fetchall()
+            rows = conn.execute(sql, (now, agent, MAX_CANDIDATES)).fetchall()
         finally:
             conn.close()
     except sqlite3.Error as err:

@@ -12,7 +12,8 @@ The path is read as the operating system will, and also as written: refused when
 lands in a board (``.coord/../.coord/token``, a symlink to ``.coord``, ``COORD_DIR`` named
 outright). A board is the one found from where the agent stands (``home``, which may be a
 ``COORD_DIR`` outside the repository) or any directory named ``.coord`` that holds a
-``board.db`` (another repository's board is as much shared). The name is compared without
+board, a ``board.db`` or a config naming a team database (another repository's board is as
+much shared). The name is compared without
 case: on the file systems that fold case (macOS, Windows) ``.COORD`` is the same directory.
 
 Stdlib only: it runs before every edit.
@@ -76,9 +77,8 @@ def _board_above(path: str, home: str | None) -> str | None:
                 return home
     directory = path
     while True:
-        if os.path.basename(directory).lower() == board_files.BOARD_DIRNAME and os.path.isfile(
-            os.path.join(directory, board_files.DB_FILENAME)
-        ):
+        named = os.path.basename(directory).lower() == board_files.BOARD_DIRNAME
+        if named and board_files.has_board(directory):
             return directory
         parent = os.path.dirname(directory)
         if parent == directory:

@@ -88,7 +88,7 @@ def _board_of(real: str, home: str | None) -> tuple[str | None, str]:
     other = board_files.locate(real, env=False)
     if other is None or (home is not None and os.path.realpath(other) == os.path.realpath(home)):
         return None, ""
-    if not os.path.exists(os.path.join(other, board_files.DB_FILENAME)):
+    if not board_files.has_board(other):
         return None, ""  # a .coord/ that holds no board (another tool's, a half-done init)
     return other, worktree.root_for(real, os.path.dirname(other))
 

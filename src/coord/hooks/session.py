@@ -65,9 +65,9 @@ HOW_TO = (
 def start_context(client: str, data: dict[str, Any]) -> str:
     cwd = _cwd(data)
     board_dir = board_files.find_board_dir(cwd)
-    if board_dir is None or not board_files.db_path(board_dir).exists():
+    if board_dir is None or not board_files.has_board(board_dir):
         return (
-            f"coord: there is no coord board here (no .coord/board.db in {cwd} or above), "
+            f"coord: there is no coord board here (no .coord/ with a board in {cwd} or above), "
             "so coord is not in use in this repository."
         )
     session_id = data.get("session_id")
@@ -104,7 +104,7 @@ def start_context(client: str, data: dict[str, Any]) -> str:
 
 def stop_notice(client: str, data: dict[str, Any]) -> str | None:
     board_dir = board_files.find_board_dir(_cwd(data))
-    if board_dir is None or not board_files.db_path(board_dir).exists():
+    if board_dir is None or not board_files.has_board(board_dir):
         return None
     session_id = data.get("session_id")
     name = identity.agent_name(

@@ -42,7 +42,17 @@ TOOL_WORDS: dict[str, tuple[str, str | None]] = {
     "who": ("who_holds", "path"),
 }
 # what a person does at a shell, which no tool does: said as it is
-PERSONS_COMMANDS = {"serve", "stop", "init", "uninstall", "answer", "guard", "git", "spec"}
+PERSONS_COMMANDS = {
+    "serve",
+    "stop",
+    "init",
+    "uninstall",
+    "answer",
+    "guard",
+    "git",
+    "spec",
+    "open",
+}
 
 _COMMAND = re.compile(r"`coord ([a-z][a-z-]*)((?: [^`]*)?)`")
 

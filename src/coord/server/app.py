@@ -30,6 +30,8 @@ from coord.server.context import Server, retry_after
 from coord.server.hot import HotEndpoint, HotPaths
 from coord.server.pipeline import Endpoint, JSONResponse, check_host, check_token
 from coord.server.routes import ROUTES
+from coord.server.web.access import WebAccess
+from coord.server.web.page import page_routes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ def create_app(
         on_shutdown=on_shutdown,
         instance=instance,
         port=port,
+        web=WebAccess(write_token),
     )
     hot: dict[tuple[str, str], HotEndpoint] = {}
     routes = []
@@ -67,7 +70,7 @@ def create_app(
             serve = _starlette_endpoint(endpoint)
         routes.append(StarletteRoute(route.path, serve, methods=[route.method]))
     app = Starlette(
-        routes=routes,
+        routes=[*page_routes(), *routes],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
     app.state.coord = server

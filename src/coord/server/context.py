@@ -17,21 +17,40 @@ from coord import model
 from coord.core.board import Board
 from coord.errors import InvalidInput
 from coord.limits import MAX_STREAM_BEHIND
+from coord.server.web.access import WebAccess
 
 NOTHING: Mapping[str, str] = MappingProxyType({})
+# How often a long-poll looks at the board when nothing woke it: another process (a hook,
+# the library) may have written.
+POLL_SECONDS = 0.25
 
 
 class Changes:
-    """Wakes long-polling readers of /v1/events when this daemon writes."""
+    """Wakes long-polling readers of /v1/events when the board changes: at once when this
+    daemon writes, and (``notify_threadsafe``) when another daemon on the same PostgreSQL
+    board does (``coord.server.follower``). ``poll_seconds``: how often a waiting reader
+    looks at the board anyway, for writers that cannot wake it (a hook's or the library's
+    write to a SQLite board; a PostgreSQL board's while the listener reconnects)."""
 
     def __init__(self) -> None:
         self._event = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.poll_seconds = POLL_SECONDS
 
     def notify(self) -> None:
         self._event.set()
         self._event = asyncio.Event()
 
+    def notify_threadsafe(self) -> None:
+        """``notify`` from another thread: on the loop the readers wait on (none yet: no
+        reader to wake)."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the daemon is stopping
+                loop.call_soon_threadsafe(self.notify)
+
     async def wait(self, timeout: float) -> None:
+        self._loop = asyncio.get_running_loop()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._event.wait(), timeout)
 
@@ -48,6 +67,10 @@ class Server:
     # what /v1/identity proves: the id in daemon.json and the port it listens on
     instance: str = ""
     port: int = 0
+    # the web page's codes and session key; None: the page's cookie opens nothing
+    web: WebAccess | None = None
+    # on a PostgreSQL board: the LISTEN thread and the guard's mirror (coord.server.follower)
+    follower: Any = None
     # event streams (stream.py): a reader further behind than this reloads; `closing` ends
     # them all when the daemon stops
     stream_max_behind: int = MAX_STREAM_BEHIND

@@ -4,6 +4,13 @@ One daemon per board: it holds an exclusive ``flock`` on ``.coord/daemon.lock`` 
 life, so a second ``coord serve`` (or two CLIs starting one on demand at the same moment)
 fails fast instead of running two writers. The socket is bound before ``daemon.json`` is
 written, so a client that reads the record can connect at once.
+
+On a team board (PostgreSQL, config.json's ``database``) every machine runs its own daemon on
+the shared database: the flock still means one daemon per ``.coord/`` (per checkout), the
+database serialises the writes of them all, and each registers itself in the database's
+``daemons`` table with a heartbeat, so ``coord status`` shows the others. Such a daemon never
+idles out (this machine's hooks and agents rely on it answering while the team works) and
+needs no SQLite checkpointer.
 """
 
 from __future__ import annotations
@@ -17,17 +24,26 @@ import secrets
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from coord import __version__
 from coord.errors import CoordError, DaemonAlreadyRunning, DiskFull
-from coord.fast import board_files, fsfold
+from coord.fast import board_files, files, fsfold
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coord.storage.base import Storage
 
 # How long a write waits for SQLite's write lock when another process holds it. Board calls
 # run on the event loop, so this is how long every other request waits too: short, then 503
 # board_busy with Retry-After. (The library's 5 s suits a process of its own.)
 BUSY_TIMEOUT_MS = 50
+# How long a daemon waits to open a connection to a PostgreSQL board before answering 503
+# database_unreachable: requests wait that long while the server is down.
+PG_CONNECT_TIMEOUT = 3
 
 
 def _take_lock(board_dir: Path) -> int:
@@ -90,6 +106,32 @@ def _write_record(board_dir: Path, record: dict[str, Any]) -> None:
         ) from None
 
 
+# The port the board's daemon last listened on. A daemon asked for any port (the CLI's
+# on-demand start) takes that one again when it is free, so a page opened with `coord open`
+# (its URL and its cookie name carry the port) follows a restart of the daemon.
+LAST_PORT_FILE = "last_port"
+
+
+def _bind(sock: socket.socket, host: str, port: int, board_dir: Path) -> None:
+    if port == 0:
+        try:
+            last = int((board_dir / LAST_PORT_FILE).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            last = 0
+        if 0 < last < 65536:
+            try:
+                sock.bind((host, last))
+                return
+            except OSError:
+                pass  # taken by now: any free port
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        raise CoordError(
+            f"cannot listen on {host}:{port}: {err.strerror}; try another --port"
+        ) from err
+
+
 def serve(
     board_dir: Path,
     host: str = "127.0.0.1",
@@ -109,7 +151,6 @@ def serve(
         raise_open_file_limit,
     )
     from coord.server.pipeline import LOOPBACK_HOSTS
-    from coord.storage.sqlite import Checkpointer, SQLiteStorage
 
     # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
     # owner's alone; the daemon is a process of its own, so the umask is its own to set.
@@ -126,14 +167,23 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
+    shared = board_files.database_url(board_dir) is not None
     board = Board.open(
-        board_dir, storage_options={"wal_autocheckpoint": 0, "busy_timeout_ms": BUSY_TIMEOUT_MS}
+        board_dir,
+        storage_options={"connect_timeout": PG_CONNECT_TIMEOUT}
+        if shared
+        else {"wal_autocheckpoint": 0, "busy_timeout_ms": BUSY_TIMEOUT_MS},
     )
-    storage = board.storage
-    assert isinstance(storage, SQLiteStorage)
-    checkpointer = Checkpointer(
-        board_files.db_path(board_dir), on_big_log=storage.rewind_soon
-    ).start()
+    checkpointer = None if shared else _checkpointer(board_dir, board.storage)
+    if shared and idle_exit:
+        idle_exit = None  # this machine's hooks and agents rely on it: never idle
+        with contextlib.suppress(OSError):
+            print(
+                "coord: a team board's daemon never idles out (--idle-exit ignored); "
+                "`coord stop` stops it",
+                file=sys.stderr,
+                flush=True,
+            )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP, not 0: asyncio switches Nagle off only on accepted sockets whose protocol
     # says TCP. With Nagle on, a reused connection waited ~40 ms for the client's delayed ACK
@@ -141,14 +191,11 @@ def serve(
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as err:
-        raise CoordError(
-            f"cannot listen on {host}:{port}: {err.strerror}; try another --port"
-        ) from err
+    _bind(sock, host, port, board_dir)
     sock.listen(accept_batch(open_file_limit))
     bound_port = sock.getsockname()[1]
+    with contextlib.suppress(OSError):  # a full disk: the next start just takes any port
+        files.write_atomic(board_dir / LAST_PORT_FILE, f"{bound_port}\n".encode(), 0o600)
     url_host = f"[{host}]" if ":" in host else host
     instance = secrets.token_hex(16)
     record = {
@@ -162,6 +209,19 @@ def serve(
         "instance": instance,
     }
 
+    registration = _Registration(
+        board.storage,
+        shared,
+        {
+            "instance": instance,
+            "machine": socket.gethostname(),
+            "pid": os.getpid(),
+            "url": record["url"],
+            "board_dir": str(board_dir),
+            "version": __version__,
+            "started_at": record["started_at"],
+        },
+    )
     app = create_app(
         board,
         board_files.read_token(board_dir),
@@ -202,6 +262,7 @@ def serve(
         server.should_exit = True
 
     idle.watch(board_dir, activity, idle_exit, stop)
+    follower = None
     # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
     # the signal again. The default handler would end the process right there, before the
     # cleanup below (daemon.json stayed behind, the board was never closed).
@@ -216,6 +277,8 @@ def serve(
                 file=sys.stderr,
                 flush=True,
             )
+        registration.start()
+        follower = _follow(activity, board, board_dir)
         server.run(sockets=[sock])
     except (_Terminated, KeyboardInterrupt):
         # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
@@ -224,6 +287,73 @@ def serve(
     finally:
         if (read_record(board_dir) or {}).get("pid") == os.getpid():
             record_path.unlink(missing_ok=True)
-        checkpointer.stop()
+        if follower is not None:
+            follower.stop()
+        registration.stop()
+        if checkpointer is not None:
+            checkpointer.stop()
         board.close()
         os.close(lock_fd)
+
+
+def _checkpointer(board_dir: Path, storage: Storage) -> Any:
+    """The SQLite board's log keeper (``coord.storage.sqlite.Checkpointer``), started."""
+    from coord.storage.sqlite import Checkpointer, SQLiteStorage
+
+    assert isinstance(storage, SQLiteStorage)
+    return Checkpointer(board_files.db_path(board_dir), on_big_log=storage.rewind_soon).start()
+
+
+class _Registration:
+    """This daemon in the board's registry of live daemons (``Storage.daemon_heartbeat``),
+    kept fresh by a thread while it serves, and taken out when it stops. While the database
+    cannot be reached the beats fail quietly (requests say 503 meanwhile) and resume with it."""
+
+    def __init__(self, storage: Storage, shared: bool, record: dict[str, Any]) -> None:
+        from coord.storage.postgres_daemons import HEARTBEAT_SECONDS
+
+        self.storage = storage
+        self.record = record
+        self.shared = shared  # alone on its board (SQLite): one beat, kept in memory
+        self.every = HEARTBEAT_SECONDS
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _beat(self) -> None:
+        try:
+            self.storage.daemon_heartbeat(self.record)
+        except CoordError:  # unreachable: said by the requests meanwhile
+            pass
+        except Exception as err:  # a bug of ours: said, and the daemon serves on
+            with contextlib.suppress(OSError):
+                print(f"coord daemon: registry heartbeat failed: {err!r}", file=sys.stderr)
+
+    def start(self) -> None:
+        self._beat()
+        if not self.shared:
+            return
+        self._thread = threading.Thread(target=self._run, name="coord-registry", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self.every):
+            self._beat()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.every + 5)
+        # unreachable, or anything else: its row lapses by itself, and the board still closes
+        with contextlib.suppress(Exception):
+            self.storage.daemon_gone(self.record["instance"])
+
+
+def _follow(activity: Any, board: Any, board_dir: Path) -> Any:
+    """On a PostgreSQL board: LISTEN for every daemon's writes and keep the guard's mirror
+    (``coord.server.follower``), started. None on a SQLite board."""
+    dsn = getattr(board.storage, "dsn", None)
+    if not isinstance(dsn, str):
+        return None
+    from coord.server.follower import follow  # imports the driver: PostgreSQL boards only
+
+    return follow(activity.app.state.coord, dsn, str(board_dir))

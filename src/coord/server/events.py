@@ -7,12 +7,11 @@ from typing import Any
 
 from coord import __version__, model
 from coord.errors import InvalidInput
-from coord.server.context import Call, count, number
+from coord.limits import INBOX_PAGE
+from coord.server.context import Call, count, number, query_flag
 
 MAX_WAIT_SECONDS = 60.0
-# How often a long-poll looks at the board when nothing in this daemon wrote: another
-# process (a hook, the library) may have.
-POLL_SECONDS = 0.25
+DEFAULT_PRUNE_AGE = 7 * 24 * 3600.0  # `coord agents --prune`: a week unseen
 
 
 async def events(call: Call) -> dict[str, Any]:
@@ -31,8 +30,9 @@ async def events(call: Call) -> dict[str, Any]:
         remaining = deadline - loop.time()
         if found or remaining <= 0:
             break
-        # Woken by our own writes at once; polls for writers in other processes.
-        await call.server.changes.wait(min(remaining, POLL_SECONDS))
+        # Woken by our own writes (and, on PostgreSQL, other daemons') at once; polls for
+        # writers that cannot wake it.
+        await call.server.changes.wait(min(remaining, call.server.changes.poll_seconds))
     last = found[-1].seq if found else after
     return {"events": [e.to_dict() for e in found], "last_seq": last}
 
@@ -41,7 +41,7 @@ def inbox(call: Call) -> dict[str, Any]:
     found = call.board.inbox(
         call.agent(),
         peek=bool(call.body.get("peek")),
-        limit=count(call.body.get("limit"), "limit", 200, minimum=1),
+        limit=count(call.body.get("limit"), "limit", INBOX_PAGE, minimum=1),
     )
     return {"events": [e.to_dict() for e in found]}
 
@@ -49,7 +49,13 @@ def inbox(call: Call) -> dict[str, Any]:
 def agents(call: Call) -> dict[str, Any]:
     board = call.board
     now = board.now()
-    return {"agents": [a.to_dict(now, board.active_window_seconds) for a in board.agents()]}
+    found = board.agents(everyone=query_flag(call.query.get("all")))
+    return {"agents": [a.to_dict(now, board.active_window_seconds) for a in found]}
+
+
+def prune_agents(call: Call) -> dict[str, Any]:
+    older_than = call.body.get("older_than_seconds", DEFAULT_PRUNE_AGE)
+    return call.board.prune_agents(older_than=older_than, agent=call.agent())
 
 
 def health(call: Call) -> dict[str, Any]:

@@ -24,7 +24,8 @@ from coord.server.pipeline import render
 FEED_EVENTS = 4096
 FEED_BYTES = 8 * 1024 * 1024
 PAGE_EVENTS = 200  # events read from the board at a time
-POLL_SECONDS = 0.25  # how often the feed looks at the board when nothing in this daemon wrote
+# a write waiting this long counts as stuck; a waiting stream looks at its connection this often
+POLL_SECONDS = 0.25
 COALESCE_SECONDS = 0.025  # after a wake-up, let a burst of writes land: one read, not many
 
 
@@ -130,9 +131,9 @@ class Feed:
                     if len(page) == PAGE_EVENTS:  # more to read: let the streams write first
                         await asyncio.sleep(0)
                         continue
-                began = loop.time()
-                await server.changes.wait(POLL_SECONDS)
-                if loop.time() - began < POLL_SECONDS:  # woken by a write
+                began, poll = loop.time(), server.changes.poll_seconds
+                await server.changes.wait(poll)  # polls seldom while a listener hears all
+                if loop.time() - began < poll:  # woken by a write
                     await asyncio.sleep(COALESCE_SECONDS)
         finally:
             if server.closing:

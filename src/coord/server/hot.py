@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 
-from coord.server.context import retry_after
+from coord.server.context import NOTHING, retry_after
 from coord.server.pipeline import Endpoint, render
 
 TYPE_CHECKING = False
@@ -36,11 +36,20 @@ class HotEndpoint:
         for name, value in scope["headers"]:  # the first of a repeated header, as Starlette
             headers.setdefault(name, value)
         declared = headers.get(b"content-length")
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        # without the token, the web page's session may stand in: its cookie, Origin and CSRF
+        # headers are read then (agents always send the token, and skip this)
+        named = (
+            NOTHING
+            if authorization
+            else {k.decode("latin-1"): v.decode("latin-1") for k, v in headers.items()}
+        )
         status, content = await self.endpoint.answer(
             headers.get(b"host", b"").decode("latin-1"),
-            headers.get(b"authorization", b"").decode("latin-1"),
+            authorization,
             declared.decode("latin-1") if declared else None,
             receive,
+            headers=named,
         )
         payload = render(content)
         headers_out = [(b"content-length", str(len(payload)).encode()), _JSON]

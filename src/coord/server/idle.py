@@ -6,6 +6,11 @@ board's ``idle_exit_seconds``, 30 minutes by default) exits once no request has 
 long and none is open: an event stream (``coord log --follow``, the web page), a long poll or
 an MCP call in flight keeps it.
 Any daemon exits when its board directory is gone. ``coord serve`` by hand never idles out.
+
+A daemon of a team board (PostgreSQL) never idles out either, however it was started
+(``coord.server.daemon`` drops ``--idle-exit`` there): agents on other machines work on the same
+board, and this machine's hooks and guard rely on its daemon answering; it stops with
+``coord stop`` or when its board directory is gone.
 """
 
 from __future__ import annotations

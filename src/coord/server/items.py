@@ -55,6 +55,7 @@ def list_items(call: Call) -> dict[str, Any]:
             kind=q.get("kind") or None,
             label=q.get("label") or None,
             spec=q.get("spec") or None,
+            holder=q.get("holder") or None,
             after_id=after_id,
             limit=limit,
         )

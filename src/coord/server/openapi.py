@@ -19,7 +19,8 @@ ERROR_MEANINGS = {
     "with the token in the board's .coord/token",
     403: "the request did not address the daemon by a loopback host name (foreign_host), or "
     "the agent may not do this to someone else's item (not_permitted: the message names who "
-    "may)",
+    "may); on the web page's session, a request from another origin or a change without an "
+    "Origin (foreign_origin), or without the page's X-Coord-CSRF token (wrong_csrf)",
     404: "no such item (not_found), or nothing ready (nothing_ready)",
     409: "the board's state refuses it: already_claimed, lease_lost, not_ready, not_claimable, "
     "files_reserved, checks_failed, checks_required, not_waiting, not_cancelled, "
@@ -30,7 +31,8 @@ ERROR_MEANINGS = {
     "refused)",
     503: "the board cannot answer now: its file was deleted or replaced while the daemon ran "
     "(board_gone), another process holds its write lock (board_busy, with Retry-After), or "
-    "the file system failed (board_io_error)",
+    "the file system failed (board_io_error), or a team board's PostgreSQL server cannot be "
+    "reached (database_unreachable, with Retry-After)",
     507: "the disk is full (disk_full): nothing was changed",
 }
 
@@ -88,7 +90,9 @@ def build(routes: tuple[Route, ...] = ROUTES) -> dict[str, Any]:
             "version": "1",
             "description": "A shared board where parallel coding agents claim work atomically. "
             f"Every endpoint but {', '.join(PUBLIC_PATHS)} needs 'Authorization: Bearer "
-            "<.coord/token>', reads included. Times are ISO 8601 UTC on the "
+            "<.coord/token>', reads included (or the session cookie of the web page at /, "
+            "which `coord open` signs a browser in to: HTML for people, not part of this "
+            "document). Times are ISO 8601 UTC on the "
             "daemon's clock. Free text is limited in bytes of UTF-8 (x-maxBytes), titles, "
             "labels and patterns in characters (maxLength).",
         },

@@ -1,6 +1,7 @@
 """The one request pipeline every route goes through, the hot path included.
 
-Host name → token (every route but the few public ones) → body size → JSON → declared fields
+Host name → token, or the web page's session cookie with its Origin and CSRF checks (every
+route but the few public ones) → body size → JSON → declared fields
 → handler → answer, and a ``CoordError`` anywhere becomes its own answer. ``Endpoint.answer``
 is all of it; Starlette's routes (app.py) and the bare-ASGI hot path (hot.py) differ only in
 how they read the headers and write the response.
@@ -19,9 +20,18 @@ import orjson
 from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.types import Receive
 
-from coord.errors import CoordError, ForeignHost, InvalidInput, InvalidJson, TooLarge, Unauthorized
+from coord.errors import (
+    CoordError,
+    ForeignHost,
+    InvalidInput,
+    InvalidJson,
+    NotPermitted,
+    TooLarge,
+    Unauthorized,
+)
 from coord.server.context import NOTHING, Call, Server
 from coord.server.table import MAX_REQUEST_BYTES, Route
+from coord.server.web.access import Session
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -52,7 +62,9 @@ class Endpoint:
         "body",
         "handler",
         "max_body",
+        "page",
         "public",
+        "reads",
         "route",
         "server",
         "status",
@@ -67,6 +79,8 @@ class Endpoint:
         self.body = route.body
         self.write = route.write
         self.public = route.public
+        self.page = route.page
+        self.reads = route.method == "GET"
         self.max_body = route.max_body
         self.status = route.status
 
@@ -85,12 +99,15 @@ class Endpoint:
         try:
             if server.check_host:
                 check_host(host)
+            session = None
             if not self.public:  # reads too: bodies, replies, check output, the log
-                check_token(authorization, server.write_token)
+                session = authorize(server, host, authorization, headers, self.reads, self.page)
             body = None
             if self.body is not None:
                 raw = await read_body(receive, declared_length, self.max_body)
                 body = self.body.take(parse_json(raw))
+                if session is not None:
+                    act_as(session, body, query, headers)
             content = self.handler(Call(server, body, path=path, query=query, headers=headers))
             if self.awaits:
                 content = await content
@@ -108,6 +125,46 @@ def check_host(host: str) -> None:
         raise ForeignHost(
             f"requests must address the daemon as 127.0.0.1 or localhost, not {host!r}"
         )
+
+
+def authorize(
+    server: Server,
+    host: str,
+    authorization: str,
+    headers: Mapping[str, str],
+    reads: bool,
+    page: bool,
+) -> Session | None:
+    """The web page's session when the request comes on one (no Authorization header, the
+    session's cookie), its Origin and CSRF token checked; otherwise the board's token."""
+    web = server.web
+    cookies = headers.get("cookie") if not authorization and web is not None else None
+    if cookies and web is not None:
+        session = web.from_cookie(host, cookies)
+        if session is not None:
+            if not page:
+                raise NotPermitted(
+                    "the web page's session cannot do this; it needs the board's token "
+                    "(the CLI: `coord`)"
+                )
+            web.check_request(session, host, headers, reads)
+            return session
+    check_token(authorization, server.write_token)
+    return None
+
+
+def act_as(
+    session: Session, body: dict[str, Any], query: Mapping[str, str], headers: Mapping[str, str]
+) -> None:
+    """A page acts as the person `coord open` named, never as anyone else: wherever a change
+    may name its agent (the body, or ?agent= and X-Coord-Agent for a bare array)."""
+    for agent in (body.get("agent"), query.get("agent"), headers.get("x-coord-agent")):
+        if agent is not None and agent != session.name:
+            raise NotPermitted(
+                f"this page acts as {session.name}, not {agent!r}; `coord open --as NAME` "
+                "opens one that acts as NAME",
+                agent=session.name,
+            )
 
 
 def check_token(header: str, expected: str) -> None:

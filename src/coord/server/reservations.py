@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from coord import model
-from coord.errors import InvalidInput
+from coord.errors import Conflict, InvalidInput
 from coord.server.context import Call
 
 
@@ -40,3 +40,14 @@ def who(call: Call) -> dict[str, Any]:
     if not path:
         raise InvalidInput("give the path to ask about: /v1/who?path=src/a.py", field="path")
     return call.board.who(path, call.query.get("agent") or None)
+
+
+def refresh_mirror(call: Call) -> dict[str, Any]:
+    """The guard found this machine's mirror of a PostgreSQL board stale: rewrite it now."""
+    follower = call.server.follower
+    if follower is None:
+        raise Conflict(
+            "this board is not on PostgreSQL: the guard reads its board.db itself, and there "
+            "is no reservation mirror to refresh"
+        )
+    return follower.refresh()

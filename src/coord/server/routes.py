@@ -7,7 +7,16 @@ OpenAPI document at /openapi.json (openapi.py) are all made from ``ROUTES``.
 from __future__ import annotations
 
 from coord import model
-from coord.limits import MAX_ANSWER_BYTES, MAX_REPLIES_PAGE, MAX_STREAM_BEHIND, REPLIES_PAGE
+from coord.limits import (
+    INBOX_PAGE,
+    MAX_ANSWER_BYTES,
+    MAX_INBOX_PAGE,
+    MAX_INTEGER,
+    MAX_REPLIES_PAGE,
+    MAX_STREAM_BEHIND,
+    MIN_PRUNE_AGE,
+    REPLIES_PAGE,
+)
 from coord.server import claims, events, identity, items, reservations, status, stream
 from coord.server.schemas import (
     ADOPT,
@@ -38,6 +47,7 @@ from coord.server.schemas import (
     text,
 )
 from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route
+from coord.server.web import codes
 
 ITEM = ref("Item")
 ITEM_SHOWN = {
@@ -107,7 +117,16 @@ ROUTES: tuple[Route, ...] = (
         "list items, a page at a time: `next` is the `after` of the next page (null: no more)",
         paged_listing("items", ITEM),
         params=(
-            Param("state", {"enum": [*model.SHOWN_STATES, "open"]}),
+            Param(
+                "state",
+                {"enum": list(model.LISTED_STATES)},
+                "open: pending or claimed; blocked: pending, waiting on a dependency not done",
+            ),
+            Param(
+                "holder",
+                AGENT,
+                "only items this agent holds (and, with state done, those it finished)",
+            ),
             Param("spec", {"type": "string"}, "only packages imported from this document"),
             Param("ready", {"type": "boolean"}, "only items claimable now"),
             Param("kind", KIND),
@@ -369,7 +388,10 @@ ROUTES: tuple[Route, ...] = (
             {
                 "agent": AGENT,
                 "peek": {"type": "boolean"},
-                "limit": {**integer(1), "default": 200},
+                "limit": {
+                    **integer(1, "at most this many events; the rest stay unread", MAX_INBOX_PAGE),
+                    "default": INBOX_PAGE,
+                },
             },
             ("agent",),
         ),
@@ -378,8 +400,45 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/v1/agents",
         events.agents,
-        "agents, when last seen, and what each holds",
+        "agents, when last seen, whether active (seen within the board's window) and what "
+        "each holds; an agent is a name that claimed, reserved or read its inbox (role "
+        "agent); ?all=true lists the people who only added, answered or replied too (role "
+        "person)",
         listing("agents", ANY_OBJECT),
+        params=(Param("all", {"type": "boolean"}, "people too, not only agents"),),
+    ),
+    Route(
+        "POST",
+        "/v1/agents:prune",
+        events.prune_agents,
+        "forget the names not seen for older_than_seconds that would lose nothing: no claim "
+        "(a lapsed one included), no live reservation, nothing unread in their inbox that "
+        "came after they were last seen; the rest are kept, each with why. The log keeps "
+        "what they did (one agents_pruned event)",
+        {
+            "type": "object",
+            "required": ["pruned", "kept", "older_than_seconds"],
+            "properties": {
+                "pruned": {"type": "array", "items": {"type": "string"}},
+                "kept": {"type": "array", "items": ANY_OBJECT},
+                "older_than_seconds": {"type": "number"},
+            },
+        },
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "older_than_seconds": {
+                    "type": "number",
+                    "minimum": MIN_PRUNE_AGE,
+                    "maximum": MAX_INTEGER,
+                    "default": events.DEFAULT_PRUNE_AGE,
+                    "description": "seconds unseen (at least an hour; default a week)",
+                },
+            },
+            ("agent",),
+        ),
+        errors=(422,),
     ),
     Route(
         "GET",
@@ -497,6 +556,38 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "POST",
+        "/v1/web/codes",
+        codes.issue_code,
+        "a one-time code that opens the web page at / as this agent (a human the board lists "
+        "in `humans`, when it lists any; 403 not_permitted otherwise): good once, for "
+        "expires_in seconds; the page trades it for its session cookie (`coord open`)",
+        codes.ANSWER_SCHEMA,
+        status=201,
+        body=Body({"agent": AGENT}, ("agent",)),
+        errors=(403, 422),
+        page=False,
+    ),
+    Route(
+        "POST",
+        "/v1/mirror:refresh",
+        reservations.refresh_mirror,
+        "PostgreSQL board: rewrite this machine's mirror of the live reservations now (the "
+        "guard asks when it finds the mirror stale); 409 on a SQLite board, 503 when the "
+        "database cannot be read",
+        {
+            "type": "object",
+            "required": ["refreshed", "reservations", "last_seq"],
+            "properties": {
+                "refreshed": {"type": "boolean"},
+                "reservations": {"type": "integer"},
+                "last_seq": {"type": "integer"},
+            },
+        },
+        body=Body({}),
+        errors=(409, 422, 503),
+    ),
+    Route(
+        "POST",
         "/v1/shutdown",
         events.shutdown,
         "stop the daemon",
@@ -504,6 +595,7 @@ ROUTES: tuple[Route, ...] = (
         write=True,
         body=Body({}),
         errors=(422,),
+        page=False,
     ),
 )
 

@@ -1,7 +1,9 @@
 """`GET /v1/status`: the daemon and the board at a glance, for `coord status`.
 
 A read like any other (the board's token required): it tells who holds what and what waits
-on whom. The board's half is the core's (``coord.core.overview``); this adds the daemon's.
+on whom. The board's half is the core's (``coord.core.overview``); this adds the daemon's:
+where the board is kept (``Storage.location``, never a password) and the daemons serving it
+(on a team board every machine's live daemon, this one marked ``this``).
 """
 
 from __future__ import annotations
@@ -15,11 +17,29 @@ from coord.server.context import Call
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": ["version", "pid", "schema_version", "board"],
+    "required": ["version", "pid", "schema_version", "last_seq", "storage", "daemons", "board"],
     "properties": {
         "version": {"type": "string"},
         "pid": {"type": "integer"},
         "schema_version": {"type": "integer"},
+        # the newest event's sequence number: where a live view's feed starts
+        "last_seq": {"type": "integer", "minimum": 0},
+        "storage": {
+            "type": "object",
+            "required": ["backend"],
+            "properties": {
+                "backend": {"type": "string", "enum": ["sqlite", "postgresql"]},
+                "path": {"type": "string"},
+                "database": {"type": "string"},
+            },
+        },
+        "daemons": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["instance", "machine", "pid", "url", "this"],
+            },
+        },
         "board": {
             "type": "object",
             "required": [
@@ -37,9 +57,16 @@ ANSWER_SCHEMA: dict[str, Any] = {
 
 def status(call: Call) -> dict[str, Any]:
     board = call.board
+    storage = board.storage
     return {
         "version": __version__,
         "pid": os.getpid(),
-        "schema_version": board.storage.schema_version(),
+        "schema_version": storage.schema_version(),
+        "storage": storage.location(),
+        "daemons": [
+            {**daemon, "this": daemon["instance"] == call.server.instance}
+            for daemon in storage.live_daemons()
+        ],
+        "last_seq": board.last_seq(),
         "board": overview(board),
     }

@@ -24,9 +24,14 @@ from coord.model import Agent, Event, Item, Reply, Reservation
 
 @dataclass(frozen=True)
 class ItemQuery:
-    """Filters for listing items. ``claimable_at`` keeps only items claimable at that time."""
+    """Filters for listing items. ``claimable_at`` keeps only items claimable at that time.
+
+    ``state`` is one of ``model.LISTED_STATES``; ``holder`` keeps the items whose
+    ``claimed_by`` is that agent: those it holds and (a done item keeps its last holder)
+    those it finished."""
 
     state: str | None = None
+    holder: str | None = None
     kinds: Sequence[str] | None = None
     label: str | None = None
     claimable_at: float | None = None
@@ -186,7 +191,14 @@ class WriteTx(ReadTx):
         """Append to the log; returns the new sequence number (gapless, increasing)."""
 
     @abstractmethod
-    def touch_agent(self, name: str, now: float) -> None: ...
+    def touch_agent(self, name: str, now: float, *, worked: bool = False) -> None:
+        """Note the agent as seen at ``now`` (first seen too, when new); ``worked``: also mark
+        it as acting as an agent (``Agent.worked``), a mark never taken back."""
+
+    @abstractmethod
+    def delete_agents(self, names: Sequence[str]) -> None:
+        """Forget these agents (their last seen, mark and inbox cursor); the log keeps
+        everything they did. Names not on the board are ignored."""
 
     @abstractmethod
     def set_item_files(self, item_id: int, patterns: Sequence[str]) -> None: ...
@@ -243,10 +255,42 @@ class Storage(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def now(self) -> float | None:
+        """The board's time when the backend keeps its own clock (PostgreSQL: the server's);
+        None: the board's clock decides (SQLite)."""
+        return None
+
+    def location(self) -> dict[str, str]:
+        """Which backend holds the board, and where, with no secret in it (``coord status``
+        shows it): ``{"backend": "sqlite", "path": ...}`` or ``{"backend": "postgresql",
+        "database": "postgresql://user@host:port/name"}``."""
+        return {"backend": type(self).__name__}
+
     def problem(self) -> CoordError | None:
         """What keeps the board from taking writes now (health reports it), found without
         waiting for any lock; None when nothing does."""
         return None
+
+    # --- the daemons serving the board ------------------------------------------------------
+    # A board one daemon serves (SQLite: its flock on .coord/daemon.lock makes it the only
+    # one) keeps its record in memory: its registry is itself. A shared backend (PostgreSQL)
+    # keeps every daemon's row in the database, with heartbeats on the database's clock.
+
+    def daemon_heartbeat(self, record: dict[str, Any]) -> None:
+        """The serving daemon is live now. ``record``: instance, machine, pid, url,
+        board_dir, version, started_at."""
+        self._own_daemon = dict(record)
+
+    def daemon_gone(self, instance: str) -> None:
+        """The daemon ``instance`` stops serving the board."""
+        if getattr(self, "_own_daemon", {}).get("instance") == instance:
+            del self._own_daemon
+
+    def live_daemons(self) -> list[dict[str, Any]]:
+        """The daemons serving the board now, each a ``daemon_heartbeat`` record with
+        ``heartbeat_age_seconds``, oldest first."""
+        own = getattr(self, "_own_daemon", None)
+        return [{**own, "heartbeat_age_seconds": 0.0}] if own else []
 
 
 def chunks(values: Sequence[int], size: int = 500) -> Iterator[Sequence[int]]:

@@ -14,6 +14,12 @@ Transactions, as the SQLite backend's (``coord.storage.sqlite``) but across conn
   committed before the lock was granted (a REPEATABLE READ snapshot would be taken by the
   lock statement itself, before its wait). Cost: see ``bench/pg_driver.py``.
 - **Reads are snapshots** (REPEATABLE READ, READ ONLY): they never wait for the lock.
+- **Other daemons hear of each write** (``NOTIFY_CHANNEL``): a write transaction that
+  appended events sends ``NOTIFY coord_events, '<its last sequence number>'`` in the same
+  round trip as its COMMIT, so it is delivered on commit and never for a rollback. One per
+  transaction, a few bytes: PostgreSQL takes a global lock at the commit of a notifying
+  transaction, and the write lock already serialises these commits (cost:
+  ``bench/pg_notify.py``). Listeners: ``coord.server.follower``.
 - **The clock is the database server's.** ``WriteTx.clock()`` is ``clock_timestamp()`` read
   right after the lock is granted, so a lease is judged at the moment the write is serialised,
   on one clock for every daemon; a daemon's own clock never decides a lease.
@@ -26,15 +32,16 @@ new one.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from coord.errors import CoordError
-from coord.storage import migrations
+from coord.storage import migrations, postgres_daemons, postgres_faults
 from coord.storage.base import ReadTx, Storage, WriteTx
 from coord.storage.postgres_tx import PostgresTx
 
@@ -42,12 +49,15 @@ from coord.storage.postgres_tx import PostgresTx
 # advisory locks are per database, so two boards on one server never share them).
 WRITE_LOCK_KEY = 0x636F6F7264  # "coord"
 MIGRATION_LOCK_KEY = 0x636F6F72644D  # "coordM"
+# What daemons LISTEN on; the payload is the last sequence number the transaction appended.
+NOTIFY_CHANNEL = "coord_events"
 
 # One round trip: the transaction, the board's lock, then the server's clock once granted.
+_SERVER_CLOCK = "extract(epoch FROM clock_timestamp())::float8"
 _BEGIN_WRITE = (
     "BEGIN ISOLATION LEVEL READ COMMITTED;"
     f" SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY});"
-    " SELECT extract(epoch FROM clock_timestamp())::float8"
+    f" SELECT {_SERVER_CLOCK}"
 )
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
@@ -72,6 +82,23 @@ def describe(dsn: str) -> str:
     )
 
 
+def probe(dsn: str, timeout: float = 3) -> tuple[int, int]:
+    """(the schema version the database has, the newest this release ships), read without
+    migrating anything (``coord doctor``); ``DatabaseUnreachable`` when it cannot connect."""
+    newest = max(
+        (version for version, _, _ in migrations.shipped("postgres_migrations")), default=0
+    )
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
+            found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+            if not (found and found[0]):
+                return 0, newest
+            row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    except psycopg.OperationalError as error:
+        raise postgres_faults.unreachable(describe(dsn), error) from error
+    return (int(row[0] or 0) if row else 0), newest
+
+
 class PostgresStorage(Storage):
     def __init__(
         self,
@@ -87,6 +114,8 @@ class PostgresStorage(Storage):
         self._local = threading.local()
         self._all: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
+        # the server's clock minus this process's: what ``now()`` adds between transactions
+        self._clock_offset = 0.0
         self._migrate(self._conn())
 
     # --- connections -----------------------------------------------------------------------
@@ -98,11 +127,7 @@ class PostgresStorage(Storage):
                 self.dsn, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
             )
         except psycopg.OperationalError as error:
-            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "refused"
-            raise CoordError(
-                f"cannot reach the PostgreSQL board at {describe(self.dsn)}: {reason}; "
-                "check that the server runs and the connection string is right",
-            ) from error
+            raise postgres_faults.unreachable(describe(self.dsn), error) from error
 
     def _conn(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
@@ -147,17 +172,29 @@ class PostgresStorage(Storage):
                         "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                         (version, name),
                     )
+            server_now = conn.execute(f"SELECT {_SERVER_CLOCK}").fetchone()
+            self._clock_offset = float(server_now[0]) - time.time()  # type: ignore[index]
+
+    def location(self) -> dict[str, str]:
+        return {"backend": "postgresql", "database": describe(self.dsn)}
 
     def schema_version(self) -> int:
-        row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
+        row = self._outside_tx(
+            lambda conn: conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        )
         return int(row[0] or 0) if row else 0
 
     # --- transactions ----------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, conn: psycopg.Connection[Any], begin: str) -> Iterator[Any]:
+    def _transaction(
+        self,
+        conn: psycopg.Connection[Any],
+        begin: str,
+        commit: Callable[[], str] = lambda: "COMMIT",
+    ) -> Iterator[Any]:
         """BEGIN (``begin`` may run more statements: their last result is yielded), then
-        COMMIT, or ROLLBACK on any exception; a connection that broke is dropped."""
+        ``commit()``, or ROLLBACK on any exception; a connection that broke is dropped."""
         try:
             cursor = conn.execute(begin.encode())
             while cursor.nextset():  # to the last statement's result
@@ -174,20 +211,106 @@ class PostgresStorage(Storage):
                 self._drop(conn)
             raise
         try:
-            conn.execute("COMMIT")
+            conn.execute(commit().encode())
         except psycopg.Error:
             self._drop(conn)
             raise
 
+    def _begin(
+        self, stack: ExitStack, begin: str, commit: Callable[[], str] = lambda: "COMMIT"
+    ) -> tuple[psycopg.Connection[Any], Any]:
+        """The thread's connection in a transaction begun with ``begin`` (entered on
+        ``stack``). A connection kept from before a server restart or a
+        ``pg_terminate_backend`` fails at its BEGIN, which did nothing: it is dropped and the
+        BEGIN runs once more on a new one, so the first request after the server came back
+        does not fail for the old connection's sake."""
+        conn = self._conn()
+        try:
+            return conn, stack.enter_context(self._transaction(conn, begin, commit))
+        except psycopg.Error as error:
+            if not postgres_faults.is_connection_fault(error):
+                raise
+        conn = self._conn()  # the broken one was dropped by _transaction
+        return conn, stack.enter_context(self._transaction(conn, begin, commit))
+
+    @contextmanager
+    def _faults(self) -> Iterator[postgres_faults.Attempt]:
+        """A connection fault, said as ``DatabaseUnreachable`` (503 with Retry-After); one
+        while the write commits says its outcome is unknown (``Attempt.committing``)."""
+        attempt = postgres_faults.Attempt()
+        try:
+            yield attempt
+        except psycopg.Error as error:
+            found = postgres_faults.translate(describe(self.dsn), error, attempt.committing)
+            if found is None:
+                raise
+            raise found from error
+
     @contextmanager
     def read(self) -> Iterator[ReadTx]:
-        conn = self._conn()
-        with self._transaction(conn, _BEGIN_READ):
+        with self._faults(), ExitStack() as stack:
+            conn, _ = self._begin(stack, _BEGIN_READ)
             yield PostgresTx(conn, self._clock)
 
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
-        conn = self._conn()
-        with self._transaction(conn, _BEGIN_WRITE) as granted:
+        tx: PostgresTx | None = None
+        with self._faults() as attempt, ExitStack() as stack:
+            commit = lambda: _commit_notifying(tx)  # noqa: E731
+            conn, granted = self._begin(stack, _BEGIN_WRITE, commit)
             now = self._clock() if self._clock is not None else float(granted.fetchone()[0])
-            yield PostgresTx(conn, lambda: now)
+            self._clock_offset = now - time.time()
+            tx = PostgresTx(conn, lambda: now)
+            yield tx
+            attempt.committing = True  # the stack's exit sends COMMIT
+
+    def now(self) -> float:
+        """The server's time now, without asking it: this process's clock moved by the
+        offset the last write saw (a daemon whose clock is off still shows leases as the
+        board judges them). Ahead by at most that write's wait for the lock."""
+        if self._clock is not None:
+            return self._clock()
+        return time.time() + self._clock_offset
+
+    def problem(self) -> CoordError | None:
+        """Whether the server answers now: a short read (on a new connection when the last
+        one broke). Health reports it, so a monitor sees the outage and the recovery."""
+        try:
+            with self.read() as tx:
+                tx.last_seq()
+        except CoordError as error:
+            return error
+        return None
+
+    # --- the daemons serving this board (``coord status``) ---------------------------------
+
+    def _outside_tx(self, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+        """``work`` on the thread's connection, no transaction of the board's (each statement
+        its own, autocommit); a connection fault is ``DatabaseUnreachable``, and the broken
+        connection is dropped for the next call to open a new one."""
+        with self._faults():
+            conn = self._conn()
+            try:
+                return work(conn)
+            except psycopg.Error as error:
+                if postgres_faults.is_connection_fault(error):
+                    self._drop(conn)
+                raise
+
+    def daemon_heartbeat(self, record: dict[str, Any]) -> None:
+        self._outside_tx(lambda conn: postgres_daemons.heartbeat(conn, record))
+
+    def daemon_gone(self, instance: str) -> None:
+        self._outside_tx(lambda conn: postgres_daemons.gone(conn, instance))
+
+    def live_daemons(self) -> list[dict[str, Any]]:
+        return list(self._outside_tx(postgres_daemons.live))
+
+
+def _commit_notifying(tx: PostgresTx | None) -> str:
+    """COMMIT, after a NOTIFY of the last sequence number when the transaction appended any
+    event: one round trip (the simple protocol runs both), sent only if COMMIT succeeds."""
+    seq = tx.appended_seq if tx is not None else None
+    if seq is None:
+        return "COMMIT"
+    return f"NOTIFY {NOTIFY_CHANNEL}, '{int(seq)}'; COMMIT"

@@ -40,20 +40,22 @@ _UPDATABLE = {
     "escalate_to": "",
     "reserved_for": "",
 }
+# The dependencies an item waits on: those not done yet. They fill ``Item.blocked_by`` and
+# make the listing's "blocked" state (and hold the item back from claim-next), one predicate.
+_WAITING_ON = (
+    "FROM deps d JOIN items dep ON dep.id = d.depends_on "
+    "WHERE d.item_id = items.id AND dep.state != 'done'"
+)
 # Inside each subquery ``items`` names the subquery's own row (the innermost scope wins); in
 # an outer WHERE and in RETURNING it names the row being read or claimed.
 _ITEM_RELATIONS = (
     "ARRAY(SELECT depends_on FROM deps WHERE item_id = items.id ORDER BY depends_on), "
-    "ARRAY(SELECT d.depends_on FROM deps d JOIN items dep ON dep.id = d.depends_on "
-    "      WHERE d.item_id = items.id AND dep.state != 'done' ORDER BY d.depends_on), "
+    f"ARRAY(SELECT d.depends_on {_WAITING_ON} ORDER BY d.depends_on), "
     "ARRAY(SELECT pattern FROM item_files WHERE item_id = items.id ORDER BY pattern)"
 )
 # What holds an open item back besides its state (``Item.claimable`` says the same of one
 # item): a dependency not done, or a design document's reservation line.
-_UNMET_DEPS = (
-    "EXISTS (SELECT 1 FROM deps d JOIN items dep ON dep.id = d.depends_on "
-    "WHERE d.item_id = items.id AND dep.state != 'done')"
-)
+_UNMET_DEPS = f"EXISTS (SELECT 1 {_WAITING_ON})"
 _NOT_HELD_BACK = f"NOT {_UNMET_DEPS} AND items.reserved_for IS NULL"
 # A claim that can be taken over: its lease ran out (a waiting question's too, past its
 # bound). One parameter: now.
@@ -94,15 +96,22 @@ class PostgresItemTx(WriteTx):
     def list_items(self, query: ItemQuery) -> list[Item]:
         where: list[str] = ["id > %s"]
         params: list[Any] = [query.after_id]
-        if query.state == "open":
+        if query.state == "open" and query.holder is not None:
+            where.append("state = 'claimed'")  # a pending item has no holder
+        elif query.state == "open":
             where.append("state IN ('pending', 'claimed')")
         elif query.state == "needs_human":
             where.append("state = 'claimed' AND question IS NOT NULL")
         elif query.state == "claimed":
             where.append("state = 'claimed' AND question IS NULL")
+        elif query.state == "blocked":  # Item.blocked_by is not empty: the same predicate
+            where.append(f"state = 'pending' AND {_UNMET_DEPS}")
         elif query.state is not None:
             where.append("state = %s")
             params.append(query.state)
+        if query.holder is not None:
+            where.append("claimed_by = %s")
+            params.append(query.holder)
         if query.kinds:
             where.append("kind = ANY(%s)")
             params.append(list(query.kinds))

@@ -38,6 +38,8 @@ _EVENT_COLUMNS = "seq, at, agent, item_id, kind, details"
 class PostgresTx(PostgresItemTx):
     """The whole PostgreSQL transaction."""
 
+    appended_seq: int | None = None  # the last event appended: its COMMIT notifies it
+
     # --- reads -----------------------------------------------------------------------------
 
     def live_reservations(
@@ -53,13 +55,17 @@ class PostgresTx(PostgresItemTx):
         return [reservation_of(row) for row in self.conn.execute(_placeholders(sql), params)]
 
     def count_items_by_state(self) -> dict[str, int]:
+        # Never the items: the counts their writes keep (migration 3), and the questions
+        # waiting (a few) off items_needs_human; a waiting claim is shown as needs_human.
         counts = dict.fromkeys(SHOWN_STATES, 0)
-        for state, waiting, number in self.conn.execute(
-            "SELECT state, (question IS NOT NULL AND state = 'claimed'), count(*) FROM items "
-            "GROUP BY 1, 2"
-        ):
-            shown = "needs_human" if waiting else state
-            counts[shown] = counts.get(shown, 0) + number
+        for state, number in self.conn.execute("SELECT state, n FROM item_counts"):
+            counts[state] = int(number)
+        row = self.conn.execute(
+            "SELECT count(*) FROM items WHERE question IS NOT NULL AND state = 'claimed'"
+        ).fetchone()
+        waiting = int(row[0])  # type: ignore[index]
+        counts["claimed"] -= waiting
+        counts["needs_human"] = waiting
         return counts
 
     def claims_ending_between(self, start: float, end: float, limit: int) -> list[Item]:
@@ -97,9 +103,9 @@ class PostgresTx(PostgresItemTx):
         ):
             holding.setdefault(name, []).append(item_id)
         return [
-            Agent(name, first, last, tuple(holding.get(name, ())))
-            for name, first, last in self.conn.execute(
-                "SELECT name, first_seen, last_seen FROM agents "
+            Agent(name, first, last, tuple(holding.get(name, ())), bool(worked))
+            for name, first, last, worked in self.conn.execute(
+                "SELECT name, first_seen, last_seen, worked FROM agents "
                 'ORDER BY last_seen DESC, name COLLATE "C"'
             )
         ]
@@ -150,14 +156,26 @@ class PostgresTx(PostgresItemTx):
             "VALUES ((SELECT last_seq FROM next), %s, %s, %s, %s, %s::json) RETURNING seq",
             (at, agent, item_id, kind, _compact_json(details)),
         ).fetchone()
-        return int(row[0])  # type: ignore[index]
+        self.appended_seq = int(row[0])  # type: ignore[index]
+        return self.appended_seq
 
-    def touch_agent(self, name: str, now: float) -> None:
+    def touch_agent(self, name: str, now: float, *, worked: bool = False) -> None:
+        if worked:  # once per agent and daemon: the mark is never taken back
+            self.conn.execute(
+                "INSERT INTO agents (name, first_seen, last_seen, worked) "
+                "VALUES (%s, %s, %s, TRUE) "
+                "ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen, worked = TRUE",
+                (name, now, now),
+            )
+            return
         self.conn.execute(
             "INSERT INTO agents (name, first_seen, last_seen) VALUES (%s, %s, %s) "
             "ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen",
             (name, now, now),
         )
+
+    def delete_agents(self, names: Sequence[str]) -> None:
+        self.conn.execute("DELETE FROM agents WHERE name = ANY(%s)", (list(names),))
 
     def insert_reservation(
         self,

@@ -167,6 +167,9 @@ class SQLiteStorage(Storage):
         row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
 
+    def location(self) -> dict[str, str]:
+        return {"backend": "sqlite", "path": str(self.path)}
+
     # --- transactions ----------------------------------------------------------------------
 
     @contextmanager

@@ -44,17 +44,19 @@ _UPDATABLE = frozenset(
 _JSON_COLUMNS = frozenset({"labels", "checks", "evidence"})
 # UPDATE ... RETURNING arrived in SQLite 3.35 (2021); older libraries take the general path.
 _HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+# The dependencies an item waits on: those not done yet. They fill ``Item.blocked_by`` and
+# make the listing's "blocked" state (and hold the item back from claim-next), one predicate.
+_WAITING_ON = (
+    "FROM deps d JOIN items dep ON dep.id = d.depends_on "
+    "WHERE d.item_id = items.id AND dep.state != 'done'"
+)
 _ITEM_RELATIONS = (
     "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), "
-    "(SELECT json_group_array(d.depends_on) FROM deps d JOIN items dep ON dep.id = d.depends_on "
-    " WHERE d.item_id = items.id AND dep.state != 'done'), "
+    f"(SELECT json_group_array(d.depends_on) {_WAITING_ON}), "
     "(SELECT json_group_array(pattern) FROM item_files WHERE item_id = items.id)"
 )
 # A dependency holds an item back until it is done.
-_UNMET_DEPS = (
-    "EXISTS (SELECT 1 FROM deps d JOIN items dep ON dep.id = d.depends_on "
-    "WHERE d.item_id = items.id AND dep.state != 'done')"
-)
+_UNMET_DEPS = f"EXISTS (SELECT 1 {_WAITING_ON})"
 # A design document's reservation line (or its track's marker) keeps the package from
 # everyone: ``Item.claimable`` and ``coord.spec.protocol`` say the same.
 _RESERVED_IN_DOCUMENT = "items.reserved_for IS NOT NULL"
@@ -99,15 +101,22 @@ class SQLiteItemTx(WriteTx):
     def list_items(self, query: ItemQuery) -> list[Item]:
         where: list[str] = ["id > ?"]
         params: list[Any] = [query.after_id]
-        if query.state == "open":
+        if query.state == "open" and query.holder is not None:
+            where.append("state = 'claimed'")  # a pending item has no holder
+        elif query.state == "open":
             where.append("state IN ('pending', 'claimed')")
         elif query.state == "needs_human":
             where.append("state = 'claimed' AND question IS NOT NULL")
         elif query.state == "claimed":
             where.append("state = 'claimed' AND question IS NULL")
+        elif query.state == "blocked":  # Item.blocked_by is not empty: the same predicate
+            where.append(f"state = 'pending' AND {_UNMET_DEPS}")
         elif query.state is not None:
             where.append("state = ?")
             params.append(query.state)
+        if query.holder is not None:
+            where.append("claimed_by = ?")
+            params.append(query.holder)
         if query.kinds:
             where.append(f"kind IN ({','.join('?' * len(query.kinds))})")
             params.extend(query.kinds)

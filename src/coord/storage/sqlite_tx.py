@@ -61,22 +61,29 @@ class SQLiteTx(SQLiteItemTx):
         return [reservation_of(row) for row in self.conn.execute(*query)]
 
     def count_items_by_state(self) -> dict[str, int]:
+        # Never the items: the counts their writes keep (migration 9), and the questions
+        # waiting (a few) off items_needs_human; a waiting claim is shown as needs_human.
         counts = dict.fromkeys(SHOWN_STATES, 0)
-        for state, waiting, number in self.conn.execute(
-            "SELECT state, question IS NOT NULL AND state = 'claimed', count(*) FROM items "
-            "GROUP BY 1, 2"
-        ):
-            shown = "needs_human" if waiting else state
-            counts[shown] = counts.get(shown, 0) + number
+        for state, number in self.conn.execute("SELECT state, n FROM item_counts"):
+            counts[state] = int(number)
+        row = self.conn.execute(
+            "SELECT count(*) FROM items INDEXED BY items_needs_human "
+            "WHERE question IS NOT NULL AND state = 'claimed'"
+        ).fetchone()
+        waiting = int(row[0])
+        counts["claimed"] -= waiting
+        counts["needs_human"] = waiting
         return counts
 
     def claims_ending_between(self, start: float, end: float, limit: int) -> list[Item]:
-        # the partial index items_claimed_lease keeps this to the claims in the window
+        # the partial index items_claimed_lease keeps this to the claims in the window (named,
+        # as claim-next names its own: the planner's guess is never the question)
         return self._items(
             "state = 'claimed' AND question IS NULL AND lease_expires_at > ? "
             "AND lease_expires_at <= ?",
             (start, end),
             f"ORDER BY lease_expires_at, id LIMIT {int(limit)}",
+            source="items INDEXED BY items_claimed_lease",
         )
 
     def replies(self, item_id: int, after: int = 0, limit: int = -1) -> list[Reply]:
@@ -104,9 +111,10 @@ class SQLiteTx(SQLiteItemTx):
         ):
             holding.setdefault(name, []).append(item_id)
         return [
-            Agent(name, first, last, tuple(holding.get(name, ())))
-            for name, first, last in self.conn.execute(
-                "SELECT name, first_seen, last_seen FROM agents ORDER BY last_seen DESC, name"
+            Agent(name, first, last, tuple(holding.get(name, ())), bool(worked))
+            for name, first, last, worked in self.conn.execute(
+                "SELECT name, first_seen, last_seen, worked FROM agents "
+                "ORDER BY last_seen DESC, name"
             )
         ]
 
@@ -153,12 +161,23 @@ class SQLiteTx(SQLiteItemTx):
         )
         return int(cursor.lastrowid or 0)
 
-    def touch_agent(self, name: str, now: float) -> None:
+    def touch_agent(self, name: str, now: float, *, worked: bool = False) -> None:
+        if worked:  # once per agent and daemon: the mark is never taken back
+            self.conn.execute(
+                "INSERT INTO agents (name, first_seen, last_seen, worked) "
+                "VALUES (?, ?, ?, 1) "
+                "ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen, worked = 1",
+                (name, now, now),
+            )
+            return
         self.conn.execute(
             "INSERT INTO agents (name, first_seen, last_seen) VALUES (?, ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen",
             (name, now, now),
         )
+
+    def delete_agents(self, names: Sequence[str]) -> None:
+        self.conn.executemany("DELETE FROM agents WHERE name = ?", [(name,) for name in names])
 
     def insert_reservation(
         self,

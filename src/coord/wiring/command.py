@@ -158,7 +158,7 @@ def cmd_init(
     if not clients:
         if dry_run:
             board_dir = board_files.new_board_dir()
-            there = board_files.db_path(board_dir).exists()
+            there = board_files.has_board(board_dir)
             verb = "board already there:" if there else "would create the board"
             doc = {"board": str(board_dir), "dry_run": True, "clients": [], "changes": []}
             return doc, f"{verb} {board_dir}; nothing else to do\n{FLAGS_HINT}"

@@ -1,0 +1,80 @@
+"""`coord open`: the live board's page in a browser, signed in as a person, no token pasted.
+
+The daemon hands out a one-time code (good once, for a minute) on the board's token; the
+link carries it, and the page trades it for its session cookie. The browser is opened only
+where one can show (a display, or macOS), never under CI or a test run, and never with
+``--no-browser``: the link is printed either way.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+
+from coord import model
+from coord.errors import InvalidInput
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+    from coord.cli.context import Context, Result
+
+
+def args_open(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="print the link only (default: also open it in a browser, where a display exists "
+        "and not under CI)",
+    )
+
+
+def cmd_open(args: argparse.Namespace, ctx: Context) -> Result:
+    # the page is a person's, not an agent's: $COORD_AGENT (an agent's session) is not asked
+    given = getattr(args, "agent", None)
+    try:
+        name = model.check_agent(given or getpass.getuser())
+    except InvalidInput as err:
+        if given:
+            raise
+        raise InvalidInput(
+            f"your user name {getpass.getuser()!r} cannot name the page's person ({err.message});"
+            " pass --as NAME",
+            field="agent",
+        ) from None
+    answer = ctx.client.post("/v1/web/codes", {"agent": name})
+    url = f"{ctx.client.daemon_url()}{answer['path']}"
+    opened = not args.no_browser and _can_show() and _open(url)
+    document = {
+        "url": url,
+        "as": answer["as"],
+        "expires_at": answer["expires_at"],
+        "opened": opened,
+    }
+    seconds = int(answer.get("expires_in", 60))
+    text = (
+        f"{url}\nopens the live board as {answer['as']}; the link works once, within "
+        f"{seconds} s (run `coord open` again for another)"
+    )
+    if opened:
+        text += "\nopened in your browser"
+    return document, text
+
+
+def _can_show() -> bool:
+    if os.environ.get("CI") or os.environ.get("PYTEST_CURRENT_TEST"):
+        return False
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _open(url: str) -> bool:
+    import webbrowser
+
+    try:
+        return webbrowser.open(url)
+    except webbrowser.Error:
+        return False

@@ -1,0 +1,766 @@
+// coord's live board. Vanilla JavaScript, no build step, nothing fetched from elsewhere.
+//
+// Data reaches the DOM through textContent and attributes only, never innerHTML: titles,
+// questions and names are whatever agents wrote. Time is the board's: the page was served
+// with the server's clock, and every countdown is that plus the time since, never the
+// browser's own clock. Each column holds one page of rows (PAGE); the rest is paged.
+"use strict";
+
+(() => {
+  const boot = JSON.parse(document.getElementById("boot").textContent);
+  const clockOffset = boot.server_now * 1000 - Date.now();
+  const boardNow = () => Date.now() + clockOffset;
+  const PAGE = 200; // rows a column holds in the DOM
+  const DONE_SHOWN = 50;
+  const FEED_SHOWN = 300;
+  let lastSeq = boot.last_seq; // the last event applied: the stream resumes after it
+  document.body.dataset.lastSeq = String(lastSeq);
+
+  // --- small helpers ----------------------------------------------------------------------
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null) continue;
+      if (key === "className") node.className = value;
+      else if (key === "text") node.textContent = String(value);
+      else if (key.startsWith("data-")) node.setAttribute(key, String(value));
+      else node[key] = value;
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  async function api(path, body) {
+    const init = { credentials: "same-origin", headers: { accept: "application/json" } };
+    if (body !== undefined) {
+      init.method = "POST";
+      init.headers["content-type"] = "application/json";
+      init.headers["x-coord-csrf"] = boot.csrf;
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(path, init);
+    const data = await response.json().catch(() => ({}));
+    if (response.status === 401) showSignedOut(data.message);
+    if (!response.ok) {
+      const error = new Error(data.message || `HTTP ${response.status}`);
+      error.status = response.status;
+      throw error;
+    }
+    return data;
+  }
+
+  function ms(iso) {
+    return iso ? Date.parse(iso) : null;
+  }
+
+  function span(seconds) {
+    const s = Math.max(0, Math.round(seconds));
+    if (s < 60) return `${s}s`;
+    if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
+    return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  }
+
+  function freshness(ageSeconds) {
+    return ageSeconds < 60 ? "fresh" : ageSeconds < 300 ? "stale" : "old";
+  }
+
+  function showSignedOut(message) {
+    const link = document.getElementById("link");
+    link.dataset.state = "lost";
+    link.textContent = message || "signed out: run `coord open` again";
+  }
+
+  function setLink(state, text) {
+    const link = document.getElementById("link");
+    link.dataset.state = state;
+    link.textContent = text;
+  }
+
+  // --- the columns ------------------------------------------------------------------------
+
+  // where an item belongs, by the board's state and the page's clock: a claim whose lease
+  // has run out is claimable again, with no event to say so
+  function columnOf(item) {
+    if (item.state === "pending") return "ready";
+    if (item.state === "claimed") {
+      const end = ms(item.lease_expires_at);
+      return end !== null && end <= boardNow() ? "ready" : "claimed";
+    }
+    if (item.state === "needs_human") return "needs";
+    if (item.state === "done") return "done";
+    return null;
+  }
+
+  const columns = {};
+  for (const [key, state] of [
+    ["ready", "pending"],
+    ["claimed", "claimed"],
+    ["needs", "needs_human"],
+  ]) {
+    columns[key] = { key, state, items: new Map(), after: 0, next: null, back: [], beyond: 0 };
+  }
+  // Done shows the recently done (from the log) until asked for every done item, by id
+  columns.done = { key: "done", state: "done", items: new Map(), recent: true, after: 0, next: null, back: [], beyond: 0 };
+  const agents = new Map();
+  const drafts = new Map(); // item id -> an answer being written
+  const keys = new Map(); // item id -> its key (a package's id): P3 reads better than #3
+  const named = (id) => keys.get(id) || `#${id}`;
+
+  async function loadPage(column, after) {
+    const found = await api(`/v1/items?state=${column.state}&limit=${PAGE}&after=${after}`);
+    // claims whose lease ran out stay in Ready: the board still calls them claimed
+    const lapsed = [...column.items.values()].filter(
+      (item) => item.state !== column.state && columnOf(item) === column.key,
+    );
+    column.items = new Map(found.items.map((item) => [item.id, item]));
+    for (const item of lapsed) if (covers(column, item.id)) column.items.set(item.id, item);
+    for (const item of found.items) if (item.key) keys.set(item.id, item.key);
+    column.after = after;
+    column.next = found.next;
+    column.beyond = 0;
+    render(column);
+  }
+
+  // is item id on the column's current page? (ids ascend; the last page is open-ended)
+  function covers(column, id) {
+    if (column.recent) return true;
+    if (id <= column.after) return false;
+    if (column.next === null) return true;
+    return id <= column.next;
+  }
+
+  function place(item) {
+    for (const column of Object.values(columns)) {
+      if (column.items.delete(item.id)) render(column);
+    }
+    const key = columnOf(item);
+    if (key === null) return;
+    const column = columns[key];
+    if (covers(column, item.id)) {
+      column.items.set(item.id, item);
+      if (column.recent && column.items.size > DONE_SHOWN) {
+        const oldest = [...column.items.values()].sort(byClosed).pop();
+        column.items.delete(oldest.id);
+      }
+    } else {
+      column.beyond += 1;
+    }
+    render(column);
+  }
+
+  function byClosed(a, b) {
+    return (ms(b.closed_at) || 0) - (ms(a.closed_at) || 0);
+  }
+
+  function ordered(column) {
+    const items = [...column.items.values()];
+    if (column.key === "done") return items.sort(byClosed);
+    if (column.key === "claimed") {
+      return items.sort((a, b) => ms(a.lease_expires_at) - ms(b.lease_expires_at));
+    }
+    if (column.key === "ready") {
+      const lit = (item) => (item.state === "claimed" || item.ready ? 0 : 1);
+      return items.sort((a, b) => lit(a) - lit(b) || a.priority - b.priority || a.id - b.id);
+    }
+    return items.sort((a, b) => a.id - b.id);
+  }
+
+  function render(column) {
+    const root = document.getElementById(`col-${column.key}`);
+    const rows = root.querySelector(".rows");
+    const nodes = ordered(column).map((item) => card(column.key, item));
+    const composing = rows.querySelector("textarea:focus");
+    if (composing) return; // never wipe an answer being written; the next change redraws
+    rows.replaceChildren(...nodes);
+    paint(rows);
+    pager(column, root.querySelector(".pager"));
+  }
+
+  function pager(column, nav) {
+    const parts = [];
+    if (column.recent) {
+      nav.replaceChildren(el("button", { text: "every done item »", onclick: () => everyDone(true) }));
+      return;
+    }
+    if (column.key === "done") parts.push(el("button", { text: "« recent", onclick: () => everyDone(false) }));
+    if (column.back.length) {
+      parts.push(el("button", { text: "« previous", onclick: () => page(column, -1) }));
+    }
+    if (column.beyond) parts.push(el("span", { className: "meta", text: `${column.beyond} changed on other pages` }));
+    if (column.next !== null) {
+      parts.push(el("button", { text: "next »", onclick: () => page(column, 1) }));
+    }
+    nav.replaceChildren(...parts);
+  }
+
+  function everyDone(every) {
+    const column = columns.done;
+    column.recent = !every;
+    column.back = [];
+    (every ? loadPage(column, 0) : loadRecentDone()).catch(report);
+  }
+
+  function page(column, direction) {
+    if (direction > 0) {
+      column.back.push(column.after);
+      loadPage(column, column.next).catch(report);
+    } else {
+      loadPage(column, column.back.pop() || 0).catch(report);
+    }
+  }
+
+  function card(key, item) {
+    if (item.key) keys.set(item.id, item.key);
+    const node = el("li", { className: "card", "data-id": item.id, "data-state": item.state });
+    const title = el("div", { className: "title" }, el("span", { className: "tag", text: item.key || `#${item.id}` }), item.title);
+    node.append(title);
+    if (key === "ready") readyMeta(node, item);
+    else if (key === "claimed") claimedMeta(node, item);
+    else if (key === "needs") needsMeta(node, item);
+    else if (key === "done") doneMeta(node, item);
+    return node;
+  }
+
+  function readyMeta(node, item) {
+    const meta = el("div", { className: "meta" });
+    if (item.state === "claimed") {
+      node.classList.add("lapsed", "claimable");
+      meta.append(el("span", { className: "tag warn", text: "claimable again" }), `${item.claimed_by}'s lease ran out`);
+    } else if (item.ready) {
+      node.classList.add("claimable");
+      meta.append(el("span", { className: "tag lit", text: "claimable" }), `priority ${item.priority}`);
+    } else {
+      node.classList.add("blocked");
+      meta.append(...blockers(item));
+    }
+    node.append(meta);
+  }
+
+  function blockers(item) {
+    const reasons = [];
+    if (item.blocked_by && item.blocked_by.length) {
+      reasons.push(el("div", { text: `waits on ${item.blocked_by.map(named).join(", ")}` }));
+    }
+    for (const hold of item.files_held_by || []) {
+      reasons.push(el("div", { text: `${hold.pattern} held by ${hold.agent}` }));
+    }
+    if (item.reserved_for) {
+      reasons.push(el("div", { text: `reserved in the document for @${item.reserved_for}` }));
+    }
+    if (!reasons.length) reasons.push(el("div", { text: "not claimable yet" }));
+    return reasons;
+  }
+
+  function countdown(iso, prefix) {
+    return el("span", { className: "countdown", "data-until": ms(iso), "data-prefix": prefix || "" });
+  }
+
+  function heartbeat(name) {
+    return el("span", { className: "heartbeat", "data-agent": name });
+  }
+
+  // the client an agent runs in, where its name says (coord's hooks name it client-8hex)
+  function clientOf(name) {
+    const prefix = String(name || "").split("-")[0];
+    return boot.clients.includes(prefix) ? prefix : null;
+  }
+
+  function claimedMeta(node, item) {
+    const client = clientOf(item.claimed_by);
+    node.append(
+      el(
+        "div",
+        { className: "meta" },
+        client ? el("span", { className: "tag", text: client }) : null,
+        el("b", { text: item.claimed_by }),
+        " · lease ",
+        countdown(item.lease_expires_at),
+        " · seen ",
+        heartbeat(item.claimed_by),
+      ),
+    );
+  }
+
+  function needsMeta(node, item) {
+    node.append(
+      el("div", { className: "meta" }, `${item.claimed_by} asks`, item.escalate_to ? ` ${item.escalate_to}` : ""),
+      el("div", { className: "question", text: item.question }),
+    );
+    const box = el("textarea", { "aria-label": `answer to item ${item.id}`, placeholder: "your answer" });
+    box.value = drafts.get(item.id) || ""; // a redraw keeps what was typed
+    box.oninput = () => drafts.set(item.id, box.value);
+    const err = el("div", { className: "err" });
+    const send = el("button", { text: `Answer as ${boot.as}` });
+    send.onclick = async () => {
+      const text = box.value.trim();
+      if (!text) return;
+      send.disabled = true;
+      err.textContent = "";
+      try {
+        const answered = await api(`/v1/items/${item.id}/answer`, { agent: boot.as, text });
+        drafts.delete(item.id);
+        box.blur();
+        place(answered);
+      } catch (error) {
+        err.textContent = error.message;
+        send.disabled = false;
+      }
+    };
+    node.append(el("div", { className: "answer" }, box, send, err));
+  }
+
+  function doneMeta(node, item) {
+    node.append(el("div", { className: "meta" }, `${item.claimed_by || item.created_by} · `, countdownSince(item.closed_at)));
+    if (item.evidence && Object.keys(item.evidence).length) {
+      node.append(
+        el("details", {}, el("summary", { text: "checks' evidence" }), el("pre", { text: JSON.stringify(item.evidence, null, 2) })),
+      );
+    } else if (item.checks && item.checks.length) {
+      node.append(el("div", { className: "meta", text: "checks skipped (reason in the log)" }));
+    }
+  }
+
+  function countdownSince(iso) {
+    return el("span", { className: "ago", "data-since": ms(iso) });
+  }
+
+  // --- agents, held files, counts ---------------------------------------------------------
+
+  async function loadAgents() {
+    const found = await api("/v1/agents");
+    agents.clear();
+    for (const agent of found.agents) agents.set(agent.name, agent);
+    const rows = document.querySelector("#agents .rows");
+    const shown = found.agents.filter((a) => a.active || a.holding.length).slice(0, PAGE);
+    rows.replaceChildren(
+      ...shown.map((agent) =>
+        el(
+          "li",
+          { className: "card", "data-agent": agent.name },
+          el("b", { text: agent.name }),
+          " · seen ",
+          heartbeat(agent.name),
+          el("div", { className: "meta", text: agent.holding.length ? `holds ${agent.holding.map(named).join(", ")}` : "holds nothing" }),
+        ),
+      ),
+    );
+    tick();
+  }
+
+  async function loadFiles() {
+    const found = await api("/v1/reservations");
+    const root = {};
+    for (const hold of found.reservations.slice(0, 500)) {
+      let node = root;
+      const parts = hold.pattern.split("/").filter(Boolean);
+      parts.forEach((part, index) => {
+        node[part] = node[part] || { children: {}, holds: [] };
+        if (index === parts.length - 1) node[part].holds.push(hold);
+        node = node[part].children;
+      });
+    }
+    const tree = document.querySelector("#files .tree");
+    tree.replaceChildren(found.reservations.length ? branch(root) : el("div", { className: "meta", text: "no files held" }));
+    paint(tree);
+  }
+
+  function branch(level) {
+    const list = el("ul");
+    for (const name of Object.keys(level).sort()) {
+      const node = level[name];
+      const li = el("li", {}, name);
+      for (const hold of node.holds) {
+        li.append(
+          el(
+            "div",
+            { className: "hold", "data-agent": hold.agent },
+            `${hold.agent} · ${hold.exclusive ? "exclusive" : "shared"}`,
+            hold.item ? ` · ${named(hold.item)}` : "",
+            " · ",
+            countdown(hold.expires_at),
+          ),
+        );
+      }
+      if (Object.keys(node.children).length) li.append(branch(node.children));
+      list.append(li);
+    }
+    return list;
+  }
+
+  async function loadCounts() {
+    const found = await api("/v1/status");
+    const counts = found.board.counts;
+    const shown = { ready: counts.pending, claimed: counts.claimed, needs: counts.needs_human, done: counts.done };
+    for (const [key, value] of Object.entries(shown)) {
+      document.querySelector(`#col-${key} .count`).textContent = `(${value || 0})`;
+    }
+  }
+
+  // --- the plan of a design document ------------------------------------------------------
+
+  const documents = new Set();
+  let planIds = new Set(); // the packages shown: only their changes redraw the plan
+  let planDirty = false;
+  function noteDocument(item) {
+    if (!item.spec) return;
+    const path = item.spec.replace(/:\d+$/, "");
+    if (documents.has(path)) return;
+    documents.add(path);
+    document.getElementById("plan-docs").append(el("option", { value: path }));
+    const input = document.getElementById("plan-doc");
+    if (!input.value) {
+      input.value = path; // the first document seen is shown until another is chosen
+      loadPlan().catch(report);
+    }
+  }
+
+  async function loadPlan() {
+    const path = document.getElementById("plan-doc").value.trim();
+    const graph = document.querySelector("#plan .graph");
+    if (!path) {
+      graph.replaceChildren();
+      return;
+    }
+    const packages = [];
+    let after = 0;
+    do {
+      const found = await api(`/v1/items?spec=${encodeURIComponent(path)}&limit=1000&after=${after}`);
+      packages.push(...found.items);
+      after = found.next;
+    } while (after !== null && packages.length < 2000);
+    planIds = new Set(packages.map((p) => p.id));
+    graph.replaceChildren(planSvg(packages));
+  }
+
+  function planStatus(item) {
+    if (item.state === "done") return "done";
+    if (columnOf(item) === "claimed" || item.state === "needs_human") return "claimed";
+    if (item.ready || columnOf(item) === "ready" && item.state === "claimed") return "claimable";
+    return "waiting";
+  }
+
+  function planSvg(packages) {
+    const byId = new Map(packages.map((p) => [p.id, p]));
+    const layer = new Map();
+    const depth = (item, seen = new Set()) => {
+      if (layer.has(item.id)) return layer.get(item.id);
+      seen.add(item.id);
+      let d = 0;
+      for (const dep of item.deps) {
+        const other = byId.get(dep);
+        if (other && !seen.has(dep)) d = Math.max(d, depth(other, seen) + 1);
+      }
+      layer.set(item.id, d);
+      return d;
+    };
+    packages.forEach((p) => depth(p));
+    const layers = [];
+    for (const p of packages) (layers[layer.get(p.id)] = layers[layer.get(p.id)] || []).push(p);
+    const W = 150, H = 26, GX = 40, GY = 8;
+    const where = new Map();
+    layers.forEach((members, x) => members.forEach((p, y) => where.set(p.id, [x * (W + GX), y * (H + GY)])));
+    const tall = Math.max(1, ...layers.map((m) => m.length));
+    const NS = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("viewBox", `-2 -2 ${layers.length * (W + GX) + 4} ${tall * (H + GY) + 4}`);
+    const make = (tag, attrs) => {
+      const node = document.createElementNS(NS, tag);
+      for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+      return node;
+    };
+    for (const p of packages) {
+      const [x, y] = where.get(p.id);
+      for (const dep of p.deps) {
+        if (!where.has(dep)) continue;
+        const [dx, dy] = where.get(dep);
+        svg.append(make("line", { x1: dx + W, y1: dy + H / 2, x2: x, y2: y + H / 2 }));
+      }
+    }
+    for (const p of packages) {
+      const [x, y] = where.get(p.id);
+      const group = make("g", { class: planStatus(p), "data-id": p.id });
+      group.append(make("rect", { x, y, width: W, height: H, rx: 4 }));
+      const label = make("text", { x: x + 6, y: y + 17 });
+      label.textContent = `${p.key || "#" + p.id} ${p.title}`.slice(0, 22);
+      const tip = make("title", {});
+      tip.textContent = `${p.key || "#" + p.id}: ${p.title} (${planStatus(p)})`;
+      group.append(label, tip);
+      svg.append(group);
+    }
+    return svg;
+  }
+
+  // --- the activity feed -------------------------------------------------------------------
+
+  const feed = [];
+  function feedMatches(event) {
+    const agent = document.getElementById("feed-agent").value.trim();
+    const item = document.getElementById("feed-item").value.trim().replace(/^#/, "");
+    if (agent && event.agent !== agent) return false;
+    if (item && String(event.item_id) !== item && named(event.item_id) !== item) return false;
+    return true;
+  }
+
+  function feedRow(event) {
+    const at = new Date(event.at).toISOString().slice(11, 19);
+    return el(
+      "li",
+      { "data-seq": event.seq },
+      el("span", { className: "seq", text: event.seq ?? "…" }),
+      `${at} `,
+      el("b", { text: event.agent || "board" }),
+      ` ${event.kind}`,
+      event.item_id ? ` ${named(event.item_id)}` : "",
+    );
+  }
+
+  function renderFeed() {
+    const rows = document.querySelector("#feed .rows");
+    feedPending.length = 0;
+    rows.replaceChildren(...feed.filter(feedMatches).reverse().map(feedRow));
+  }
+
+  // new events reach the feed's DOM in batches: a storm of events costs the browser one
+  // redraw a quarter second, not one per event
+  const feedPending = [];
+  let feedTimer = null;
+  function addToFeed(event) {
+    feed.push(event);
+    if (feed.length > FEED_SHOWN) feed.shift();
+    if (feedMatches(event)) feedPending.push(event);
+    if (!feedTimer) feedTimer = setTimeout(paintFeed, 250);
+  }
+
+  function paintFeed() {
+    feedTimer = null;
+    const rows = document.querySelector("#feed .rows");
+    rows.prepend(...feedPending.splice(0).slice(-FEED_SHOWN).reverse().map(feedRow));
+    while (rows.children.length > FEED_SHOWN) rows.lastChild.remove();
+    document.body.dataset.lastSeq = String(lastSeq); // shown: what tests wait for
+  }
+
+  // --- live: the stream -------------------------------------------------------------------
+
+  const dirty = new Set();
+  const doneDirty = new Set();
+  let flushTimer = null;
+  let sideTimer = null;
+  let queue = Promise.resolve();
+
+  // when the next reads may go: a burst pushes them back, so a busy board is read at a
+  // bounded rate (the daemon serves agents first)
+  let nextFlushAt = 0;
+  let nextSidesAt = 0;
+
+  function apply(event) {
+    if (event.seq <= lastSeq) return; // seen already (a resumed stream may repeat)
+    lastSeq = event.seq;
+    addToFeed(event);
+    if (event.item_id) dirty.add(event.item_id);
+    if (event.item_id && event.kind === "done") doneDirty.add(event.item_id);
+    if (planIds.has(event.item_id) || event.kind === "created") planDirty = true;
+    if (!flushTimer) flushTimer = setTimeout(flush, Math.max(150, nextFlushAt - Date.now()));
+    if (!sideTimer) sideTimer = setTimeout(refreshSides, Math.max(600, nextSidesAt - Date.now()));
+  }
+
+  // events in order, gaps filled from the log: the page never skips one
+  function receive(event) {
+    queue = queue.then(async () => {
+      if (event.seq > lastSeq + 1) await catchUp(event.seq - 1);
+      apply(event);
+    }).catch(report);
+  }
+
+  async function catchUp(until) {
+    while (lastSeq < until) {
+      const found = await api(`/v1/events?after=${lastSeq}&limit=500`);
+      if (!found.events.length) return;
+      found.events.filter((e) => e.seq <= until).forEach(apply);
+      if (found.events[found.events.length - 1].seq >= until) return;
+    }
+  }
+
+  // the items events named, read again one request at a time; a burst of more than
+  // FEW_ITEMS reads the column pages instead (three requests), so a storm of claims costs the
+  // daemon a bounded trickle of reads per page, not one per event
+  const FEW_ITEMS = 30;
+  let flushing = false;
+  async function flush() {
+    flushTimer = null;
+    if (flushing) {
+      flushTimer = setTimeout(flush, 150);
+      return;
+    }
+    flushing = true;
+    try {
+      let ids = [...dirty];
+      dirty.clear();
+      if (ids.length > FEW_ITEMS) {
+        nextFlushAt = Date.now() + 1000;
+        await Promise.all(["ready", "claimed", "needs"].map((key) => loadPage(columns[key], columns[key].after)));
+        ids = [...doneDirty].slice(-DONE_SHOWN); // Done is made of events, not a page
+      }
+      doneDirty.clear();
+      for (const id of ids) await refreshItem(id);
+    } finally {
+      flushing = false;
+    }
+  }
+
+  async function refreshItem(id) {
+    try {
+      const item = await api(`/v1/items/${id}?replies_limit=1`);
+      noteDocument(item);
+      place(item);
+    } catch (error) {
+      if (error.status !== 404) report(error);
+    }
+  }
+
+  // what changes with no event of its own: a dependency done or a file freed unblocks an
+  // item, so the Ready page is read again with the panels
+  function refreshSides() {
+    sideTimer = null;
+    nextSidesAt = Date.now() + 2000;
+    const ready = columns.ready;
+    const plan = planDirty ? loadPlan() : null;
+    planDirty = false;
+    Promise.all([loadPage(ready, ready.after), loadAgents(), loadFiles(), loadCounts(), plan]).catch(report);
+  }
+
+  let source = null;
+  function connect() {
+    setLink("connecting", "connecting…");
+    source = new EventSource(`/v1/events/stream?after=${lastSeq}`);
+    source.addEventListener("open", () => setLink("live", "live"));
+    source.addEventListener("coord", (message) => receive(JSON.parse(message.data)));
+    // the daemon says this page fell too far behind: read the board afresh, then go on
+    // (the stream ends after it; the reconnect follows from the board's newest event)
+    source.addEventListener("reload", (message) => {
+      skipTo(JSON.parse(message.data).last_seq);
+      queue = queue.then(reloadAll).catch(report);
+    });
+    source.onerror = () => {
+      // reconnect ourselves, from the last event applied, once the daemon answers again (a
+      // restart takes a moment); a session that ended stops here and says so
+      source.close();
+      setLink("lost", "reconnecting…");
+      setTimeout(reconnect, 1000);
+    };
+  }
+
+  async function reconnect() {
+    try {
+      await api(`/v1/events?after=${lastSeq}&limit=1`);
+    } catch (error) {
+      if (error.status !== 401) setTimeout(reconnect, 1000);
+      return;
+    }
+    connect();
+  }
+
+  async function reloadColumns() {
+    await Promise.all(["ready", "claimed", "needs"].map((key) => loadPage(columns[key], columns[key].after)));
+    const done = columns.done;
+    await (done.recent ? loadRecentDone() : loadPage(done, done.after));
+  }
+
+  // the page fell too far behind to replay: say so in the feed, and go on from the newest
+  function skipTo(newest) {
+    if (!(newest > lastSeq)) return;
+    const skipped = newest - lastSeq;
+    addToFeed({ seq: null, at: new Date(boardNow()).toISOString(), agent: null, kind: `… ${skipped} events not shown (the page fell behind and read the board again)`, item_id: null });
+    lastSeq = newest;
+    document.body.dataset.lastSeq = String(lastSeq);
+  }
+
+  async function reloadAll() {
+    await reloadColumns();
+    refreshSides();
+  }
+
+  async function loadRecentDone() {
+    // the newest done items, from the log: item listings run oldest first
+    const since = Math.max(0, lastSeq - 2000);
+    const found = await api(`/v1/events?after=${since}&limit=2000`);
+    const ids = [...new Set(found.events.filter((e) => e.kind === "done").map((e) => e.item_id))].slice(-DONE_SHOWN);
+    const column = columns.done;
+    column.items.clear();
+    for (const id of ids) {
+      const item = await api(`/v1/items/${id}?replies_limit=1`).catch(() => null);
+      if (item && item.state === "done") column.items.set(item.id, item);
+    }
+    render(column);
+  }
+
+  async function loadFeed() {
+    const since = Math.max(0, boot.last_seq - FEED_SHOWN);
+    const found = await api(`/v1/events?after=${since}&limit=${FEED_SHOWN}`);
+    for (const event of found.events) if (event.seq <= boot.last_seq) feed.push(event);
+    renderFeed();
+  }
+
+  // --- the clock: countdowns and claims that run out ---------------------------------------
+
+  function tick() {
+    paint(document);
+    for (const item of [...columns.claimed.items.values()]) {
+      if (columnOf(item) === "ready") place(item); // its lease ran out: claimable again
+    }
+  }
+
+  // the clocks shown under root: time left, time since, last seen
+  function paint(root) {
+    const now = boardNow();
+    for (const node of root.querySelectorAll("[data-until]")) {
+      const left = (Number(node.dataset.until) - now) / 1000;
+      node.textContent = left > 0 ? `${span(left)} left` : "ran out";
+      node.classList.toggle("old", left <= 0);
+      node.classList.toggle("stale", left > 0 && left < 60);
+    }
+    for (const node of document.querySelectorAll("[data-since]")) {
+      node.textContent = `${span((now - Number(node.dataset.since)) / 1000)} ago`;
+    }
+    for (const node of document.querySelectorAll(".heartbeat")) {
+      const agent = agents.get(node.dataset.agent);
+      if (!agent) continue;
+      const age = (now - ms(agent.last_seen)) / 1000;
+      node.textContent = `${span(age)} ago`;
+      node.className = `heartbeat ${freshness(age)}`;
+    }
+  }
+
+  function report(error) {
+    console.error(error);
+  }
+
+  // --- start ------------------------------------------------------------------------------
+
+  document.getElementById("plan-doc").addEventListener("change", () => loadPlan().catch(report));
+  for (const id of ["feed-agent", "feed-item"]) {
+    document.getElementById(id).addEventListener("input", renderFeed);
+  }
+
+  async function start() {
+    await Promise.all([
+      ...["ready", "claimed", "needs"].map((key) => loadPage(columns[key], 0)),
+      loadRecentDone(),
+      loadFeed(),
+      loadCounts(),
+    ]);
+    await Promise.all([loadAgents(), loadFiles()]); // after the columns: they name items
+    for (const column of Object.values(columns)) {
+      for (const item of column.items.values()) noteDocument(item);
+      render(column); // again, now that every column's keys are known
+    }
+    tick();
+    setInterval(tick, 1000);
+    document.body.dataset.ready = "1";
+  }
+
+  start().catch(report).finally(connect);
+})();
