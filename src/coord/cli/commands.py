@@ -229,7 +229,7 @@ def cmd_add(args: argparse.Namespace, ctx: Context) -> Result:
         "checks": args.check,
     }
     item = flow.add(ctx.session, ctx.agent(required=False), fields)
-    return item, f"added {item['id']}: {item['title']}"
+    return item, f"added {item['id']}: {render.one_line(item['title'])}"
 
 
 def cmd_import(args: argparse.Namespace, ctx: Context) -> Result:
@@ -309,17 +309,17 @@ def cmd_edit(args: argparse.Namespace, ctx: Context) -> Result:
     if args.no_check:
         changes["remove_checks"] = args.no_check
     item = flow.edit(ctx.session, ctx.agent(required=False), args.id, changes, args.token)
-    return item, f"edited {item['id']}: {item['title']}"
+    return item, f"edited {item['id']}: {render.one_line(item['title'])}"
 
 
 def cmd_cancel(args: argparse.Namespace, ctx: Context) -> Result:
     item = flow.cancel(ctx.session, ctx.agent(required=False), args.id, args.reason, args.token)
-    return item, f"cancelled {_ref(item)}: {item['title']}"
+    return item, f"cancelled {_ref(item)}: {render.one_line(item['title'])}"
 
 
 def cmd_reopen(args: argparse.Namespace, ctx: Context) -> Result:
     item = flow.reopen(ctx.session, ctx.agent(required=False), args.id, args.reason)
-    return item, f"reopened {_ref(item)}: {item['title']} (pending again)"
+    return item, f"reopened {_ref(item)}: {render.one_line(item['title'])} (pending again)"
 
 
 def cmd_claim(args: argparse.Namespace, ctx: Context) -> Result:
@@ -374,7 +374,10 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
         before_checks=before_checks,
     )
     skipped = " (checks skipped: recorded)" if args.skip_checks else ""
-    return {**item, "checks_run": ran}, f"done {_ref(item)}: {item['title']}{skipped}"
+    return {
+        **item,
+        "checks_run": ran,
+    }, f"done {_ref(item)}: {render.one_line(item['title'])}{skipped}"
 
 
 def _show_checks(ref: str, commands: list[str], workdir: str, *, as_json: bool) -> None:
