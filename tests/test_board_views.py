@@ -189,6 +189,20 @@ def test_agents_prune_forgets_only_those_who_would_lose_nothing(daemon: Daemon) 
     assert _agents(board)["gone"]["role"] == "agent"
 
 
+def test_prune_says_its_age_as_given_and_older_than_needs_prune(daemon: Daemon) -> None:
+    """`coord agents --prune --older-than 2h` said "unseen for 0.0833333 day(s)", and
+    `coord agents --older-than 2h` (no --prune) listed the agents as if it were not there."""
+    board = daemon.board_dir
+    for given, said in (("2h", "unseen for 2h"), ("90m", "unseen for 90m"), (None, "for 7d")):
+        extra = ("--older-than", given) if given else ()
+        pruned = run_cli("agents", "--prune", *extra, board_dir=board, agent="lead")
+        assert pruned.returncode == 0, pruned.stderr
+        assert said in pruned.stdout, pruned.stdout
+    alone = run_cli("agents", "--older-than", "2h", board_dir=board, agent="lead")
+    assert alone.returncode == 2, alone.stdout
+    assert "--older-than goes with --prune" in alone.stderr
+
+
 def test_prune_keeps_what_came_after_an_agent_was_last_seen(board_dir: Path, clock: Clock) -> None:
     """The rule on the board's own clock: unread news from while a name was around does not
     keep it; news after it left does, and so does a claim, lapsed or not."""

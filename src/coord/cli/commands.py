@@ -434,8 +434,11 @@ def cmd_inbox(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_agents(args: argparse.Namespace, ctx: Context) -> Result:
+    if args.older_than is not None and not args.prune:
+        raise InvalidInput("--older-than goes with --prune: `coord agents --prune --older-than D`")
     if args.prune:
-        body = {"agent": ctx.agent(required=False), "older_than_seconds": args.older_than}
+        older_than = 7 * 86400.0 if args.older_than is None else args.older_than
+        body = {"agent": ctx.agent(required=False), "older_than_seconds": older_than}
         result = ctx.session.post("/v1/agents:prune", body)
         return result, render.pruned_text(result)
     result = ctx.session.get("/v1/agents", {"all": "true" if args.all else None})

@@ -195,7 +195,7 @@ def args_agents(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--older-than",
         type=argtypes.duration,
-        default=7 * 86400.0,
+        default=None,
         metavar="D",
         help="with --prune: unseen for this long, in seconds or 90m, 12h, 7d, 2w (default: "
         "7d; at least 1h)",
