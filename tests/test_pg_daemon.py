@@ -451,3 +451,26 @@ def test_a_connection_lost_at_commit_says_the_outcome_is_unknown(pg_dsn: str) ->
             assert [a.name for a in tx.agents()] == []
     finally:
         storage.close()
+
+
+def test_a_database_that_does_not_exist_says_to_create_it(team) -> None:
+    """`coord init --database` naming a database the server lacks said "try again in 2 s"
+    and "check that the server runs", and doctor's fix was "start the PostgreSQL server":
+    the server runs; the database is what is missing."""
+    url, one, _ = team
+    missing = url.rsplit("/", 1)[0] + "/coord_no_such_db"
+    host_port = url.split("@", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    createdb = f"createdb -h {host} -p {port} -U postgres coord_no_such_db"
+    refused = one.cli("init", "--database", missing)
+    assert refused.returncode == 1, refused.stderr
+    assert "cannot be reached" in refused.stderr and createdb in refused.stderr
+    assert "try again" not in refused.stderr and "Traceback" not in refused.stderr
+    assert not one.board_dir.exists()
+    one.ok("init", "--database", url)
+    config = json.loads((one.board_dir / "config.json").read_text())
+    (one.board_dir / "config.json").write_text(json.dumps({**config, "database": missing}))
+    run = one.cli("doctor", "--json")
+    assert run.returncode == 1
+    finding = next(f for f in json.loads(run.stdout)["findings"] if f["check"] == "board")
+    assert finding["status"] == "fix" and createdb in finding["fix"], finding
