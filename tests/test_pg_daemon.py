@@ -141,11 +141,12 @@ def test_each_daemon_sees_the_other_and_stop_stops_only_this_machines(served) ->
     ]
     text = one.cli("status").stdout
     assert f"PostgreSQL {url}" in text and f"pid {b.process.pid}" in text
+    assert "others:  1 more daemon serves this board:" in text, text
 
     stopped = one.cli("stop")
     assert stopped.returncode == 0, stopped.stderr
     assert "stopped this machine's daemon" in stopped.stdout
-    assert "1 other daemons go on serving it" in stopped.stdout
+    assert "1 other daemon goes on serving it" in stopped.stdout
     assert a.process.wait(10) == 0
     assert b.process.poll() is None  # the other machine's daemon serves on
     assert two.ok("add", "still served")["title"] == "still served"

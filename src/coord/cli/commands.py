@@ -196,7 +196,11 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
     if others is None:
         still = "the board's other daemons, if any, go on serving it"
     elif others:
-        still = f"{len(others)} other daemons go on serving it"
+        still = (
+            "1 other daemon goes on serving it"
+            if len(others) == 1
+            else f"{len(others)} other daemons go on serving it"
+        )
     else:
         still = "no other daemon serves it now"
     return (
