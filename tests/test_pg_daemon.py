@@ -475,3 +475,21 @@ def test_a_database_that_does_not_exist_says_to_create_it(team) -> None:
     assert run.returncode == 1
     finding = next(f for f in json.loads(run.stdout)["findings"] if f["check"] == "board")
     assert finding["status"] == "fix" and createdb in finding["fix"], finding
+
+
+def test_the_second_checkout_is_told_it_joined_the_board_already_there(team) -> None:
+    """The second machine's `coord init --database` said "created board …", as if it had
+    made a board of its own."""
+    url, one, two = team
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:  # as `createdb` leaves it: empty
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    first = one.cli("init", "--database", url)
+    assert first.returncode == 0 and "joining" not in first.stdout, first.stdout
+    assert one.ok("add", "posted from the first machine")["id"] == 1
+    second = two.cli("init", "--database", url)
+    assert second.returncode == 0, second.stderr
+    assert "joining the team board already there" in second.stdout, second.stdout
+    assert two.ok("init", "--database", url)["joined"] is True

@@ -48,10 +48,13 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
 
         check_lease(args.lease, 0)
     database = getattr(args, "database", None)
+    joined = False
     if database is not None:  # checked, and the server reached, before anything is written
         _team_board(board_dir, database, "coord init --database")
         from coord.core.board import open_storage
+        from coord.storage.postgres import probe
 
+        joined = probe(database)[0] > 0  # another checkout made the board there already
         open_storage(board_dir, {"database": database}, {}).close()  # brings its schema up
     # a board made by an older coord: say what is now its owner's alone
     tightened = board_files.tighten_modes(board_dir) if board_dir.is_dir() else []
@@ -73,6 +76,8 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
     private = f"\nmade {', '.join(tightened)} readable by its owner only" if tightened else ""
     url = board_files.database_url(board_dir)
     where = f" on PostgreSQL {_describe(url)}" if url else ""
+    if joined:
+        where += ", joining the team board already there"
     return (
         {
             "board": str(board_dir),
@@ -80,6 +85,7 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
             "schema_version": version,
             "tightened": tightened,
             "database": _describe(url) if url else None,
+            "joined": joined,
         },
         f"{verb} board {board_dir}{where} (schema {version}); token in "
         f"{board_files.token_path(board_dir)}{private}",
