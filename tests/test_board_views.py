@@ -60,6 +60,25 @@ def test_ls_mine_and_holder_list_what_an_agent_holds(daemon: Daemon) -> None:
     assert both.returncode == 2 and "not both" in both.stderr
 
 
+def test_ls_refuses_filters_it_would_drop(daemon: Daemon) -> None:
+    """`coord ls --all --state done` listed every state (--state dropped), `--needs-human
+    --state done` listed needs_human (--state dropped), and `--holder ""` listed everyone's:
+    the README offers `--state S | --all | --needs-human`, one of them."""
+    board = daemon.board_dir
+    _items_claimed(board, 2, (("1", "claude-1"),))
+    for args in (
+        ("--all", "--state", "done"),
+        ("--needs-human", "--state", "done"),
+        ("--all", "--needs-human"),
+    ):
+        refused = run_cli("ls", *args, board_dir=board)
+        assert refused.returncode == 2, (args, refused.stdout)
+        assert "one of --state, --all, --needs-human" in refused.stderr, refused.stderr
+    nameless = run_cli("ls", "--holder", "", board_dir=board)
+    assert nameless.returncode == 2, nameless.stdout
+    assert "--holder needs a name" in nameless.stderr
+
+
 def test_ls_state_blocked_lists_the_rows_ls_shows_as_blocked(daemon: Daemon) -> None:
     board = daemon.board_dir
     assert run_cli("add", "first", board_dir=board, agent="ann").returncode == 0

@@ -275,6 +275,10 @@ def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
         state = "needs_human"
     if args.mine and args.holder:
         raise InvalidInput("give --mine or --holder NAME, not both")
+    if sum((args.state is not None, args.all, args.needs_human)) > 1:
+        raise InvalidInput("give one of --state, --all, --needs-human: each sets the states")
+    if args.holder == "":
+        raise InvalidInput("--holder needs a name: `coord ls --holder NAME`")
     query = {
         "state": state,
         "holder": ctx.agent() if args.mine else args.holder,
