@@ -52,9 +52,8 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
     if database is not None:  # checked, and the server reached, before anything is written
         _team_board(board_dir, database, "coord init --database")
         from coord.core.board import open_storage
-        from coord.storage.postgres import probe
 
-        joined = probe(database)[0] > 0  # another checkout made the board there already
+        joined = _holds_a_board(database)  # another checkout made the board there already
         open_storage(board_dir, {"database": database}, {}).close()  # brings its schema up
     # a board made by an older coord: say what is now its owner's alone
     tightened = board_files.tighten_modes(board_dir) if board_dir.is_dir() else []
@@ -90,6 +89,15 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
         f"{verb} board {board_dir}{where} (schema {version}); token in "
         f"{board_files.token_path(board_dir)}{private}",
     )
+
+
+def _holds_a_board(url: str) -> bool:
+    """Whether the database at ``url`` has a board's schema already."""
+    try:
+        from coord.storage.postgres import probe
+    except ImportError:  # opening the board, next, says what to install
+        return False
+    return probe(url)[0] > 0
 
 
 def _describe(url: str) -> str:
