@@ -493,3 +493,13 @@ def test_the_second_checkout_is_told_it_joined_the_board_already_there(team) -> 
     assert second.returncode == 0, second.stderr
     assert "joining the team board already there" in second.stdout, second.stdout
     assert two.ok("init", "--database", url)["joined"] is True
+
+
+def test_a_daemon_started_on_demand_logs_no_idle_exit_it_was_not_given(team) -> None:
+    """Every on-demand start of a team board's daemon wrote "--idle-exit ignored" to
+    daemon.log: the CLI passed the SQLite board's idle setting, which the daemon then refused."""
+    url, one, _ = team
+    one.ok("init", "--database", url)
+    assert one.ok("add", "starts the daemon")["id"] == 1
+    log = (one.board_dir / "daemon.log").read_text()
+    assert "coord daemon serving" in log and "--idle-exit ignored" not in log, log
