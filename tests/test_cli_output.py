@@ -116,6 +116,22 @@ def test_the_line_that_confirms_a_change_keeps_a_title_on_one_line(daemon: Daemo
     assert done.stdout.splitlines() == ["done 1: first\\nsecond\\tthird\\rover"]
 
 
+def test_claiming_again_after_ones_own_lease_ran_out_is_no_takeover_from_oneself(
+    daemon: Daemon,
+) -> None:
+    """`coord claim 1 --as alice` after alice's lease ran out said "took over from alice,
+    whose lease had run out"."""
+    board = daemon.board_dir
+    assert run_cli("add", "short", board_dir=board, agent="alice").returncode == 0
+    first = run_cli("claim", "1", "--lease", "1", board_dir=board, agent="alice")
+    assert first.returncode == 0, first.stderr
+    time.sleep(1.2)  # the lease runs out on the daemon's clock
+    again = run_cli("claim", "1", board_dir=board, agent="alice")
+    assert again.returncode == 0, again.stderr
+    assert "took over" not in again.stdout, again.stdout
+    assert "your lease had run out: claimed again" in again.stdout, again.stdout
+
+
 def test_the_inbox_and_show_carry_the_question_and_its_answer(daemon: Daemon) -> None:
     board = daemon.board_dir
     run_cli("add", "pick the api", board_dir=board, agent="ann")

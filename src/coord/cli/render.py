@@ -46,7 +46,9 @@ def claim_line(claim: dict[str, Any]) -> str:
         f"as {claim['agent']} "
         f"(token {claim['token']}, lease until {clock_of_iso(claim['lease_expires_at'])})"
     )
-    if claim.get("takeover_from"):
+    if claim.get("takeover_from") == claim["agent"]:
+        line += "; your lease had run out: claimed again, with a new token"
+    elif claim.get("takeover_from"):
         line += f"; took over from {claim['takeover_from']}, whose lease had run out"
     return line
 
