@@ -492,7 +492,10 @@ def test_the_second_checkout_is_told_it_joined_the_board_already_there(team) -> 
     second = two.cli("init", "--database", url)
     assert second.returncode == 0, second.stderr
     assert "joining the team board already there" in second.stdout, second.stdout
-    assert two.ok("init", "--database", url)["joined"] is True
+    again = two.cli("init", "--database", url)  # this checkout is on it already
+    assert again.returncode == 0 and "already there:" in again.stdout, again.stderr
+    assert "joining" not in again.stdout, again.stdout
+    assert two.ok("init", "--database", url)["joined"] is False
 
 
 def test_a_daemon_started_on_demand_logs_no_idle_exit_it_was_not_given(team) -> None:

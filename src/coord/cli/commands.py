@@ -53,7 +53,8 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
         _team_board(board_dir, database, "coord init --database")
         from coord.core.board import open_storage
 
-        joined = _holds_a_board(database)  # another checkout made the board there already
+        # another checkout made the board there already (this one names it for the first time)
+        joined = board_files.database_url(board_dir) is None and _holds_a_board(database)
         open_storage(board_dir, {"database": database}, {}).close()  # brings its schema up
     # a board made by an older coord: say what is now its owner's alone
     tightened = board_files.tighten_modes(board_dir) if board_dir.is_dir() else []
