@@ -106,6 +106,8 @@ def test_help_says_the_defaults() -> None:
     }
     assert "(default: 100)" in shown["ls"] and "(default: 500)" in shown["log"]
     assert "(default: warning)" in shown["serve"]
+    # a team board's daemon ignores --idle-exit (it said so only in daemon.log)
+    assert "team board's never does (ignored there)" in " ".join(shown["serve"].split())
     assert "(default: )" not in "".join(shown.values())  # nothing said of empty defaults
 
 

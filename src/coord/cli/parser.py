@@ -87,7 +87,8 @@ def args_serve(p: argparse.ArgumentParser) -> None:
         type=argtypes.seconds,
         metavar="SECONDS",
         help="exit after this long with no request (what a daemon the CLI starts on demand "
-        "does, after the board's idle_exit_seconds); by default a daemon you serve never idles",
+        "does, after the board's idle_exit_seconds); by default a daemon you serve never idles, "
+        "and a team board's never does (ignored there)",
     )
 
 
