@@ -60,6 +60,25 @@ def test_ls_mine_and_holder_list_what_an_agent_holds(daemon: Daemon) -> None:
     assert both.returncode == 2 and "not both" in both.stderr
 
 
+def test_ls_refuses_filters_it_would_drop(daemon: Daemon) -> None:
+    """`coord ls --all --state done` listed every state (--state dropped), `--needs-human
+    --state done` listed needs_human (--state dropped), and `--holder ""` listed everyone's:
+    the README offers `--state S | --all | --needs-human`, one of them."""
+    board = daemon.board_dir
+    _items_claimed(board, 2, (("1", "claude-1"),))
+    for args in (
+        ("--all", "--state", "done"),
+        ("--needs-human", "--state", "done"),
+        ("--all", "--needs-human"),
+    ):
+        refused = run_cli("ls", *args, board_dir=board)
+        assert refused.returncode == 2, (args, refused.stdout)
+        assert "one of --state, --all, --needs-human" in refused.stderr, refused.stderr
+    nameless = run_cli("ls", "--holder", "", board_dir=board)
+    assert nameless.returncode == 2, nameless.stdout
+    assert "--holder needs a name" in nameless.stderr
+
+
 def test_ls_state_blocked_lists_the_rows_ls_shows_as_blocked(daemon: Daemon) -> None:
     board = daemon.board_dir
     assert run_cli("add", "first", board_dir=board, agent="ann").returncode == 0
@@ -187,6 +206,25 @@ def test_agents_prune_forgets_only_those_who_would_lose_nothing(daemon: Daemon) 
     # a forgotten agent that comes back is an agent again
     assert run_cli("reserve", "b.txt", board_dir=board, agent="gone").returncode == 0
     assert _agents(board)["gone"]["role"] == "agent"
+
+
+def test_prune_says_its_age_as_given_and_older_than_needs_prune(daemon: Daemon) -> None:
+    """`coord agents --prune --older-than 2h` said "unseen for 0.0833333 day(s)", and
+    `coord agents --older-than 2h` (no --prune) listed the agents as if it were not there."""
+    board = daemon.board_dir
+    for given, said in (("2h", "unseen for 2h"), ("90m", "unseen for 90m"), (None, "for 7d")):
+        extra = ("--older-than", given) if given else ()
+        pruned = run_cli("agents", "--prune", *extra, board_dir=board, agent="lead")
+        assert pruned.returncode == 0, pruned.stderr
+        assert said in pruned.stdout, pruned.stdout
+    # too short: said in the option's own terms (it said "older_than must be a number of
+    # seconds" to one who typed `--older-than 30m`)
+    short = run_cli("agents", "--prune", "--older-than", "30m", board_dir=board, agent="lead")
+    assert short.returncode == 2 and "`--older-than`" in short.stderr, short.stderr
+    assert "at least 3600 s, an hour" in short.stderr
+    alone = run_cli("agents", "--older-than", "2h", board_dir=board, agent="lead")
+    assert alone.returncode == 2, alone.stdout
+    assert "--older-than goes with --prune" in alone.stderr
 
 
 def test_prune_keeps_what_came_after_an_agent_was_last_seen(board_dir: Path, clock: Clock) -> None:

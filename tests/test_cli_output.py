@@ -93,6 +93,45 @@ def test_other_agents_words_cannot_drive_the_terminal(daemon: Daemon) -> None:
     assert as_json["title"] == ESC_TITLE  # JSON is for programs: exact
 
 
+def test_the_line_that_confirms_a_change_keeps_a_title_on_one_line(daemon: Daemon) -> None:
+    """`coord add "$(printf 'a\\nb')"` printed `added 5: a` and a second line `b`: the
+    confirmation of add, edit, cancel, reopen and done showed the title as it came."""
+    board = daemon.board_dir
+    title = "first\nsecond\tthird\rover"
+    added = run_cli("add", title, board_dir=board, agent="ann")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout == "added 1: first\\nsecond\\tthird\\rover\n"
+    for args in (
+        ["edit", "1", "--priority", "1"],
+        ["cancel", "1", "--reason", "dup"],
+        ["reopen", "1", "--reason", "not a dup"],
+    ):
+        shown = run_cli(*args, board_dir=board, agent="ann")
+        assert shown.returncode == 0, (args, shown.stderr)
+        assert len(shown.stdout.splitlines()) == 1 and "\t" not in shown.stdout, shown.stdout
+        assert "first\\nsecond" in shown.stdout
+    assert run_cli("claim", "1", board_dir=board, agent="ann").returncode == 0
+    done = run_cli("done", "1", board_dir=board, agent="ann")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["done 1: first\\nsecond\\tthird\\rover"]
+
+
+def test_claiming_again_after_ones_own_lease_ran_out_is_no_takeover_from_oneself(
+    daemon: Daemon,
+) -> None:
+    """`coord claim 1 --as alice` after alice's lease ran out said "took over from alice,
+    whose lease had run out"."""
+    board = daemon.board_dir
+    assert run_cli("add", "short", board_dir=board, agent="alice").returncode == 0
+    first = run_cli("claim", "1", "--lease", "1", board_dir=board, agent="alice")
+    assert first.returncode == 0, first.stderr
+    time.sleep(1.2)  # the lease runs out on the daemon's clock
+    again = run_cli("claim", "1", board_dir=board, agent="alice")
+    assert again.returncode == 0, again.stderr
+    assert "took over" not in again.stdout, again.stdout
+    assert "your lease had run out: claimed again" in again.stdout, again.stdout
+
+
 def test_the_inbox_and_show_carry_the_question_and_its_answer(daemon: Daemon) -> None:
     board = daemon.board_dir
     run_cli("add", "pick the api", board_dir=board, agent="ann")

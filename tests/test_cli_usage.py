@@ -106,7 +106,30 @@ def test_help_says_the_defaults() -> None:
     }
     assert "(default: 100)" in shown["ls"] and "(default: 500)" in shown["log"]
     assert "(default: warning)" in shown["serve"]
+    # a team board's daemon ignores --idle-exit (it said so only in daemon.log)
+    assert "team board's never does (ignored there)" in " ".join(shown["serve"].split())
     assert "(default: )" not in "".join(shown.values())  # nothing said of empty defaults
+
+
+def test_every_option_and_argument_says_what_it_is() -> None:
+    """`coord ls --help` listed --kind and --label with no word of what they do (and so did
+    add, edit, next, release, reply, unreserve, who, guard and hook for some of theirs)."""
+    import argparse
+
+    from coord.cli.main import build_parser
+
+    silent = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{path} {name}".strip())
+            elif not action.help:
+                silent.append(f"coord {path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "")
+    assert silent == []
 
 
 # every command that takes an item, with what else it needs

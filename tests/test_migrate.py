@@ -541,3 +541,27 @@ def test_switch_is_refused_where_it_cannot_move_this_checkout(
     assert "--switch" in done.stderr and "nothing was copied" in done.stderr
     assert seeded.exists() and board_files.database_url(seeded.parent) is None
     assert not (tmp_path / "out.db").exists()
+
+
+def test_a_sqlite_copy_of_a_sqlite_board_names_a_next_step_that_fits(
+    seeded: Path, tmp_path: Path
+) -> None:
+    """`coord migrate --to sqlite:copy.db` on a SQLite board said to "take \"database\" out
+    of .coord/config.json", a setting such a board has not: that step is an export's."""
+    copy = tmp_path / "copy.db"
+    done = migrate("--to", f"sqlite:{copy}", cwd=seeded.parent.parent)
+    assert done.returncode == 0, done.stderr
+    step = done.stdout.splitlines()[-1]
+    assert '"database"' not in step, step
+    assert step.startswith("next: a copy of the board as it stood") and f"{copy}" in step, step
+
+
+def test_a_file_that_holds_a_board_is_refused_with_a_files_remedy(
+    seeded: Path, tmp_path: Path
+) -> None:
+    """Refused for holding a board, a SQLite target was told `createdb NEWNAME`."""
+    copy = tmp_path / "copy.db"
+    assert migrate("--to", f"sqlite:{copy}", cwd=seeded.parent.parent).returncode == 0
+    refused = migrate("--to", f"sqlite:{copy}", cwd=seeded.parent.parent)
+    assert refused.returncode == 3, refused.stderr
+    assert "createdb" not in refused.stderr and "a new file (another path)" in refused.stderr

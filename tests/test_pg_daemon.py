@@ -141,11 +141,12 @@ def test_each_daemon_sees_the_other_and_stop_stops_only_this_machines(served) ->
     ]
     text = one.cli("status").stdout
     assert f"PostgreSQL {url}" in text and f"pid {b.process.pid}" in text
+    assert "others:  1 more daemon serves this board:" in text, text
 
     stopped = one.cli("stop")
     assert stopped.returncode == 0, stopped.stderr
     assert "stopped this machine's daemon" in stopped.stdout
-    assert "1 other daemons go on serving it" in stopped.stdout
+    assert "1 other daemon goes on serving it" in stopped.stdout
     assert a.process.wait(10) == 0
     assert b.process.poll() is None  # the other machine's daemon serves on
     assert two.ok("add", "still served")["title"] == "still served"
@@ -451,3 +452,57 @@ def test_a_connection_lost_at_commit_says_the_outcome_is_unknown(pg_dsn: str) ->
             assert [a.name for a in tx.agents()] == []
     finally:
         storage.close()
+
+
+def test_a_database_that_does_not_exist_says_to_create_it(team) -> None:
+    """`coord init --database` naming a database the server lacks said "try again in 2 s"
+    and "check that the server runs", and doctor's fix was "start the PostgreSQL server":
+    the server runs; the database is what is missing."""
+    url, one, _ = team
+    missing = url.rsplit("/", 1)[0] + "/coord_no_such_db"
+    host_port = url.split("@", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    createdb = f"createdb -h {host} -p {port} -U postgres coord_no_such_db"
+    refused = one.cli("init", "--database", missing)
+    assert refused.returncode == 1, refused.stderr
+    assert "cannot be reached" in refused.stderr and createdb in refused.stderr
+    assert "try again" not in refused.stderr and "Traceback" not in refused.stderr
+    assert not one.board_dir.exists()
+    one.ok("init", "--database", url)
+    config = json.loads((one.board_dir / "config.json").read_text())
+    (one.board_dir / "config.json").write_text(json.dumps({**config, "database": missing}))
+    run = one.cli("doctor", "--json")
+    assert run.returncode == 1
+    finding = next(f for f in json.loads(run.stdout)["findings"] if f["check"] == "board")
+    assert finding["status"] == "fix" and createdb in finding["fix"], finding
+
+
+def test_the_second_checkout_is_told_it_joined_the_board_already_there(team) -> None:
+    """The second machine's `coord init --database` said "created board …", as if it had
+    made a board of its own."""
+    url, one, two = team
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:  # as `createdb` leaves it: empty
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    first = one.cli("init", "--database", url)
+    assert first.returncode == 0 and "joining" not in first.stdout, first.stdout
+    assert one.ok("add", "posted from the first machine")["id"] == 1
+    second = two.cli("init", "--database", url)
+    assert second.returncode == 0, second.stderr
+    assert "joining the team board already there" in second.stdout, second.stdout
+    again = two.cli("init", "--database", url)  # this checkout is on it already
+    assert again.returncode == 0 and "already there:" in again.stdout, again.stderr
+    assert "joining" not in again.stdout, again.stdout
+    assert two.ok("init", "--database", url)["joined"] is False
+
+
+def test_a_daemon_started_on_demand_logs_no_idle_exit_it_was_not_given(team) -> None:
+    """Every on-demand start of a team board's daemon wrote "--idle-exit ignored" to
+    daemon.log: the CLI passed the SQLite board's idle setting, which the daemon then refused."""
+    url, one, _ = team
+    one.ok("init", "--database", url)
+    assert one.ok("add", "starts the daemon")["id"] == 1
+    log = (one.board_dir / "daemon.log").read_text()
+    assert "coord daemon serving" in log and "--idle-exit ignored" not in log, log

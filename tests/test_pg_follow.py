@@ -184,6 +184,10 @@ def test_a_stale_mirror_with_no_daemon_refuses_every_edit_and_says_why(pair) -> 
     assert refused.returncode == 2, refused.stderr
     assert "mirror" in refused.stderr and "60 s old" in refused.stderr
     assert "no coord daemon runs here" in refused.stderr and "coord serve" in refused.stderr
+    # `coord serve` alone would hold an agent's shell; `coord status` starts no daemon and,
+    # with none running, says nothing of the database: the way out is a command that starts
+    # one, and doctor for the database
+    assert "(`coord ls`)" in refused.stderr and "`coord doctor`" in refused.stderr
     assert "Traceback" not in refused.stderr
     client, result = edit("claude-edit", two.root, two.board_dir, "src/free.py")
     reason = denied(result, client)

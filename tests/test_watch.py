@@ -242,6 +242,16 @@ def test_once_prints_one_frame_on_a_pipe_and_json_one_snapshot(daemon: Daemon) -
     assert claim["holder"] == "agent-7" and 0 < claim["seconds_left"] <= 900
     assert [item["title"] for item in document["ready"]] == ["Write the docs", ESCAPE_TITLE]
 
+    # --agent narrows the JSON as it narrows the frame (it was ignored: everyone's claims,
+    # files and events)
+    run_cli("reserve", "other.py", board_dir=daemon.board_dir, agent="agent-9")
+    mine = run_cli("watch", "--json", "--agent", "agent-9", board_dir=daemon.board_dir)
+    narrowed = json.loads(mine.stdout)
+    assert narrowed["claimed"] == [] and narrowed["counts"]["claimed"] == 1
+    assert [r["agent"] for r in narrowed["reservations"]] == ["agent-9"]
+    assert {e["agent"] for e in narrowed["events"]} == {"agent-9"}
+    assert len(narrowed["ready"]) == 2  # ready work is everyone's, as in the frame
+
     # no terminal: curses is refused, and the message says what to use instead
     refused = run_cli("watch", board_dir=daemon.board_dir)
     assert refused.returncode == 2 and "--once" in refused.stderr

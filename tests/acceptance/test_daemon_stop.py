@@ -84,3 +84,47 @@ def test_sigterm_and_ctrl_c_both_say_the_daemon_stopped(board_dir: Path) -> None
         assert served.returncode == 0, (signum, err)
         assert out.strip() == "daemon stopped", (signum, out, err)
         assert wait_for_daemon_exit(board_dir, None, 10)
+
+
+def test_coord_stop_is_done_when_its_daemon_ended_though_a_new_one_took_the_lock(
+    board_dir: Path,
+) -> None:
+    """A `coord log --follow` (or any agent's command) starts a new daemon the moment the old
+    one lets go of the board: `coord stop` waited for a free lock that never came and said
+    after 30 s that the old daemon "still runs; end it with `kill PID`", a PID long gone.
+    Here a process that takes the daemon's lock as soon as it is free stands in for the new
+    daemon."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import run_cli
+    from coord.fast.processes import _ended, alive
+
+    added = run_cli("add", "keep me", board_dir=board_dir)  # starts a daemon
+    assert added.returncode == 0, added.stderr
+    pid = json.loads(board_files.daemon_record_path(board_dir).read_text())["pid"]
+    taker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            f"fd = os.open({str(board_dir / 'daemon.lock')!r}, os.O_RDWR)\n"
+            "print('waiting', flush=True)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "print('took it', flush=True)\n"
+            "time.sleep(120)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert taker.stdout is not None and taker.stdout.readline() == "waiting\n"
+        stopped = run_cli("stop", board_dir=board_dir)
+        assert stopped.returncode == 0, stopped.stderr
+        assert "still runs" not in stopped.stderr
+        assert not alive(pid) or _ended(pid)  # the daemon it stopped is gone
+        assert taker.stdout.readline() == "took it\n"  # the lock went on to the next holder
+    finally:
+        taker.kill()
+        taker.communicate()

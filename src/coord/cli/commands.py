@@ -48,10 +48,13 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
 
         check_lease(args.lease, 0)
     database = getattr(args, "database", None)
+    joined = False
     if database is not None:  # checked, and the server reached, before anything is written
         _team_board(board_dir, database, "coord init --database")
         from coord.core.board import open_storage
 
+        # another checkout made the board there already (this one names it for the first time)
+        joined = board_files.database_url(board_dir) is None and _holds_a_board(database)
         open_storage(board_dir, {"database": database}, {}).close()  # brings its schema up
     # a board made by an older coord: say what is now its owner's alone
     tightened = board_files.tighten_modes(board_dir) if board_dir.is_dir() else []
@@ -73,6 +76,8 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
     private = f"\nmade {', '.join(tightened)} readable by its owner only" if tightened else ""
     url = board_files.database_url(board_dir)
     where = f" on PostgreSQL {_describe(url)}" if url else ""
+    if joined:
+        where += ", joining the team board already there"
     return (
         {
             "board": str(board_dir),
@@ -80,10 +85,20 @@ def cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
             "schema_version": version,
             "tightened": tightened,
             "database": _describe(url) if url else None,
+            "joined": joined,
         },
         f"{verb} board {board_dir}{where} (schema {version}); token in "
         f"{board_files.token_path(board_dir)}{private}",
     )
+
+
+def _holds_a_board(url: str) -> bool:
+    """Whether the database at ``url`` has a board's schema already."""
+    try:
+        from coord.storage.postgres import probe
+    except ImportError:  # opening the board, next, says what to install
+        return False
+    return probe(url)[0] > 0
 
 
 def _describe(url: str) -> str:
@@ -196,7 +211,11 @@ def cmd_stop(args: argparse.Namespace, ctx: Context) -> Result:
     if others is None:
         still = "the board's other daemons, if any, go on serving it"
     elif others:
-        still = f"{len(others)} other daemons go on serving it"
+        still = (
+            "1 other daemon goes on serving it"
+            if len(others) == 1
+            else f"{len(others)} other daemons go on serving it"
+        )
     else:
         still = "no other daemon serves it now"
     return (
@@ -229,7 +248,7 @@ def cmd_add(args: argparse.Namespace, ctx: Context) -> Result:
         "checks": args.check,
     }
     item = flow.add(ctx.session, ctx.agent(required=False), fields)
-    return item, f"added {item['id']}: {item['title']}"
+    return item, f"added {item['id']}: {render.one_line(item['title'])}"
 
 
 def cmd_import(args: argparse.Namespace, ctx: Context) -> Result:
@@ -265,6 +284,10 @@ def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
         state = "needs_human"
     if args.mine and args.holder:
         raise InvalidInput("give --mine or --holder NAME, not both")
+    if sum((args.state is not None, args.all, args.needs_human)) > 1:
+        raise InvalidInput("give one of --state, --all, --needs-human: each sets the states")
+    if args.holder == "":
+        raise InvalidInput("--holder needs a name: `coord ls --holder NAME`")
     query = {
         "state": state,
         "holder": ctx.agent() if args.mine else args.holder,
@@ -309,17 +332,17 @@ def cmd_edit(args: argparse.Namespace, ctx: Context) -> Result:
     if args.no_check:
         changes["remove_checks"] = args.no_check
     item = flow.edit(ctx.session, ctx.agent(required=False), args.id, changes, args.token)
-    return item, f"edited {item['id']}: {item['title']}"
+    return item, f"edited {item['id']}: {render.one_line(item['title'])}"
 
 
 def cmd_cancel(args: argparse.Namespace, ctx: Context) -> Result:
     item = flow.cancel(ctx.session, ctx.agent(required=False), args.id, args.reason, args.token)
-    return item, f"cancelled {_ref(item)}: {item['title']}"
+    return item, f"cancelled {_ref(item)}: {render.one_line(item['title'])}"
 
 
 def cmd_reopen(args: argparse.Namespace, ctx: Context) -> Result:
     item = flow.reopen(ctx.session, ctx.agent(required=False), args.id, args.reason)
-    return item, f"reopened {_ref(item)}: {item['title']} (pending again)"
+    return item, f"reopened {_ref(item)}: {render.one_line(item['title'])} (pending again)"
 
 
 def cmd_claim(args: argparse.Namespace, ctx: Context) -> Result:
@@ -374,7 +397,10 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
         before_checks=before_checks,
     )
     skipped = " (checks skipped: recorded)" if args.skip_checks else ""
-    return {**item, "checks_run": ran}, f"done {_ref(item)}: {item['title']}{skipped}"
+    return {
+        **item,
+        "checks_run": ran,
+    }, f"done {_ref(item)}: {render.one_line(item['title'])}{skipped}"
 
 
 def _show_checks(ref: str, commands: list[str], workdir: str, *, as_json: bool) -> None:
@@ -431,8 +457,11 @@ def cmd_inbox(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_agents(args: argparse.Namespace, ctx: Context) -> Result:
+    if args.older_than is not None and not args.prune:
+        raise InvalidInput("--older-than goes with --prune: `coord agents --prune --older-than D`")
     if args.prune:
-        body = {"agent": ctx.agent(required=False), "older_than_seconds": args.older_than}
+        older_than = 7 * 86400.0 if args.older_than is None else args.older_than
+        body = {"agent": ctx.agent(required=False), "older_than_seconds": older_than}
         result = ctx.session.post("/v1/agents:prune", body)
         return result, render.pruned_text(result)
     result = ctx.session.get("/v1/agents", {"all": "true" if args.all else None})

@@ -126,7 +126,8 @@ def _database(url: str, token: Path, finding: Any) -> Finding:
             "board",
             "fix",
             err.message,
-            f"start the PostgreSQL server at {where}, or fix the database setting; a password "
+            err.details.get("fix")
+            or f"start the PostgreSQL server at {where}, or fix the database setting; a password "
             "goes in PGPASSWORD or ~/.pgpass",
         )
     if found > newest:

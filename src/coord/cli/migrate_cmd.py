@@ -171,6 +171,11 @@ def _next_step(source: Location, target: Location) -> str:
             if source.kind == "sqlite"
             else f"point each checkout at it: coord init --database {target.where}"
         )
+    if source.kind == "sqlite":
+        return (
+            f"a copy of the board as it stood, in {target.where}; to run a checkout on it: "
+            "coord stop, then put the file at .coord/board.db"
+        )
     return (
         f'to run a checkout on it: stop the daemons serving {source}, take "database" out of '
         ".coord/config.json and put the file at .coord/board.db"

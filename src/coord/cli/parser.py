@@ -87,7 +87,8 @@ def args_serve(p: argparse.ArgumentParser) -> None:
         type=argtypes.seconds,
         metavar="SECONDS",
         help="exit after this long with no request (what a daemon the CLI starts on demand "
-        "does, after the board's idle_exit_seconds); by default a daemon you serve never idles",
+        "does, after the board's idle_exit_seconds); by default a daemon you serve never idles, "
+        "and a team board's never does (ignored there)",
     )
 
 
@@ -96,8 +97,10 @@ def args_none(p: argparse.ArgumentParser) -> None:
 
 
 def args_add(p: argparse.ArgumentParser) -> None:
-    p.add_argument("title")
-    p.add_argument("--kind", default="task", choices=argtypes.KINDS)
+    p.add_argument("title", help="what to do, on one line")
+    p.add_argument(
+        "--kind", default="task", choices=argtypes.KINDS, help="what it is (default: task)"
+    )
     p.add_argument(
         "--priority", type=argtypes.priority, default=2, help="0 (highest) to 4; default 2"
     )
@@ -165,8 +168,8 @@ def args_ls(p: argparse.ArgumentParser) -> None:
         "--all", action="store_true", help="every item: every state (closed ones too), every page"
     )
     p.add_argument("--ready", action="store_true", help="only items claimable now")
-    p.add_argument("--kind", choices=argtypes.KINDS)
-    p.add_argument("--label")
+    p.add_argument("--kind", choices=argtypes.KINDS, help="only items of this kind")
+    p.add_argument("--label", help="only items with this label")
     p.add_argument(
         "--limit",
         type=argtypes.page_size(1000),
@@ -195,7 +198,7 @@ def args_agents(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--older-than",
         type=argtypes.duration,
-        default=7 * 86400.0,
+        default=None,
         metavar="D",
         help="with --prune: unseen for this long, in seconds or 90m, 12h, 7d, 2w (default: "
         "7d; at least 1h)",
@@ -212,9 +215,9 @@ def args_token(p: argparse.ArgumentParser) -> None:
 
 def args_edit(p: argparse.ArgumentParser) -> None:
     args_id(p)
-    p.add_argument("--title")
-    p.add_argument("--body")
-    p.add_argument("--priority", type=argtypes.priority)
+    p.add_argument("--title", help="the new title")
+    p.add_argument("--body", help="the new details")
+    p.add_argument("--priority", type=argtypes.priority, help="the new priority, 0 (highest) to 4")
     p.add_argument("--label", action="append", help="replace the labels (repeatable)")
     p.add_argument(
         "--dep",
@@ -272,7 +275,7 @@ def args_next(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kind", choices=argtypes.KINDS, help="only this kind (default: task, bug, handoff)"
     )
-    p.add_argument("--label")
+    p.add_argument("--label", help="only items with this label")
     args_lease(p)
     p.add_argument(
         "--count",
@@ -291,7 +294,7 @@ def args_heartbeat(p: argparse.ArgumentParser) -> None:
 
 def args_release(p: argparse.ArgumentParser) -> None:
     args_id(p)
-    p.add_argument("--reason", default="")
+    p.add_argument("--reason", default="", help="why, for the log and the next holder")
     args_token(p)
 
 
@@ -327,7 +330,7 @@ def args_answer(p: argparse.ArgumentParser) -> None:
 
 def args_reply(p: argparse.ArgumentParser) -> None:
     args_id(p)
-    p.add_argument("text", nargs="+")
+    p.add_argument("text", nargs="+", help="the reply; @name mentions reach that agent")
 
 
 def args_inbox(p: argparse.ArgumentParser) -> None:
@@ -378,7 +381,9 @@ def args_reserve(p: argparse.ArgumentParser) -> None:
 
 
 def args_unreserve(p: argparse.ArgumentParser) -> None:
-    p.add_argument("patterns", nargs="*", metavar="PATTERN")
+    p.add_argument(
+        "patterns", nargs="*", metavar="PATTERN", help="the patterns to free, as reserved"
+    )
     p.add_argument("--all", action="store_true", help="free all of your reservations")
 
 
@@ -387,11 +392,11 @@ def args_reservations(p: argparse.ArgumentParser) -> None:
 
 
 def args_who(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path")
+    p.add_argument("path", help="a path in the repository (any spelling: relative, absolute)")
 
 
 def args_guard(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", metavar="PATH")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="the paths you mean to edit")
     p.add_argument(
         "--staged",
         action="store_true",

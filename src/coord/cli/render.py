@@ -46,7 +46,9 @@ def claim_line(claim: dict[str, Any]) -> str:
         f"as {claim['agent']} "
         f"(token {claim['token']}, lease until {clock_of_iso(claim['lease_expires_at'])})"
     )
-    if claim.get("takeover_from"):
+    if claim.get("takeover_from") == claim["agent"]:
+        line += "; your lease had run out: claimed again, with a new token"
+    elif claim.get("takeover_from"):
         line += f"; took over from {claim['takeover_from']}, whose lease had run out"
     return line
 
@@ -211,9 +213,8 @@ def agents_table(agents: Sequence[dict[str, Any]], *, everyone: bool = False) ->
 
 
 def pruned_text(result: dict[str, Any]) -> str:
-    days = result["older_than_seconds"] / 86400
     lines = [
-        f"forgot {len(result['pruned'])} agent(s) unseen for {days:g} day(s)"
+        f"forgot {len(result['pruned'])} agent(s) unseen for {age(result['older_than_seconds'])}"
         + (": " + ", ".join(result["pruned"]) if result["pruned"] else "")
     ]
     lines += [f"kept {kept['name']}: {kept['why']}" for kept in result["kept"]]
@@ -248,6 +249,14 @@ def duration(seconds: float) -> str:
     if whole < 86400:
         return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
     return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
+def age(seconds: float) -> str:
+    """A length in the largest unit holding it whole, as ``--older-than`` takes it: 14d, 90m."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return duration(seconds)
 
 
 def id_ranges(ids: Sequence[int]) -> str:

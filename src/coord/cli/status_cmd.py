@@ -136,7 +136,8 @@ def _team_lines(daemon: dict[str, Any]) -> list[str]:
     others = daemon.get("others") or []
     if not others:
         return [*lines, "others:  no other daemon serves this board now"]
-    lines.append(f"others:  {len(others)} more daemons serve this board:")
+    serve = "1 more daemon serves" if len(others) == 1 else f"{len(others)} more daemons serve"
+    lines.append(f"others:  {serve} this board:")
     for other in others:
         age = other.get("heartbeat_age_seconds")
         beat = f", heartbeat {duration(age)} ago" if isinstance(age, int | float) else ""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from coord.errors import CoordError
 from coord.times import epoch_of_iso, iso
@@ -69,6 +69,19 @@ class Snapshot:
             if entry["name"] == agent:
                 return epoch_of_iso(entry["last_seen"])
         return None
+
+    def of(self, agent: str | None) -> Snapshot:
+        """What ``--agent`` shows: that agent's claims, questions, held files and events; the
+        counts, ready work and agents stay everyone's. ``None``: everyone's, unchanged."""
+        if agent is None:
+            return self
+        return replace(
+            self,
+            claimed=[i for i in self.claimed if i["claimed_by"] == agent],
+            needs_human=[i for i in self.needs_human if i["claimed_by"] == agent],
+            reservations=[r for r in self.reservations if r["agent"] == agent],
+            events=[e for e in self.events if e.get("agent") == agent],
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The snapshot as `coord watch --json` prints it: what a frame shows, as data."""

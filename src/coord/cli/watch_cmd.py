@@ -56,7 +56,7 @@ def cmd_watch(args: argparse.Namespace, ctx: Context) -> Result:
     rows = ONCE_ROWS if once else _terminal_rows()
     snapshot = watch_board.read_board(ctx.client, rows, events=True)
     if as_json:
-        return snapshot.to_dict(), ""
+        return snapshot.of(args.agent).to_dict(), ""
     if once:
         lines = watch_view.frame(
             snapshot,

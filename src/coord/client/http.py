@@ -230,7 +230,10 @@ class Client:
 
         # A daemon would refuse a wrong setting into daemon.log; said here, by the command
         # that needs the daemon, it names the file, the setting and what it may be.
-        idle_exit = board_files.read_config(self.board_dir).get("idle_exit_seconds", 1800)
+        config = board_files.read_config(self.board_dir)
+        # a team board's daemon never idles out: asked to, it would say in daemon.log that it
+        # ignores an --idle-exit nobody gave
+        idle_exit = None if config.get("database") else config.get("idle_exit_seconds", 1800)
 
         log_fd = board_files.open_private(self.board_dir / "daemon.log", os.O_WRONLY | os.O_APPEND)
         log = os.fdopen(log_fd, "ab")

@@ -58,8 +58,9 @@ CREATE TABLE stamp (
 );
 """
 FIX = (
-    "run `coord serve` on this machine (it keeps the mirror) and check that the database "
-    "answers (`coord status`)"
+    "start this machine's daemon, which keeps the mirror: any board command starts it "
+    "(`coord ls`), or `coord serve` in the foreground; `coord doctor` says whether the "
+    "database answers"
 )
 
 

@@ -28,6 +28,10 @@ def wait_for_daemon_exit(board_dir: Path, pid: int | None, timeout: float) -> bo
     ``daemon.json`` removed), and the kernel drops it when the process dies however it dies,
     so a lock that can be taken is held by no daemon even if ``pid`` was reused. Then the
     process, so that "stopped" means gone from the process table too.
+
+    A ``pid`` that has ended is gone with its lock whoever holds the lock now: a command that
+    starts a daemon on demand (a ``coord log --follow``) may take it the moment it is free,
+    and waiting for it to be free again would wait for the wrong daemon.
     """
     import fcntl
     import time
@@ -39,13 +43,15 @@ def wait_for_daemon_exit(board_dir: Path, pid: int | None, timeout: float) -> bo
         return True  # no daemon ever ran here
     try:
         while True:
+            if pid is not None and (not alive(pid) or _ended(pid)):
+                return True
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 pass
             else:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-                if pid is None or not alive(pid) or _ended(pid):
+                if pid is None:
                     return True
             if time.monotonic() >= deadline:
                 return False

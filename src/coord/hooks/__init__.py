@@ -247,7 +247,7 @@ def args_hook(p: Any) -> None:
     """The full parser's view of `coord hook` (``coord.cli.entry`` usually skips it)."""
     from coord.fast.clients import HOOK_CLIENTS
 
-    p.add_argument("client", choices=HOOK_CLIENTS)
+    p.add_argument("client", choices=HOOK_CLIENTS, help="the client whose hook this is")
     p.add_argument("event", help="the client's hook event: PreToolUse, SessionStart, Stop, ...")
 
 

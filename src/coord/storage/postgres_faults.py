@@ -13,6 +13,9 @@ what it is (a bug of ours is a 500 with its details in the log).
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlsplit
+
 import psycopg
 
 from coord.errors import DatabaseUnreachable
@@ -21,6 +24,9 @@ from coord.errors import DatabaseUnreachable
 # 57P01-57P03 (admin shutdown, crash shutdown, cannot connect now), 53300 (too many
 # connections)
 _CONNECTION_STATES = ("57P01", "57P02", "57P03", "53300")
+# what libpq says when the server runs but the URL's database is not on it (no SQLSTATE: the
+# connection was never made)
+_MISSING_DATABASE = re.compile(r'FATAL: +database ".*" does not exist')
 
 
 def is_connection_fault(err: BaseException) -> bool:
@@ -34,7 +40,8 @@ def is_connection_fault(err: BaseException) -> bool:
 def reason(err: BaseException) -> str:
     """What the driver said, on one line (libpq names the address and the cause: "connection
     refused", "terminating connection due to administrator command"; never a password)."""
-    said = " ".join(str(err).split())
+    lines = (" ".join(line.split()) for line in str(err).splitlines())
+    said = "; ".join(line for line in lines if line)  # libpq's hint is a line of its own
     return (said[:297] + "...") if len(said) > 300 else said or type(err).__name__
 
 
@@ -45,8 +52,26 @@ class Attempt:
     committing = False
 
 
+def _createdb(where: str) -> str:
+    """The command that makes the database ``where`` names (``postgres.describe``'s form)."""
+    place = urlsplit(where)
+    user = f" -U {place.username}" if place.username else ""
+    return f"createdb -h {place.hostname} -p {place.port}{user} {place.path.lstrip('/')}"
+
+
 def unreachable(where: str, err: BaseException, committing: bool = False) -> DatabaseUnreachable:
     """The error for a connection fault; ``where`` is ``postgres.describe(dsn)``."""
+    if _MISSING_DATABASE.search(str(err)):
+        # the server answered: waiting or checking that it runs would not help
+        fix = _createdb(where)
+        return DatabaseUnreachable(
+            f"the PostgreSQL board at {where} cannot be reached: the server has no such "
+            f"database; create it (`{fix}`) or fix the URL; nothing was changed",
+            database=where,
+            retry_after=DatabaseUnreachable.retry_after,
+            outcome_unknown=False,
+            fix=fix,
+        )
     outcome = (
         "the connection broke while the change was being committed, so it may or may not "
         "have been made: look (coord show, coord ls) before trying again"

@@ -180,10 +180,14 @@ def _copy(
         occupied = target.occupied()
         if occupied:
             held = ", ".join(f"{name}: {rows}" for name, rows in occupied.items())
+            instead = (
+                "a new file (another path), or remove this one"
+                if target.description.startswith("sqlite:")
+                else "an empty database (`createdb NEWNAME`), or drop this one"
+            )
             raise AlreadyExists(
                 f"{target.description} already holds a board ({held}); nothing was copied. "
-                "Copy into an empty database or file (`createdb NEWNAME`, a new path), or "
-                "drop this one if it is a copy you no longer need",
+                f"Copy into {instead} if it is a copy you no longer need",
                 occupied=occupied,
             )
         copied: dict[str, Summary] = {}
