@@ -220,9 +220,17 @@ class Event:
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["at"] = iso(self.at)
-        return d
+        # by hand, not asdict: its deep copy of the details (read fresh from the board for
+        # each Event, and only ever encoded) was most of what framing an event for the live
+        # stream cost (bench/run.py stream)
+        return {
+            "seq": self.seq,
+            "at": iso(self.at),
+            "agent": self.agent,
+            "item_id": self.item_id,
+            "kind": self.kind,
+            "details": dict(self.details),
+        }
 
 
 @dataclass(slots=True)

@@ -21,7 +21,10 @@ Measured by bench/run.py connections.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import resource
+import socket
+import struct
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -80,7 +83,16 @@ def bounded_protocol(max_connections: int) -> type[asyncio.Protocol]:
             super().on_message_begin()
             # an event stream cuts a reader that stopped reading without flushing to it first
             # (server/stream.py): close() would hold the unsent buffer until the peer reads
-            self.scope["extensions"] = {"coord.abort": self.transport.abort}  # type: ignore[dict-item]
+            self.scope["extensions"] = {"coord.abort": self.abort}  # type: ignore[dict-item]
+
+        def abort(self) -> None:
+            """Reset the connection: what the socket holds unsent goes too (a plain close
+            leaves the kernel sending it to a peer that never reads)."""
+            sock = self.transport.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.transport.abort()
 
         def data_received(self, data: bytes) -> None:
             self.last_active = self.loop.time()

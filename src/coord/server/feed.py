@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from coord import model
 from coord.errors import CoordError
@@ -23,8 +24,9 @@ from coord.server.pipeline import render
 FEED_EVENTS = 4096
 FEED_BYTES = 8 * 1024 * 1024
 PAGE_EVENTS = 200  # events read from the board at a time
-POLL_SECONDS = 0.25  # how often the feed looks at the board when nothing in this daemon wrote
-COALESCE_SECONDS = 0.01  # after a wake-up, let a burst of writes land: one read, not many
+# a write waiting this long counts as stuck; a waiting stream looks at its connection this often
+POLL_SECONDS = 0.25
+COALESCE_SECONDS = 0.025  # after a wake-up, let a burst of writes land: one read, not many
 
 
 def frame(event: model.Event) -> bytes:
@@ -40,9 +42,9 @@ class Feed:
         self.frames: list[bytes] = []
         self.items: list[int | None] = []
         self.size = 0
-        self.readers = 0
+        self.streams: set[Any] = set()  # stream.EventStream
         self.broken = False  # the board failed: streams end, their clients reconnect
-        self._arrived = asyncio.Event()
+        self._waiters: list[asyncio.Future[None]] = []
         self._task: asyncio.Future[None] | None = None
 
     @classmethod
@@ -56,14 +58,14 @@ class Feed:
     def last(self) -> int:
         return self.base + len(self.frames)
 
-    def join(self) -> None:
-        self.readers += 1
+    def join(self, stream: Any) -> None:
+        self.streams.add(stream)
         if self._task is None or self._task.done():
             self.broken = False
             self._task = asyncio.ensure_future(self._follow())
 
-    def leave(self) -> None:
-        self.readers -= 1  # the task ends at its next turn once nobody reads
+    def leave(self, stream: Any) -> None:
+        self.streams.discard(stream)  # the task ends at its next turn once nobody reads
 
     def since(self, after: int, item_id: int | None, max_bytes: int) -> tuple[list[bytes], int]:
         """The frames after ``after`` (of ``item_id`` only, if given), up to about
@@ -84,18 +86,40 @@ class Feed:
         return after >= self.base and not self.broken
 
     async def wait(self, timeout: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._arrived.wait(), timeout)
+        """Until new events arrive, the feed stops, or ``timeout``. A future and a timer, not
+        a task: every stream waits here after every write."""
+        waiter = asyncio.get_running_loop().create_future()
+        timer = waiter.get_loop().call_later(timeout, _settle, waiter)
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)  # timed out: not woken, still listed
 
     def _wake(self) -> None:
-        self._arrived.set()
-        self._arrived = asyncio.Event()
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            _settle(waiter)
+
+    def cut_stalled(self, now: float, *, all_stuck: bool = False) -> None:
+        """Cut each stream whose socket has taken nothing for a while as the board moved
+        more than ``stream_max_behind`` events past it (or, ``all_stuck``, the daemon stops):
+        a reload could not reach it, and it would hold its buffers for ever."""
+        limit = self.server.stream_max_behind
+        for stream in list(self.streams):
+            since = stream.writing_since
+            stuck = since is not None and now - since >= POLL_SECONDS
+            if stuck and (all_stuck or self.last - stream.after > limit):
+                stream.abort()
 
     async def _follow(self) -> None:
         server = self.server
         loop = asyncio.get_running_loop()
         try:
-            while self.readers > 0 and not server.closing:
+            while self.streams and not server.closing:
+                self.cut_stalled(loop.time())
                 try:
                     page = server.board.events(self.last, PAGE_EVENTS)
                 except CoordError:
@@ -104,14 +128,17 @@ class Feed:
                 if page:
                     self._add(page)
                     self._wake()
-                    if len(page) == PAGE_EVENTS:
+                    if len(page) == PAGE_EVENTS:  # more to read: let the streams write first
+                        await asyncio.sleep(0)
                         continue
-                began = loop.time()
-                await server.changes.wait(POLL_SECONDS)
-                if loop.time() - began < POLL_SECONDS:  # woken by a write
+                began, poll = loop.time(), server.changes.poll_seconds
+                await server.changes.wait(poll)  # polls seldom while a listener hears all
+                if loop.time() - began < poll:  # woken by a write
                     await asyncio.sleep(COALESCE_SECONDS)
         finally:
-            if self.readers <= 0:  # nobody reads: hold nothing
+            if server.closing:
+                self.cut_stalled(loop.time() + POLL_SECONDS, all_stuck=True)
+            if not self.streams:  # nobody reads: hold nothing
                 self.base, self.frames, self.items, self.size = self.last, [], [], 0
             self._wake()
 
@@ -131,3 +158,8 @@ class Feed:
             del self.frames[:drop], self.items[:drop]
             self.base += drop
             self.size -= dropped
+
+
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

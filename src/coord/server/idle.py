@@ -3,7 +3,8 @@
 A daemon the CLI started on demand (``coord add`` with none running) once ran forever, even
 after its repository was deleted. One started with ``--idle-exit SECONDS`` (the CLI passes the
 board's ``idle_exit_seconds``, 30 minutes by default) exits once no request has come for that
-long and none is open: a long poll (``coord log --follow``) or an MCP call in flight keeps it.
+long and none is open: an event stream (``coord log --follow``, the web page), a long poll or
+an MCP call in flight keeps it.
 Any daemon exits when its board directory is gone. ``coord serve`` by hand never idles out.
 
 A daemon of a team board (PostgreSQL) never idles out either, however it was started

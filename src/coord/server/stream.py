@@ -59,6 +59,7 @@ def events_stream(call: Call) -> EventStream:
         raise InvalidInput(
             f"keepalive must be {MIN_KEEPALIVE:g} to {MAX_KEEPALIVE:g} seconds", field="keepalive"
         )
+    Feed.of(call.server)  # made here, where a failing board is answered as its error
     return EventStream(call.server, after, item_id, keepalive)
 
 
@@ -70,33 +71,52 @@ class EventStream(Response):
         self, server: Server, after: int, item_id: int | None, keepalive: float
     ) -> None:  # no super().__init__: nothing of a plain response's body or headers is used
         self.server = server
-        self.after = after
+        self.after = after  # the last event sent (or passed over, for another item)
         self.item_id = item_id
         self.keepalive = keepalive
         self.status_code = 200
         self.background = None
+        # watched by the feed: since when a write has waited for the socket, and whether the
+        # feed cut the connection for it
+        self.writing_since: float | None = None
+        self.cut = False
+        self.gone = asyncio.Event()
+        self._scope: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        gone = asyncio.Event()
-        listener = asyncio.ensure_future(_until_disconnect(receive, gone))
+        self._scope = scope
+        listener = asyncio.ensure_future(_until_disconnect(receive, self.gone))
+        feed = Feed.of(self.server)
+        feed.join(self)
         try:
             await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+            if scope.get("method") == "HEAD":  # the headers say it all; no stream follows
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
             opening = b"retry: %d\n: coord event stream after %d\n\n" % (RETRY_MS, self.after)
-            if await self._write(scope, send, opening, gone) and await self._run(scope, send, gone):
+            if await self._write(send, opening) and await self._run(send, feed):
                 with contextlib.suppress(OSError):
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
+            feed.leave(self)
             listener.cancel()
 
-    async def _run(self, scope: Any, send: Any, gone: asyncio.Event) -> bool:
-        """Write events until the end; False when the connection is already gone."""
+    def abort(self) -> None:
+        """Drop the connection without flushing what its socket would not take (the daemon's
+        protocol offers it, ``connections.bounded_protocol``): a plain close would keep the
+        buffer until the peer reads. The write waiting on it returns."""
+        self.cut = True
+        abort = (self._scope or {}).get("extensions", {}).get("coord.abort")
+        if abort is not None:
+            abort()
+
+    async def _run(self, send: Any, feed: Feed) -> bool:
+        """Write events until the end; False when the connection is gone."""
         server = self.server
-        feed = Feed.of(server)
-        feed.join()
+        loop = asyncio.get_running_loop()
+        quiet_since = loop.time()
         try:
-            loop = asyncio.get_running_loop()
-            quiet_since = loop.time()
-            while not gone.is_set() and not server.closing:
+            while not self.gone.is_set() and not server.closing:
                 if feed.covers(self.after):  # the usual case: the newest events, framed once
                     frames, self.after = feed.since(self.after, self.item_id, PAGE_BYTES)
                     data = b"".join(frames)
@@ -106,27 +126,25 @@ class EventStream(Response):
                     page = server.board.events(self.after, PAGE_EVENTS, item_id=self.item_id)
                     full = len(page) == PAGE_EVENTS
                     if full and server.board.last_seq() - self.after > server.stream_max_behind:
-                        return await self._reload(scope, send, gone)
+                        return await self._reload(send)
                     if not page:  # nothing of this item up to the newest: join the feed
                         self.after = max(self.after, feed.base)
                     data = self._chunk(page)
                 if data:
-                    if not await self._write(scope, send, data, gone):
+                    if not await self._write(send, data):
                         return False
                     quiet_since = loop.time()
                     continue
                 due = quiet_since + self.keepalive - loop.time()
                 if due <= 0:
-                    if not await self._write(scope, send, b": keep-alive\n\n", gone):
+                    if not await self._write(send, b": keep-alive\n\n"):
                         return False
                     quiet_since = loop.time()
                 elif feed.covers(self.after):
                     await feed.wait(min(due, POLL_SECONDS))
         except CoordError:  # the board is gone or failing: end; the client reconnects
             return True
-        finally:
-            feed.leave()
-        return not gone.is_set()
+        return not self.gone.is_set()
 
     def _chunk(self, page: list[model.Event]) -> bytes:
         """The page's frames, up to about ``PAGE_BYTES`` (events can be large: an edit's
@@ -141,41 +159,27 @@ class EventStream(Response):
                 break
         return b"".join(frames)
 
-    async def _reload(self, scope: Any, send: Any, gone: asyncio.Event) -> bool:
+    async def _reload(self, send: Any) -> bool:
         last = self.server.board.last_seq()
         reason = (
             f"more than {self.server.stream_max_behind} events behind (at {self.after}, the "
             f"board at {last}): read the board's state again, then follow from its newest event"
         )
         data = b"event: reload\ndata: %s\n\n" % render({"reason": reason, "last_seq": last})
-        return await self._write(scope, send, data, gone)
+        return await self._write(send, data)
 
-    async def _write(self, scope: Any, send: Any, data: bytes, gone: asyncio.Event) -> bool:
-        """Hand ``data`` to the connection; False (and the connection cut) if it is gone, the
-        daemon stops, or the board moves ``stream_max_behind`` events past it while it waits."""
-        writing = asyncio.ensure_future(
-            send({"type": "http.response.body", "body": data, "more_body": True})
-        )
-        server = self.server
-        while True:
-            done, _ = await asyncio.wait((writing,), timeout=POLL_SECONDS)
-            if done:
-                try:
-                    writing.result()
-                except OSError:
-                    return False
-                return not gone.is_set()
-            if (
-                gone.is_set()
-                or server.closing
-                or server.board.last_seq() - self.after > server.stream_max_behind
-            ):
-                # the socket takes nothing: a reload could not reach it either
-                _abort(scope)
-                writing.cancel()
-                with contextlib.suppress(asyncio.CancelledError, OSError):
-                    await writing
-                return False
+    async def _write(self, send: Any, data: bytes) -> bool:
+        """Hand ``data`` to the connection: False if it is gone. uvicorn waits here while the
+        socket's buffer is full; the feed cuts a stream that waits while falling too far
+        behind (``Feed.cut_stalled``)."""
+        self.writing_since = asyncio.get_running_loop().time()
+        try:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+        except OSError:
+            return False
+        finally:
+            self.writing_since = None
+        return not (self.cut or self.gone.is_set())
 
 
 async def _until_disconnect(receive: Any, gone: asyncio.Event) -> None:
@@ -184,12 +188,3 @@ async def _until_disconnect(receive: Any, gone: asyncio.Event) -> None:
         if message["type"] == "http.disconnect":
             gone.set()
             return
-
-
-def _abort(scope: Any) -> None:
-    """Drop the connection without flushing what its socket would not take (the daemon's
-    protocol offers it, ``connections.bounded_protocol``); a bare close would keep the buffer
-    until the peer reads."""
-    abort = scope.get("extensions", {}).get("coord.abort")
-    if abort is not None:
-        abort()
