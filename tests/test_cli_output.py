@@ -187,7 +187,10 @@ def test_log_follow_goes_on_across_a_daemon_restart_without_loss_or_doubles(
     try:
         first.request("POST", "/v1/items", {"agent": "ann", "title": "before"})
         assert next_event()["kind"] == "created"
-        first.stop()  # the long poll in flight ends; the follower finds or starts the next one
+        first.stop()  # the stream in flight ends; the follower waits for the next daemon
+        # ...and starts none itself: a stopped daemon stays stopped (it retries every <= 2 s)
+        time.sleep(5)
+        assert not (board_dir / "daemon.json").exists(), "the follower started a daemon"
         added = run_cli("add", "after", board_dir=board_dir, agent="ann")
         assert added.returncode == 0, added.stderr
         after = next_event()
