@@ -214,3 +214,16 @@ def run_cli(
         timeout=60,
         cwd=cwd,
     )
+
+
+def follow_log(board_dir: Path) -> subprocess.Popen[str]:
+    """`coord log --follow --json` on the board, a process of its own (no COORD_AGENT)."""
+    env = {**os.environ, "COORD_DIR": str(board_dir)}
+    env.pop("COORD_AGENT", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "coord", "log", "--follow", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import Daemon, run_cli
+from conftest import Daemon, follow_log, run_cli
 from coord.times import clock, clock_of_iso, iso
 
 ESC_TITLE = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\x1b[0m\rover\nsecond line \u202eevil"
@@ -167,15 +167,7 @@ def test_log_follow_goes_on_across_a_daemon_restart_without_loss_or_doubles(
     import selectors
 
     first = Daemon(board_dir).start()
-    env = {**os.environ, "COORD_DIR": str(board_dir)}
-    env.pop("COORD_AGENT", None)
-    follow = subprocess.Popen(
-        [sys.executable, "-m", "coord", "log", "--follow", "--json"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    follow = follow_log(board_dir)
     assert follow.stdout is not None
     selector = selectors.DefaultSelector()
     selector.register(follow.stdout, selectors.EVENT_READ)

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Daemon, init_board_dir, run_cli
+from conftest import Daemon, follow_log, init_board_dir, run_cli
 from coord.client.http import Client
 from coord.client.stream import Interrupted, Reload, Resumed, follow
 from coord.core.board import Board
@@ -418,16 +418,8 @@ def _lines_of(process: subprocess.Popen[str]) -> queue.Queue[str]:
 
 def test_log_follow_shows_every_event_once_across_a_kill_and_restart(board_dir: Path) -> None:
     first = Daemon(board_dir).start()
-    env = {**os.environ, "COORD_DIR": str(board_dir)}
-    env.pop("COORD_AGENT", None)
-    follow_log = subprocess.Popen(
-        [sys.executable, "-m", "coord", "log", "--follow", "--json"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines = _lines_of(follow_log)
+    follower = follow_log(board_dir)
+    lines = _lines_of(follower)
 
     def next_seq() -> int:
         return int(json.loads(lines.get(timeout=WAIT))["seq"])
@@ -446,37 +438,30 @@ def test_log_follow_shows_every_event_once_across_a_kill_and_restart(board_dir: 
         time.sleep(1.0)
         assert lines.empty(), lines.get()  # nothing doubled
     finally:
-        follow_log.send_signal(signal.SIGINT)
-        follow_log.wait(WAIT)
+        follower.send_signal(signal.SIGINT)
+        follower.wait(WAIT)
         run_cli("stop", board_dir=board_dir)
-    assert follow_log.stderr is not None
-    said = follow_log.stderr.read()
-    follow_log.stderr.close()
-    assert follow_log.returncode == 130
+    assert follower.stderr is not None
+    said = follower.stderr.read()
+    follower.stderr.close()
+    assert follower.returncode == 130
     assert "reconnecting" in said and "Traceback" not in said, said
 
 
 def test_log_follow_pages_the_log_when_the_stream_says_reload(daemon: Daemon) -> None:
     _many_events(daemon, MAX_STREAM_BEHIND + 20)
-    env = {**os.environ, "COORD_DIR": str(daemon.board_dir)}
-    follow_log = subprocess.Popen(
-        [sys.executable, "-m", "coord", "log", "--follow", "--json"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert follow_log.stdout is not None
+    follower = follow_log(daemon.board_dir)
+    assert follower.stdout is not None
     try:
         seen = [
-            int(json.loads(follow_log.stdout.readline())["seq"])
+            int(json.loads(follower.stdout.readline())["seq"])
             for _ in range(MAX_STREAM_BEHIND + 20)
         ]
         add(daemon, "live")
-        seen.append(int(json.loads(follow_log.stdout.readline())["seq"]))
+        seen.append(int(json.loads(follower.stdout.readline())["seq"]))
     finally:
-        follow_log.send_signal(signal.SIGINT)
-        follow_log.communicate(timeout=WAIT)
+        follower.send_signal(signal.SIGINT)
+        follower.communicate(timeout=WAIT)
     assert seen == list(range(1, MAX_STREAM_BEHIND + 22))
 
 

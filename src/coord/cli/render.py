@@ -297,4 +297,6 @@ def cli_hint(err: CoordError, args: argparse.Namespace) -> str | None:
         )
     if err.code == "invalid_input" and err.details.get("field") == "token":
         return "give it with --token T"
+    if err.code == "invalid_input" and err.details.get("field") == "older_than":
+        return "give --older-than as a duration of at least an hour: 90m, 12h, 7d, 2w"
     return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 
-from coord.client.http import Client, _connect, _host_header, answer
+from coord.client.http import Client, _connect, _host_header, _read_all, answer
 from coord.errors import CoordError, DaemonUnavailable
 
 TYPE_CHECKING = False
@@ -151,7 +151,7 @@ def _open(
             raise DaemonUnavailable("the coord daemon sent a malformed answer to the stream")
         status = int(status_line[1])
         if status != 200:
-            body = _rest(sock, rest)
+            body = rest + _read_all(sock, MAX_ERROR_BYTES - len(rest))
             try:
                 payload = json.loads(_dechunked(body) if b"chunked" in head.lower() else body)
             except ValueError:
@@ -174,18 +174,6 @@ def _head(sock: Any) -> tuple[bytes, bytes]:
         data += chunk
     head, _, rest = data.partition(b"\r\n\r\n")
     return head, rest
-
-
-def _rest(sock: Any, data: bytes) -> bytes:
-    chunks = [data]
-    size = len(data)
-    while size < MAX_ERROR_BYTES:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def _dechunked(body: bytes) -> bytes:

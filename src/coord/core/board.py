@@ -415,9 +415,8 @@ class Board:
             or not MIN_PRUNE_AGE <= older_than <= model.MAX_INTEGER
         ):
             raise InvalidInput(
-                f"older_than (`--older-than`) must be at least {MIN_PRUNE_AGE:g} s, an hour "
-                "(a number of seconds; the CLI also takes 2h, 7d): an agent seen more "
-                "recently may be between two calls",
+                f"older_than must be at least {MIN_PRUNE_AGE:g} seconds, an hour: an agent seen "
+                "more recently may be between two calls",
                 field="older_than",
             )
         return self._activity.prune_agents(float(older_than), agent)
