@@ -367,11 +367,24 @@ def test_over_the_daemon_ids_errors_and_threads_are_the_same(daemon: Daemon) -> 
     assert "skip_checks_reason" in refusal["message"] and "`evidence`" not in refusal["message"]
 
 
-def test_mcp_401_says_how_to_authenticate(daemon: Daemon) -> None:
-    """Without ``WWW-Authenticate`` the MCP Inspector takes a 401 for OAuth and starts a flow
-    no coord daemon serves; a bearer challenge says what to send."""
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/mcp"),
+        ("GET", "/v1/items"),  # a read through Starlette's routes
+        ("POST", "/v1/claim-next"),  # the hot path, which writes its own answer
+        ("GET", "/v1/events/stream"),  # the stream, refused before it starts
+    ],
+)
+def test_every_401_says_how_to_authenticate(daemon: Daemon, method: str, path: str) -> None:
+    """HTTP requires a challenge on 401 (RFC 9110), and without ``WWW-Authenticate`` the MCP
+    Inspector takes a 401 for OAuth and starts a flow no coord daemon serves; a bearer
+    challenge says what to send, on every route (only /mcp had it)."""
     request = urllib.request.Request(
-        daemon.url + "/mcp", data=b"{}", method="POST", headers={"Content-Type": "application/json"}
+        daemon.url + path,
+        data=b"{}" if method == "POST" else None,
+        method=method,
+        headers={"Content-Type": "application/json"},
     )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30)

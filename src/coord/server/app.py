@@ -26,7 +26,7 @@ from starlette.routing import Route as StarletteRoute
 
 from coord.core.board import Board
 from coord.errors import CoordError
-from coord.server.context import Server, retry_after
+from coord.server.context import Server, answer_headers
 from coord.server.hot import HotEndpoint, HotPaths
 from coord.server.pipeline import Endpoint, JSONResponse, check_host, check_token
 from coord.server.routes import ROUTES
@@ -96,9 +96,7 @@ def _starlette_endpoint(endpoint: Endpoint) -> Callable[[Request], Awaitable[Res
         )
         if isinstance(content, Response):  # a stream (stream.py): it writes its own answer
             return content
-        wait = retry_after(status, content)
-        headers_out = {"retry-after": wait} if wait is not None else None
-        return JSONResponse(content, status_code=status, headers=headers_out)
+        return JSONResponse(content, status_code=status, headers=answer_headers(status, content))
 
     serve.__name__ = endpoint.route.handler.__name__
     return serve
@@ -113,10 +111,12 @@ def _mcp_guard(server: Server) -> Callable[[Request], Awaitable[Response | None]
                 check_host(request.headers.get("host", ""))
             check_token(request.headers.get("authorization", ""), server.write_token)
         except CoordError as err:
-            # a 401 without a challenge reads as OAuth to MCP clients (the Inspector starts
-            # a flow no daemon serves); Bearer says to send the board's token
-            challenge = {"WWW-Authenticate": "Bearer"} if err.http_status == 401 else None
-            return JSONResponse(err.to_dict(), status_code=err.http_status, headers=challenge)
+            content = err.to_dict()
+            return JSONResponse(
+                content,
+                status_code=err.http_status,
+                headers=answer_headers(err.http_status, content),
+            )
         return None
 
     return guard

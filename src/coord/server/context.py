@@ -128,11 +128,17 @@ class Call:
         return value
 
 
-def retry_after(status: int, content: Any) -> str | None:
-    """The Retry-After header of an answer: set when the board is busy (board_busy)."""
+def answer_headers(status: int, content: Any) -> dict[str, str]:
+    """The headers an answer carries beside its body: Retry-After when the board asks for a
+    wait (board_busy, database_unreachable), and on a 401 the challenge HTTP requires (RFC
+    9110 §15.5.2): Bearer, the board's token. Without one, MCP clients start an OAuth flow
+    no daemon serves."""
+    headers = {}
     if status == 503 and isinstance(content, dict) and "retry_after" in content:
-        return str(content["retry_after"])
-    return None
+        headers["retry-after"] = str(content["retry_after"])
+    if status == 401:
+        headers["www-authenticate"] = "Bearer"
+    return headers
 
 
 # --- query parameters: strings, read the way HTML forms and curl send them --------------------

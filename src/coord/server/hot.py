@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 
-from coord.server.context import NOTHING, retry_after
+from coord.server.context import NOTHING, answer_headers
 from coord.server.pipeline import Endpoint, render
 
 TYPE_CHECKING = False
@@ -53,9 +53,8 @@ class HotEndpoint:
         )
         payload = render(content)
         headers_out = [(b"content-length", str(len(payload)).encode()), _JSON]
-        wait = retry_after(status, content)
-        if wait is not None:
-            headers_out.append((b"retry-after", wait.encode()))
+        for name, value in answer_headers(status, content).items():
+            headers_out.append((name.encode(), value.encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers_out})
         await send({"type": "http.response.body", "body": payload})
 
