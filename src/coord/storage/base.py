@@ -40,6 +40,41 @@ class ItemQuery:
     limit: int = 100
 
 
+def listing_where(
+    query: ItemQuery, mark: str, *, unmet_deps: str, has_label: str, claimable: str
+) -> tuple[list[str], list[Any]]:
+    """What a listing's filters mean, in SQL, for every backend: the conditions and their
+    parameters, all but ``kinds`` (its clause is each dialect's own). ``mark`` is the driver's
+    placeholder; the fragments are the backend's SQL for a dependency not done, for a label,
+    and for an item claimable at a time (one parameter)."""
+    where: list[str] = [f"id > {mark}"]
+    params: list[Any] = [query.after_id]
+    state = query.state
+    if state == "open" and query.holder is not None:
+        where.append("state = 'claimed'")  # a pending item has no holder
+    elif state == "open":
+        where.append("state IN ('pending', 'claimed')")
+    elif state == "needs_human":
+        where.append("state = 'claimed' AND question IS NOT NULL")
+    elif state == "claimed":
+        where.append("state = 'claimed' AND question IS NULL")
+    elif state == "blocked":  # Item.blocked_by is not empty: the same predicate
+        where.append(f"state = 'pending' AND {unmet_deps}")
+    elif state is not None:
+        where.append(f"state = {mark}")
+        params.append(state)
+    for condition, value in (
+        (f"claimed_by = {mark}", query.holder),
+        (has_label, query.label),
+        (f"spec = {mark}", query.spec),
+        (claimable, query.claimable_at),
+    ):
+        if value is not None:
+            where.append(condition)
+            params.append(value)
+    return where, params
+
+
 class ReadTx(ABC):
     """A consistent snapshot of the board."""
 

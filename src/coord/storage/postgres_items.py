@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 
 from coord.model import Item
-from coord.storage.base import ItemQuery, WriteTx
+from coord.storage.base import ItemQuery, WriteTx, listing_where
 from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
 from coord.storage.rows import item_of
 
@@ -94,36 +94,16 @@ class PostgresItemTx(WriteTx):
         return found[0] if found else None
 
     def list_items(self, query: ItemQuery) -> list[Item]:
-        where: list[str] = ["id > %s"]
-        params: list[Any] = [query.after_id]
-        if query.state == "open" and query.holder is not None:
-            where.append("state = 'claimed'")  # a pending item has no holder
-        elif query.state == "open":
-            where.append("state IN ('pending', 'claimed')")
-        elif query.state == "needs_human":
-            where.append("state = 'claimed' AND question IS NOT NULL")
-        elif query.state == "claimed":
-            where.append("state = 'claimed' AND question IS NULL")
-        elif query.state == "blocked":  # Item.blocked_by is not empty: the same predicate
-            where.append(f"state = 'pending' AND {_UNMET_DEPS}")
-        elif query.state is not None:
-            where.append("state = %s")
-            params.append(query.state)
-        if query.holder is not None:
-            where.append("claimed_by = %s")
-            params.append(query.holder)
+        where, params = listing_where(
+            query,
+            "%s",
+            unmet_deps=_UNMET_DEPS,
+            has_label=_HAS_LABEL,
+            claimable=f"(state = 'pending' OR ({_LAPSED_CLAIM})) AND {_NOT_HELD_BACK}",
+        )
         if query.kinds:
             where.append("kind = ANY(%s)")
             params.append(list(query.kinds))
-        if query.label is not None:
-            where.append(_HAS_LABEL)
-            params.append(query.label)
-        if query.spec is not None:
-            where.append("spec = %s")
-            params.append(query.spec)
-        if query.claimable_at is not None:
-            where.append(f"(state = 'pending' OR ({_LAPSED_CLAIM})) AND {_NOT_HELD_BACK}")
-            params.append(query.claimable_at)
         return self._items(" AND ".join(where), params, f"ORDER BY id LIMIT {int(query.limit)}")
 
     def claimable_items(
