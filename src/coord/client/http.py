@@ -143,10 +143,11 @@ class Client:
             return (*_parse_response(raw), _retry_after(raw))
         raise AssertionError("unreachable")
 
-    def address(self, *, fresh: bool = False) -> tuple[str, int]:
-        """Where this board's daemon listens, proven (started on demand); ``fresh`` reads
-        daemon.json again (the event stream, after its connection broke)."""
-        return self._daemon_address(fresh=fresh)
+    def address(self, *, fresh: bool = False, start: bool = True) -> tuple[str, int]:
+        """Where this board's daemon listens, proven (started on demand if ``start`` and the
+        client may); ``fresh`` reads daemon.json again (the event stream, after its
+        connection broke, finds the next daemon without starting one: ``start=False``)."""
+        return self._daemon_address(fresh=fresh, start=start)
 
     def token(self) -> str:
         return self._board_token()
@@ -156,11 +157,11 @@ class Client:
             self._token = board_files.read_token(self.board_dir)
         return self._token
 
-    def _daemon_address(self, *, fresh: bool = False) -> tuple[str, int]:
+    def _daemon_address(self, *, fresh: bool = False, start: bool = True) -> tuple[str, int]:
         if self._address is None or fresh:
             record = self.daemon_record()
             if record is None or not self._proven(record):
-                if not self.autostart:
+                if not (self.autostart and start):
                     raise DaemonUnavailable(
                         self._refusal or "no coord daemon is running: start one with `coord serve`"
                     )

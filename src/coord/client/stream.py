@@ -119,15 +119,9 @@ def _open(
 ) -> tuple[Any, bytes]:
     """The socket of a 200 answer and what came of its body with the head; the daemon's error
     raised otherwise."""
-    if fresh:  # a reconnect waits for the board's next daemon and never starts one itself:
-        # after `coord stop` the daemon stays stopped (as `coord watch` leaves it)
-        autostart, client.autostart = client.autostart, False
-        try:
-            host, port = client.address(fresh=True)
-        finally:
-            client.autostart = autostart
-    else:
-        host, port = client.address()
+    # a reconnect waits for the board's next daemon and never starts one itself: after
+    # `coord stop` the daemon stays stopped (as `coord watch` leaves it)
+    host, port = client.address(fresh=fresh, start=not fresh)
     query = f"after={after}"
     if item is not None:
         query += f"&item={item}"
