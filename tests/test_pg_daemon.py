@@ -375,6 +375,21 @@ def test_a_killed_daemon_drops_out_of_the_others_status(served) -> None:
     assert one.ok("status")["daemon"]["others"] == []
 
 
+def test_a_daemon_started_after_a_killed_one_is_its_checkouts_only_row(served) -> None:
+    """The checkout's lock allows one daemon: the next one's first beat drops the row of the
+    one killed before it, which status and stop had counted as another live daemon."""
+    _, one, two, _, b = served
+    b.kill9()
+    assert two.ok("ls") is not None  # starts this checkout's next daemon on demand
+    try:
+        others = one.ok("status")["daemon"]["others"]
+        assert [o["pid"] for o in others] != [b.process.pid] and len(others) == 1, others
+        mine = two.ok("status")["daemon"]
+        assert [o["pid"] for o in mine["others"]] == [one.ok("status")["daemon"]["pid"]]
+    finally:
+        two.cli("stop")
+
+
 def test_doctor_checks_the_team_boards_database(team) -> None:
     url, one, _ = team
     one.ok("init", "--database", url)

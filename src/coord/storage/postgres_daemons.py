@@ -29,8 +29,15 @@ _UPSERT = (
 
 
 def heartbeat(conn: psycopg.Connection[Any], record: dict[str, Any]) -> None:
-    """This daemon is live now (its row written on first beat)."""
+    """This daemon is live now (its row written on first beat). One checkout has one daemon
+    (its lock, ``.coord/daemon.lock``): another row of this checkout is a daemon that died
+    without its goodbye (``kill -9``), and goes now rather than be shown live until its
+    heartbeats lapse."""
     conn.execute(_UPSERT, tuple(record[field] for field in FIELDS))
+    conn.execute(
+        "DELETE FROM daemons WHERE machine = %s AND board_dir = %s AND instance <> %s",
+        (record["machine"], record["board_dir"], record["instance"]),
+    )
     conn.execute(f"DELETE FROM daemons WHERE heartbeat_at < {_NOW} - %s", (FORGET_SECONDS,))
 
 
