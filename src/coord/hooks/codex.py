@@ -10,6 +10,9 @@ openai/codex ``codex-rs/hooks/src/events/pre_tool_use.rs`` and
   lines, relative to ``cwd``. A refusal is ``hookSpecificOutput.permissionDecision: "deny"``
   with a non-empty ``permissionDecisionReason``, exit 0 (Codex rejects ``"allow"`` without
   ``updatedInput`` and ``"ask"``); an allowed call prints nothing.
+- ``PostToolUse`` (the after-tool check): the same input plus ``tool_response``, for
+  ``Bash`` and ``apply_patch``; ``{"decision": "block", "reason": ...}`` is fed back to the
+  model (``codex-rs/hooks/src/events/post_tool_use.rs``), as in Claude Code.
 - ``SessionStart``: ``hookSpecificOutput.additionalContext``. Codex 0.171.0 (the latest
   release) lets the hook set no environment for later commands: its output schema
   (``session-start.command.output``) holds ``additionalContext`` only, and it names no env
@@ -24,9 +27,10 @@ openai/codex ``codex-rs/hooks/src/events/pre_tool_use.rs`` and
 
 from __future__ import annotations
 
-from coord.hooks.claude import context, deny, notice, shell_cwd
+from coord.hooks.claude import after, context, deny, notice, shell_cwd
 
 GUARD_EVENT = "PreToolUse"
+AFTER_EVENTS = ("PostToolUse",)
 START_EVENT = "SessionStart"
 STOP_EVENT = "Stop"
 
@@ -36,6 +40,7 @@ SHELL_TOOLS = frozenset({"Bash"})
 QUIET_TOOLS: frozenset[str] = frozenset()
 
 __all__ = [
+    "AFTER_EVENTS",
     "EDIT_TOOLS",
     "GUARD_EVENT",
     "PATCH_TOOLS",
@@ -43,6 +48,7 @@ __all__ = [
     "SHELL_TOOLS",
     "START_EVENT",
     "STOP_EVENT",
+    "after",
     "context",
     "deny",
     "notice",
