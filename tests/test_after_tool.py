@@ -204,6 +204,29 @@ def test_a_deleted_held_file_counts_and_comes_back_with_its_mode(
     assert "kept" not in event.details["files"][0]  # nothing was there to keep
 
 
+def test_a_failing_command_claude_code_reports_as_a_failure_is_checked_too(
+    board_dir: Path, repo: Path
+) -> None:
+    """Claude Code fires PostToolUseFailure, not PostToolUse, for a command that fails: a
+    write before the failure is still caught, and the agent is told in that event's words."""
+    (repo / "tools/regen_fail.py").write_text(
+        f"open({HELD!r}, 'w').write('TIMEOUT = 60\\n')\nraise SystemExit(1)\n"
+    )
+    payload = with_command(
+        "claude", fixture("claude/pre_tool_use_bash.json", repo), "python3 tools/regen_fail.py"
+    )
+    allowed(hook("claude", "PreToolUse", payload, board_dir=board_dir, cwd=repo))
+    assert subprocess.run(["python3", "tools/regen_fail.py"], cwd=repo).returncode == 1
+    failure = {**payload, "hook_event_name": "PostToolUseFailure", "error": "exit 1"}
+    result = hook("claude", "PostToolUseFailure", failure, board_dir=board_dir, cwd=repo)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PostToolUseFailure"
+    assert HELD in out["additionalContext"] and "alice" in out["additionalContext"]
+    assert (repo / HELD).read_text() == ORIGINAL
+    assert len(events_of(board_dir, "held_files_changed")) == 1
+
+
 def test_nothing_changed_or_only_touched_says_nothing(board_dir: Path, repo: Path) -> None:
     for command in ("ls src", "python3 tools/touch.py"):
         payload, _ = run_allowed_call(

@@ -26,6 +26,7 @@ EVENTS: dict[str, dict[str, str | None]] = {
         # the edit tools, the shell (Bash, Monitor, PowerShell) and every MCP server's tools
         "PreToolUse": _CLAUDE_TOOLS,
         "PostToolUse": _CLAUDE_TOOLS,
+        "PostToolUseFailure": _CLAUDE_TOOLS,
         "SessionStart": None,
         "Stop": None,
     },

@@ -221,7 +221,7 @@ def _shape(
     return spec, client, event, (adapt(event, data) if adapt is not None else data)
 
 
-_CLAUDE_EVENTS_CURSOR_RUNS = ("PreToolUse", "SessionStart", "Stop")
+_CLAUDE_EVENTS_CURSOR_RUNS = ("PreToolUse", "PostToolUse", "SessionStart", "Stop")
 
 
 def _guard(spec: Any, client: str, data: dict[str, Any]) -> str | None:

@@ -114,7 +114,7 @@ def answer(spec: Any, client: str, event: str, data: dict[str, Any]) -> dict[str
     text = message(name, what, changes, recorded)
     if getattr(spec, "AFTER_AT_STOP", False):
         tripwire.leave_notice(home, agent, text)
-    return dict(spec.after(text, short_notice(name, changes)))
+    return dict(spec.after(event, text, short_notice(name, changes)))
 
 
 def pending_notice(data: dict[str, Any], client: str) -> str | None:

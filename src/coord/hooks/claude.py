@@ -23,7 +23,9 @@ Hooks reference: https://code.claude.com/docs/en/hooks
   ``tool_response``, for the same tools as the guard. When the call changed a file another
   agent holds, the answer is ``{"decision": "block", "reason": ...}``: Claude Code gives the
   reason to Claude (the tool already ran: nothing is undone), and ``systemMessage`` shows a
-  line to the user. A call with nothing to report prints nothing.
+  line to the user. A call with nothing to report prints nothing. A tool that fails fires
+  ``PostToolUseFailure`` instead (a shell command that exits non-zero), answered with
+  ``hookSpecificOutput.additionalContext``.
 - ``SessionStart``: ``hookSpecificOutput.additionalContext`` is added to Claude's context.
   Its hooks may also append ``export VAR=value`` lines to the file named by
   ``CLAUDE_ENV_FILE``, sourced before each Bash command: coord exports ``COORD_AGENT`` there
@@ -40,7 +42,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 GUARD_EVENT = "PreToolUse"
-AFTER_EVENTS = ("PostToolUse",)
+# the after-tool check; a tool that fails fires PostToolUseFailure instead (a Bash command
+# that exits non-zero may still have written)
+AFTER_EVENTS = ("PostToolUse", "PostToolUseFailure")
 START_EVENT = "SessionStart"
 STOP_EVENT = "Stop"
 
@@ -108,9 +112,15 @@ def deny(reason: str) -> dict[str, Any]:
     }
 
 
-def after(text: str, notice: str) -> dict[str, Any]:
+def after(event: str, text: str, notice: str) -> dict[str, Any]:
     """PostToolUse: ``decision: "block"`` puts ``reason`` before Claude (the tool has run;
-    nothing is undone by it), ``systemMessage`` tells the user."""
+    nothing is undone by it); PostToolUseFailure takes ``additionalContext``;
+    ``systemMessage`` tells the user."""
+    if event == "PostToolUseFailure":
+        return {
+            "hookSpecificOutput": {"hookEventName": event, "additionalContext": text},
+            "systemMessage": notice,
+        }
     return {"decision": "block", "reason": text, "systemMessage": notice}
 
 

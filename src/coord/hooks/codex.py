@@ -27,7 +27,11 @@ openai/codex ``codex-rs/hooks/src/events/pre_tool_use.rs`` and
 
 from __future__ import annotations
 
-from coord.hooks.claude import after, context, deny, notice, shell_cwd
+from coord.hooks.claude import context, deny, notice, shell_cwd
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GUARD_EVENT = "PreToolUse"
 AFTER_EVENTS = ("PostToolUse",)
@@ -38,6 +42,12 @@ EDIT_TOOLS: dict[str, tuple[str, ...]] = {}
 PATCH_TOOLS = frozenset({"apply_patch"})
 SHELL_TOOLS = frozenset({"Bash"})
 QUIET_TOOLS: frozenset[str] = frozenset()
+
+
+def after(event: str, text: str, notice: str) -> dict[str, Any]:
+    """PostToolUse: ``decision: "block"`` with ``reason`` is fed back to the model."""
+    return {"decision": "block", "reason": text, "systemMessage": notice}
+
 
 __all__ = [
     "AFTER_EVENTS",

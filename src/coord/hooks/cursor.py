@@ -103,7 +103,7 @@ def deny(reason: str) -> dict[str, Any]:
     return {"permission": "deny", "agent_message": reason, "user_message": reason}
 
 
-def after(text: str, notice: str) -> dict[str, Any]:
+def after(event: str, text: str, notice: str) -> dict[str, Any]:
     return {}  # read by no after hook of Cursor's: the stop hook delivers it (followup)
 
 
@@ -144,10 +144,10 @@ class IN_CLAUDE:
     followup = staticmethod(followup)
 
     @staticmethod
-    def after(text: str, notice: str) -> dict[str, Any]:
+    def after(event: str, text: str, notice: str) -> dict[str, Any]:
         from coord.hooks import claude
 
-        return claude.after(text, notice)
+        return claude.after("PostToolUse", text, notice)
 
     @staticmethod
     def deny(reason: str) -> dict[str, Any]:

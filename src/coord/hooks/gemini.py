@@ -57,7 +57,7 @@ def deny(reason: str) -> dict[str, Any]:
     return {"decision": "deny", "reason": reason}
 
 
-def after(text: str, notice: str) -> dict[str, Any]:
+def after(event: str, text: str, notice: str) -> dict[str, Any]:
     """AfterTool: ``additionalContext`` is added to the tool's result for the agent
     (``decision: "deny"`` would hide the result itself), ``systemMessage`` tells the user."""
     return {
