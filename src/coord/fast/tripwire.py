@@ -31,18 +31,27 @@ Stdlib only: it runs in the guard, before every tool call.
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import stat as stat_module
 import time
 
-from coord.fast import board_files, fsfold, guard, holds, mirror, patterns, worktree
+from coord.fast import board_files, worktree
+
+try:  # the bare SHA-256 module: hashlib loads OpenSSL first, a cost on every tool call
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - Python 3.12 renamed it; any build has hashlib
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        from hashlib import sha256
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every tool call
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
+
+    from coord.fast import fsfold, holds
 
 SNAPSHOTS_DIRNAME = "snapshots"
 CALLS_DIRNAME = "tripwire"
@@ -73,7 +82,7 @@ def covered_files(
     """Every existing regular file under ``root`` that a live exclusive hold of another agent
     covers, as a repository path, with one hold that covers it and its ``lstat`` (at most
     ``MAX_WATCHED``). One ``lstat`` a file: this runs before every tool call."""
-    from coord.fast import patterns
+    from coord.fast import guard, patterns  # the guard's own: loaded already
 
     found: dict[str, tuple[holds.Held, os.stat_result]] = {}
     for hold in held:
@@ -84,7 +93,8 @@ def covered_files(
         literal = patterns.is_literal(pattern) or (
             pattern.endswith("/**") and patterns.is_literal(pattern[:-3])
         )
-        prefix = _prefix(pattern)
+        prefix = patterns.literal_prefix(pattern)  # the matches all lie in it
+        prefix = "" if prefix == patterns.WHOLE_REPOSITORY else prefix.strip("/")
         start = f"{root}/{prefix}" if prefix else root
         try:
             top = os.lstat(start)
@@ -104,12 +114,6 @@ def covered_files(
             if name not in found and (literal or guard.blockers(name, [hold], agent, fold=fold)):
                 found[name] = (hold, found_stat)
     return found
-
-
-def _prefix(pattern: str) -> str:
-    """The directory (or file) a pattern's matches all lie in: its literal leading segments."""
-    prefix = patterns.literal_prefix(pattern)
-    return "" if prefix == patterns.WHOLE_REPOSITORY else prefix.strip("/")
 
 
 def _walk(start: str, prefix: str) -> Iterable[tuple[str, os.stat_result]]:
@@ -166,13 +170,15 @@ def place(board_dir: str, cwd: str, agent: str | None, call: str) -> Place:
 
 
 def _key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def before(where: Place, what: dict[str, Any]) -> int:
     """Snapshot the held files of ``where`` before the call (``what``: the tool and its
     command or path, kept for the report). Returns how many files are watched.
     ``holds.BoardUnreadable`` when the board cannot be read."""
+    from coord.fast import fsfold, holds, mirror  # the guard's own: loaded already
+
     db, now = mirror.source(where.board_dir)
     live = holds.read_live(db, [""], now) if os.path.exists(db) else []
     fold = fsfold.board_fold(where.board_dir)
@@ -385,7 +391,7 @@ class Store:
                     return None  # written while read: no whole version to keep
         except OSError:
             return None
-        sha = hashlib.sha256(data).hexdigest()
+        sha = sha256(data).hexdigest()
         if not self.has(sha):
             if not os.path.isdir(self.folder):
                 os.makedirs(self.folder, board_files.PRIVATE_DIR, exist_ok=True)
@@ -402,7 +408,7 @@ class Store:
     def hash_file(self, path: str) -> str | None:
         try:
             with open(path, "rb") as source:
-                return hashlib.sha256(source.read()).hexdigest()
+                return sha256(source.read()).hexdigest()
         except OSError:
             return None
 
