@@ -300,3 +300,57 @@ def test_with_no_daemon_the_restore_stands_and_the_agent_hears_it_was_not_record
     assert (repo / HELD).read_text() == ORIGINAL
     assert "could not record" in text and "tell alice yourself" in text
     assert events_of(board_dir, "held_files_changed") == []
+
+
+def test_a_glob_hold_is_expanded_against_the_tree(board_dir: Path) -> None:
+    """alice holds src/*.py: the files it matches are watched and put back; a file beside
+    them it does not match (src/notes.txt) is not alice's, and changes to it stand."""
+    root = board_dir.parent
+    (root / "src").mkdir()
+    (root / "src/a.py").write_text("a = 1\n")
+    (root / "src/notes.txt").write_text("notes\n")
+    (root / "tools").mkdir()
+    (root / "tools/both.py").write_text(
+        "open('src/a.py', 'w').write('a = 2\\n')\nopen('src/notes.txt', 'w').write('more\\n')\n"
+    )
+    reserve(board_dir, ["src/*.py"], "alice")
+    payload, _ = run_allowed_call(
+        "claude",
+        "PreToolUse",
+        "claude/pre_tool_use_bash.json",
+        board_dir,
+        ["python3 tools/both.py"],
+    )
+    result = hook(
+        "claude",
+        "PostToolUse",
+        after_payload("claude", "PostToolUse", payload, ""),
+        board_dir=board_dir,
+        cwd=root,
+    )
+    assert "src/a.py (held by alice)" in told("claude", result)
+    assert (root / "src/a.py").read_text() == "a = 1\n"
+    assert (root / "src/notes.txt").read_text() == "more\n"
+    (event,) = events_of(board_dir, "held_files_changed")
+    assert [f["path"] for f in event.details["files"]] == ["src/a.py"]
+
+
+def test_a_bad_report_is_refused_and_changes_nothing(board_dir: Path) -> None:
+    from coord.errors import InvalidInput
+
+    board = Board.open(board_dir)
+    try:
+        before = board.last_seq()
+        for changed in (
+            [],
+            [{"path": "src/a.py", "holder": "alice", "change": "renamed"}],
+            [{"path": "src/a.py", "holder": "alice", "change": "modified", "colour": 1}],
+            [{"path": "", "holder": "alice", "change": "modified"}],
+            "src/a.py",
+        ):
+            with pytest.raises(InvalidInput) as refused:
+                board.report_held_change(agent="bob", files=changed, command="make")
+            assert refused.value.details["field"] == "changed"
+        assert board.last_seq() == before
+    finally:
+        board.close()

@@ -61,6 +61,9 @@ MAX_STORE_BYTES = 256 << 20  # kept contents in all, per board
 MAX_WATCHED = 10_000  # held files watched in one call; past it the rest are not
 KEEP_SECONDS = 3600.0  # an unreferenced kept version survives at least this long
 CALL_SECONDS = 3600.0  # a call snapshot older than this is a call whose after hook never ran
+# a call of the holder's own started less than this long ago may be what wrote its file (a
+# client's shell tool runs a command for 10 minutes at most by default)
+IN_FLIGHT_SECONDS = 600.0
 # The index and the call snapshots are marshal data (a dozen times faster than JSON for 1,000
 # files, and a builtin module): marked with this module's format and the Python version that
 # wrote them, since marshal's own format may change between versions. The files are the
@@ -345,7 +348,7 @@ def in_flight(board_dir: str, agent: str, besides: Place) -> bool:
         names = os.listdir(folder)
     except OSError:
         return False
-    cutoff = time.time() - CALL_SECONDS
+    cutoff = time.time() - IN_FLIGHT_SECONDS
     for name in names:
         full = os.path.join(folder, name)
         if not name.startswith(mine) or full == besides.call_path:

@@ -3,7 +3,7 @@
 The client (``claude``, ``codex``, ``gemini``, ``cursor``) runs ``coord hook CLIENT EVENT``
 with its hook JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``,
 ``.codex``, ``.gemini``, ``.cursor`` say which, with the documentation they follow; Cursor's
-input is first put in the others' shape, also when Cursor runs Claude Code's hooks). Three
+input is first put in the others' shape, also when Cursor runs Claude Code's hooks). Four
 kinds of event:
 
 - **the guard** (Claude Code and Codex ``PreToolUse``, Gemini ``BeforeTool``, Cursor
@@ -21,6 +21,14 @@ kinds of event:
   refusal (exit 1 would let the call through). Where no board is found from the hook's
   ``cwd`` (or ``COORD_DIR``), coord is not in use there: only paths in another coord
   repository are judged (by that repository's board).
+  Once it allows a call, the guard snapshots the files other agents hold in the agent's
+  working tree (``coord.hooks.aftercheck``), and it answers within its own deadline
+  (``GUARD_DEADLINE_SECONDS``): every client lets a call through when a guard hook times out.
+- **the after-tool check** (Claude Code ``PostToolUse`` and ``PostToolUseFailure``, Codex
+  ``PostToolUse``, Gemini ``AfterTool``, Cursor ``afterShellExecution`` and
+  ``afterFileEdit``): compares with that snapshot; a held file the call changed is put back,
+  reported on the board and told to the agent (``coord.hooks.aftercheck``). The call has run:
+  nothing is refused, and an error is one line on stderr.
 - **session start** (``SessionStart``): records which agent this client process is
   (``coord.fast.identity.remember``) and tells the agent its name, claims, inbox, what is ready
   and how to use coord (``coord.hooks.session``).

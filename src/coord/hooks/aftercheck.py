@@ -134,17 +134,18 @@ def report(home: str, agent: str, what: dict[str, Any], changes: list[Any]) -> s
 
     from coord.client.http import Client
     from coord.errors import CoordError
-    from coord.limits import MAX_REPORTED_FILES
+    from coord.limits import MAX_BODY, MAX_REPORTED_FILES
 
     listed = changes[:MAX_REPORTED_FILES]
     body: dict[str, Any] = {
         "agent": agent,
-        "files": [c.to_dict() for c in listed],
+        "changed": [c.to_dict() for c in listed],
         "tool": what.get("tool"),
         "more_files": len(changes) - len(listed),
     }
-    if isinstance(what.get("command"), str):
-        body["command"] = what["command"]
+    command = what.get("command")
+    if isinstance(command, str):  # a command past the board's text limit is sent cut to it
+        body["command"] = command.encode()[:MAX_BODY].decode(errors="ignore")
     try:
         Client(Path(home), timeout=REQUEST_SECONDS).post("/v1/held-files:changed", body)
     except CoordError as err:

@@ -50,7 +50,7 @@ def held_files_changed(call: Call) -> dict[str, Any]:
     body = call.body
     return call.board.report_held_change(
         agent=body.get("agent"),
-        files=body.get("files"),
+        files=body.get("changed"),
         command=body.get("command"),
         tool=body.get("tool"),
         more_files=body.get("more_files", 0),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from coord import model
 from coord.core.tripwire import CHANGES as HELD_CHANGES
+from coord.core.tripwire import FIELDS as HELD_CHANGE_FIELDS
 from coord.limits import (
     INBOX_PAGE,
     MAX_ANSWER_BYTES,
@@ -49,7 +50,7 @@ from coord.server.schemas import (
     ref,
     text,
 )
-from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route
+from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route, closed
 from coord.server.web import codes
 
 ITEM = ref("Item")
@@ -422,14 +423,13 @@ ROUTES: tuple[Route, ...] = (
         body=Body(
             {
                 "agent": AGENT,
-                "files": {
+                "changed": {
                     "type": "array",
                     "minItems": 1,
                     "maxItems": MAX_REPORTED_FILES,
-                    "items": {
-                        "type": "object",
-                        "required": ["path", "holder", "change"],
-                        "properties": {
+                    "description": "the held files the call changed",
+                    "items": closed(
+                        {
                             "path": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN},
                             "holder": AGENT,
                             "change": {"enum": list(HELD_CHANGES)},
@@ -437,13 +437,15 @@ ROUTES: tuple[Route, ...] = (
                             "kept": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                             "why": {"type": "string", "maxLength": MAX_PATTERN},
                         },
-                    },
+                        HELD_CHANGE_FIELDS,
+                        required=("path", "holder", "change"),
+                    ),
                 },
                 "command": text("the shell command that changed them"),
                 "tool": {"type": "string", "maxLength": MAX_PATTERN},
                 "more_files": integer(0, "changed held files past those listed"),
             },
-            ("agent", "files"),
+            ("agent", "changed"),
         ),
         errors=(422,),
     ),
