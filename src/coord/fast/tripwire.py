@@ -9,13 +9,13 @@ changed when its content or mode did (``touch`` is no change) or when it is gone
 
 Where and what it costs (the guard's budget is ~3x ``python -c pass`` for 1,000 held files):
 
-- ``.coord/snapshots/``: the content store, one file per content named by its SHA-256, and
-  ``index``, the stat each working-tree file had when its content was last copied. A
-  file whose stat still matches its index entry is not read again, so in the steady state
-  ``before`` costs one ``stat`` a held file (the holder's edits re-copy only what changed).
-  A file over ``MAX_FILE_BYTES`` is watched by its stat alone (a change is reported, and
-  cannot be put back); past ``MAX_STORE_BYTES`` of kept contents no new one is copied until
-  old unreferenced ones are swept (``_sweep``). The store keeps a version for at least
+- ``.coord/snapshots/`` (``coord.fast.snapshots``): the content store, one file per content
+  named by its SHA-256, and ``index``, the stat each working-tree file had when its content
+  was last copied. A file whose stat still matches its index entry is not read again, so in
+  the steady state ``before`` costs one ``lstat`` a held file (the holder's edits re-copy only
+  what changed). A file over ``MAX_FILE_BYTES`` is watched by its stat alone (a change is
+  reported, and cannot be put back); past ``MAX_STORE_BYTES`` of kept contents no new one is
+  copied until old unreferenced ones are swept. The store keeps a version for at least
   ``KEEP_SECONDS`` after the index stops naming it, so a call in flight can still restore it.
 - ``.coord/tripwire/AGENT.CALL``: one call's snapshot (0600, like the whole board, which
   the guard keeps every agent out of). Written by ``before``, read and removed by ``after``.
@@ -31,20 +31,22 @@ Stdlib only: it runs in the guard, before every tool call.
 
 from __future__ import annotations
 
-import marshal
 import os
 import stat as stat_module
 import time
 
 from coord.fast import board_files, worktree
-
-try:  # the bare SHA-256 module: hashlib loads OpenSSL first, a cost on every tool call
-    from _sha256 import sha256
-except ImportError:  # pragma: no cover - Python 3.12 renamed it; any build has hashlib
-    try:
-        from _sha2 import sha256
-    except ImportError:
-        from hashlib import sha256
+from coord.fast.snapshots import (
+    MAX_FILE_BYTES,
+    Stat,
+    Store,
+    dumps,
+    remove,
+    sha256,
+    stat_of,
+    write_atomic,
+)
+from coord.fast.snapshots import load as load_record
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every tool call
 if TYPE_CHECKING:
@@ -53,30 +55,13 @@ if TYPE_CHECKING:
 
     from coord.fast import fsfold, holds
 
-SNAPSHOTS_DIRNAME = "snapshots"
 CALLS_DIRNAME = "tripwire"
-INDEX_FILENAME = "index"
-MAX_FILE_BYTES = 1 << 20  # a held file past 1 MiB is watched by its stat only
-MAX_STORE_BYTES = 256 << 20  # kept contents in all, per board
 MAX_WATCHED = 10_000  # held files watched in one call; past it the rest are not
-KEEP_SECONDS = 3600.0  # an unreferenced kept version survives at least this long
 CALL_SECONDS = 3600.0  # a call snapshot older than this is a call whose after hook never ran
 # a call of the holder's own started less than this long ago may be what wrote its file (a
 # client's shell tool runs a command for 10 minutes at most by default)
 IN_FLIGHT_SECONDS = 600.0
-# The index and the call snapshots are marshal data (a dozen times faster than JSON for 1,000
-# files, and a builtin module): marked with this module's format and the Python version that
-# wrote them, since marshal's own format may change between versions. The files are the
-# board's own, 0600, in the .coord/ the guard keeps agents out of.
-_FORMAT = b"coord-tripwire 1 %d.%d\n" % __import__("sys").version_info[:2]
 _SKIPPED_DIRS = frozenset({".git", board_files.BOARD_DIRNAME})
-
-# one held file's state: size, mtime_ns, ctime_ns, inode, mode
-Stat = tuple[int, int, int, int, int]
-
-
-def _stat_of(found: os.stat_result) -> Stat:
-    return (found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino, found.st_mode)
 
 
 def covered_files(
@@ -212,14 +197,14 @@ def before(where: Place, what: dict[str, Any]) -> int:
     folder = os.path.dirname(where.call_path)
     if not os.path.isdir(folder):
         os.makedirs(folder, board_files.PRIVATE_DIR, exist_ok=True)
-    _write_atomic(where.call_path, _dumps(record), board_files.PRIVATE_FILE)
+    write_atomic(where.call_path, dumps(record), board_files.PRIVATE_FILE)
     return len(watched)
 
 
 def load(where: Place) -> dict[str, Any] | None:
     """The call's snapshot, taken out of the board (None: no snapshot of it was taken)."""
-    record = _load(where.call_path)
-    _remove(where.call_path)
+    record = load_record(where.call_path)
+    remove(where.call_path)
     return record
 
 
@@ -281,7 +266,7 @@ def after(where: Place, record: dict[str, Any], *, restore: bool = True) -> list
         holder, old, sha = entry[0], tuple(entry[1:6]), entry[6]
         path = f"{root}/{name}"
         try:
-            now: Stat | None = _stat_of(os.lstat(path))
+            now: Stat | None = stat_of(os.lstat(path))
         except FileNotFoundError:
             now = None
         except OSError:
@@ -325,7 +310,7 @@ def _restore(
         change.why = f"{change.holder} has a tool call running too: the change may be theirs"
         return change
     try:
-        current = _stat_of(os.lstat(path))
+        current = stat_of(os.lstat(path))
     except FileNotFoundError:
         current = None
     if current != now:
@@ -361,117 +346,6 @@ def in_flight(board_dir: str, agent: str, besides: Place) -> bool:
     return False
 
 
-class Store:
-    """The board's kept contents (``.coord/snapshots/SHA256``) and the index of which stat
-    each working-tree file had when last copied (``index``)."""
-
-    def __init__(self, board_dir: str) -> None:
-        self.folder = os.path.join(board_dir, SNAPSHOTS_DIRNAME)
-        self.index_path = os.path.join(self.folder, INDEX_FILENAME)
-        self.changed = False
-        self._stored: int | None = None  # bytes of kept contents, counted once when needed
-        self.index: dict[str, list[Any]] = _load(self.index_path) or {}
-
-    def content_of(self, path: str, state: Stat) -> str | None:
-        """The SHA-256 of the file's content, kept in the store; None past the size cap or
-        when it cannot be read whole. Read only when the stat differs from the index's."""
-        entry = self.index.get(path)
-        if entry is not None and tuple(entry[:5]) == state:
-            return entry[5] if isinstance(entry[5], str) else None  # checked when restoring
-        sha = self.keep(path, state)
-        self.index[path] = [*state, sha]
-        self.changed = True
-        return sha
-
-    def keep(self, path: str, state: Stat) -> str | None:
-        """Copy the file's content into the store (if it fits): its SHA-256, or None."""
-        if state[0] > MAX_FILE_BYTES:
-            return None
-        try:
-            with open(path, "rb") as source:
-                data = source.read(MAX_FILE_BYTES + 1)
-                if _stat_of(os.fstat(source.fileno())) != state or len(data) != state[0]:
-                    return None  # written while read: no whole version to keep
-        except OSError:
-            return None
-        sha = sha256(data).hexdigest()
-        if not self.has(sha):
-            if not os.path.isdir(self.folder):
-                os.makedirs(self.folder, board_files.PRIVATE_DIR, exist_ok=True)
-            if self._stored is None:
-                self._stored = self._size()
-            if self._stored + len(data) > MAX_STORE_BYTES:
-                if not self._sweep(len(data)):
-                    return None
-                self._stored = self._size()
-            _write_atomic(self._blob(sha), data, board_files.PRIVATE_FILE)
-            self._stored += len(data)
-        return sha
-
-    def hash_file(self, path: str) -> str | None:
-        try:
-            with open(path, "rb") as source:
-                return sha256(source.read()).hexdigest()
-        except OSError:
-            return None
-
-    def has(self, sha: Any) -> bool:
-        return isinstance(sha, str) and os.path.exists(self._blob(sha))
-
-    def write_back(self, sha: str, path: str, mode: int) -> None:
-        """Put the kept version ``sha`` at ``path`` with ``mode``: a new file renamed over
-        it, so nobody reads half of it."""
-        with open(self._blob(sha), "rb") as source:
-            data = source.read()
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        _write_atomic(path, data, stat_module.S_IMODE(mode))
-        self.index[path] = [*_stat_of(os.lstat(path)), sha]
-        self.changed = True
-
-    def save(self) -> None:
-        if self.changed:
-            if not os.path.isdir(self.folder):
-                os.makedirs(self.folder, board_files.PRIVATE_DIR, exist_ok=True)
-            _write_atomic(self.index_path, _dumps(self.index), board_files.PRIVATE_FILE)
-            self.changed = False
-
-    def _blob(self, sha: str) -> str:
-        return os.path.join(self.folder, sha)
-
-    def _size(self) -> int:
-        total = 0
-        for entry in self._blobs():
-            total += entry.stat().st_size
-        return total
-
-    def _blobs(self) -> list[os.DirEntry[str]]:
-        try:
-            return [e for e in os.scandir(self.folder) if len(e.name) == 64]
-        except OSError:
-            return []
-
-    def _sweep(self, room: int) -> bool:
-        """Remove kept versions the index no longer names and older than ``KEEP_SECONDS``,
-        oldest first, until ``room`` bytes fit. True if they do."""
-        named = {entry[5] for entry in self.index.values() if len(entry) > 5}
-        cutoff = time.time() - KEEP_SECONDS
-        blobs = sorted(self._blobs(), key=lambda e: e.stat().st_mtime)
-        total = sum(e.stat().st_size for e in blobs)
-        for entry in blobs:
-            if total + room <= MAX_STORE_BYTES:
-                break
-            if entry.name in named or entry.stat().st_mtime >= cutoff:
-                continue
-            size = entry.stat().st_size
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                continue
-            total -= size
-        return total + room <= MAX_STORE_BYTES
-
-
 def leave_notice(board_dir: str, agent: str | None, text: str) -> None:
     """Keep a message for ``agent``'s next stop hook (a client that reads no after answer)."""
     folder = os.path.join(board_dir, CALLS_DIRNAME, "notices")
@@ -495,52 +369,6 @@ def take_notice(board_dir: str, agent: str | None) -> str | None:
             return source.read().strip() or None
     finally:
         os.unlink(taken)
-
-
-def _dumps(value: dict[str, Any]) -> bytes:
-    return _FORMAT + marshal.dumps(value)
-
-
-def _load(path: str) -> dict[str, Any] | None:
-    """A dict ``_dumps`` wrote, or None: missing, unreadable, or another format or Python's."""
-    try:
-        with open(path, "rb") as source:
-            data = source.read()
-    except OSError:
-        return None
-    if not data.startswith(_FORMAT):
-        return None
-    try:
-        value = marshal.loads(data[len(_FORMAT) :])
-    except (EOFError, ValueError, TypeError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _write_atomic(path: str, data: bytes, mode: int) -> None:
-    """A new file beside ``path`` renamed over it: a reader sees the old bytes or the new
-    (``coord.fast.files`` does the same with pathlib, which costs the guard ~3 ms to import)."""
-    tmp = os.path.join(
-        os.path.dirname(path), f".{os.path.basename(path)}.coord-{os.getpid()}-{time.time_ns()}"
-    )
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
-
-
-def _remove(path: str) -> bool:
-    """Remove ``path`` if it is there (contextlib costs the guard an import)."""
-    try:
-        os.unlink(path)
-    except OSError:
-        return False
-    return True
 
 
 def sweep_calls(board_dir: str) -> None:
