@@ -354,3 +354,29 @@ def test_a_bad_report_is_refused_and_changes_nothing(board_dir: Path) -> None:
         assert board.last_seq() == before
     finally:
         board.close()
+
+
+def test_a_call_past_its_copy_budget_watches_by_stat_and_the_next_call_copies(
+    board_dir: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first call on a big tree cannot copy every held file inside the guard's deadline:
+    what it did not copy is watched by its stat (a change is reported, not put back), and a
+    later call copies it."""
+    from coord.fast import tripwire
+
+    where = tripwire.place(str(board_dir), str(repo), "bob", "call-1")
+    monkeypatch.setattr(tripwire, "COPY_SECONDS", 0.0)
+    assert tripwire.before(where, {"tool": "Bash", "command": "make"}) == 1
+    (repo / HELD).write_text("TIMEOUT = 60\n")
+    (change,) = tripwire.after(where, tripwire.load(where) or {})
+    assert (change.path, change.restored) == (HELD, False)
+    assert change.why is not None and "no snapshot of its content" in change.why
+    assert (repo / HELD).read_text() == "TIMEOUT = 60\n"
+
+    monkeypatch.setattr(tripwire, "COPY_SECONDS", 2.0)
+    where = tripwire.place(str(board_dir), str(repo), "bob", "call-2")
+    tripwire.before(where, {"tool": "Bash", "command": "make"})
+    (repo / HELD).write_text("TIMEOUT = 90\n")
+    (change,) = tripwire.after(where, tripwire.load(where) or {})
+    assert change.restored
+    assert (repo / HELD).read_text() == "TIMEOUT = 60\n"

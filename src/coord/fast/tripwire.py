@@ -61,6 +61,10 @@ CALL_SECONDS = 3600.0  # a call snapshot older than this is a call whose after h
 # a call of the holder's own started less than this long ago may be what wrote its file (a
 # client's shell tool runs a command for 10 minutes at most by default)
 IN_FLIGHT_SECONDS = 600.0
+# One call copies held files' contents for at most this long (the first call on a big tree
+# copies them all): the rest are watched by their stat this time and copied by the next
+# calls, so the guard stays well inside its deadline (coord.hooks.GUARD_DEADLINE_SECONDS).
+COPY_SECONDS = 2.0
 _SKIPPED_DIRS = frozenset({".git", board_files.BOARD_DIRNAME})
 
 
@@ -175,6 +179,7 @@ def before(where: Place, what: dict[str, Any]) -> int:
     if covered:
         store = Store(where.board_dir)
         index, root = store.index, where.root
+        copy_until = time.monotonic() + COPY_SECONDS
         for name, (hold, found) in covered.items():
             state = [found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino]
             state.append(found.st_mode)
@@ -183,8 +188,10 @@ def before(where: Place, what: dict[str, Any]) -> int:
             # in the steady state the index knows this stat: no read of the file
             if entry is not None and entry[:5] == state:
                 content = entry[5]
-            else:
+            elif time.monotonic() < copy_until:
                 content = store.content_of(path, tuple(state))  # type: ignore[arg-type]
+            else:  # this call copied enough: watched by its stat, copied by a later call
+                content = None
             watched[name] = [hold.agent, *state, content]
         store.save()
     record = {
