@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -100,7 +101,8 @@ def bench_after_tool(runs: int) -> None:
             f"{tool}: python -m coord hook PreToolUse",
         ]
     times: dict[str, list[float]] = {name: [] for name in names}
-    first = _timed(pre, env, root, payload(root, "PreToolUse", "Bash", -1))  # copies 1,000
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    first, _ = _timed(pre, env, root, payload(root, "PreToolUse", "Bash", -1))  # copies 1,000
     _timed(post, env, root, payload(root, "PostToolUse", "Bash", -1))
     log(f"after-tool: the first snapshot (copying every held file) took {first * 1000:.0f} ms")
     log(f"after-tool: {runs} runs of each, interleaved, after 3 warm-up runs")
@@ -117,15 +119,16 @@ def bench_after_tool(runs: int) -> None:
             took_post = _timed(post, env, root, payload(root, "PostToolUse", tool, call))
             sample[f"{tool}: guard + snapshot (pre)"] = took_pre
             sample[f"{tool}: compare (post)"] = took_post
-            sample[f"{tool}: pre + post"] = took_pre + took_post
+            sample[f"{tool}: pre + post"] = (took_pre[0] + took_post[0], took_pre[1] + took_post[1])
             call += 1
             sample[f"{tool}: python -m coord hook PreToolUse"] = _timed(
                 entry_pre, env, root, payload(root, "PreToolUse", tool, call)
             )
             _timed(post, env, root, payload(root, "PostToolUse", tool, call))  # its snapshot
         if n >= 3:
-            for name, took in sample.items():
+            for name, (took, used) in sample.items():
                 times[name].append(took)
+                cpu[name].append(used)
     base = median(times["python -c pass"])
     print(
         f"\n== after-tool: the guard before and after the tripwire, fresh processes, median of "
@@ -138,24 +141,36 @@ def bench_after_tool(runs: int) -> None:
         "nothing changed (stat only)"
     )
     print_beside_python(times, base)
+    cpu_base = median(cpu["python -c pass"])
+    print("   the same, in CPU time (user + system of each process: less at the mercy of load):")
+    print_beside_python(cpu, cpu_base)
     for tool in ("Bash", "Edit"):
-        pre_ratio = median(times[f"{tool}: guard + snapshot (pre)"]) / base
-        post_ratio = median(times[f"{tool}: compare (post)"]) / base
+        ratios = []
+        for table, reference in ((times, base), (cpu, cpu_base)):
+            pre_ratio = median(table[f"{tool}: guard + snapshot (pre)"]) / reference
+            post_ratio = median(table[f"{tool}: compare (post)"]) / reference
+            ratios.append((pre_ratio, post_ratio))
         extra = (
-            median(times[f"{tool}: guard + snapshot (pre)"])
-            - median(times[f"{tool}: guard only (before)"])
+            median(cpu[f"{tool}: guard + snapshot (pre)"])
+            - median(cpu[f"{tool}: guard only (before)"])
         ) * 1000
+        (wall_pre, wall_post), (cpu_pre, cpu_post) = ratios
         print(
-            f"   target: {tool} pre <= 3x python -c pass ... {pre_ratio:.2f}x "
-            f"{verdict(pre_ratio <= 3)}; post <= 3x ... {post_ratio:.2f}x "
-            f"{verdict(post_ratio <= 3)}; the snapshot adds {extra:.1f} ms to the guard"
+            f"   target: {tool} pre <= 3x python -c pass ... {wall_pre:.2f}x wall, {cpu_pre:.2f}x "
+            f"CPU {verdict(wall_pre <= 3)}; post <= 3x ... {wall_post:.2f}x wall, "
+            f"{cpu_post:.2f}x CPU {verdict(wall_post <= 3)}; the snapshot adds {extra:.1f} ms "
+            "of CPU to the guard"
         )
 
 
-def _timed(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes) -> float:
+def _timed(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one fresh process that must allow in silence."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(argv, env=env, cwd=cwd, input=stdin, capture_output=True, timeout=60)
     took = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if done.returncode != 0 or done.stdout:
         raise RuntimeError(f"{argv[:3]} exited {done.returncode}: {done.stdout!r} {done.stderr!r}")
-    return took
+    return took, used

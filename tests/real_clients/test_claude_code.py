@@ -139,10 +139,11 @@ def finish(process: subprocess.Popen[str]) -> Run:
 
 
 def assert_hooks_clean(run: Run) -> None:
-    """Claude Code ran coord's SessionStart, PreToolUse and Stop hooks (and PostToolUse for
-    the calls it allowed) and took each answer as a success: no exit code or output shape it
-    reports as a hook error."""
-    assert run.hook_events() - {"PostToolUse"} == {"SessionStart", "PreToolUse", "Stop"}, run.hooks
+    """Claude Code ran coord's SessionStart, PreToolUse and Stop hooks (and the after-tool
+    check for the calls it allowed) and took each answer as a success: no exit code or output
+    shape it reports as a hook error."""
+    after = {"PostToolUse", "PostToolUseFailure"}
+    assert run.hook_events() - after == {"SessionStart", "PreToolUse", "Stop"}, run.hooks
     for hook in run.hooks:
         assert (hook["exit_code"], hook["outcome"]) == (0, "success"), hook
 
@@ -372,5 +373,27 @@ def test_a_held_file_an_allowed_command_changed_is_put_back_reported_and_told(
         ]
         assert event.seq in inbox  # the holder's inbox
     # the model was told, in the turn after each call (PostToolUse's decision: block)
+    later = json.dumps(fake.main_requests("s")[-1])
+    assert "src/held.py (held by other)" in later and "coord put it back" in later
+
+
+def test_a_failing_command_that_changed_a_held_file_is_caught_by_post_tool_use_failure(
+    claude: Path, repo: Path, fake: FakeAnthropic
+) -> None:
+    """A Bash command that exits non-zero fires PostToolUseFailure, not PostToolUse: what it
+    wrote before failing is put back all the same, and the model is told."""
+    assert coord(repo, "reserve", "src/held.py", agent="other").returncode == 0
+    (repo / "tools").mkdir()
+    (repo / "tools/regen.py").write_text(
+        "open('src/held.py', 'w').write('clobbered\\n')\nraise SystemExit(3)\n"
+    )
+    fake.script("s", [[bash("python3 tools/regen.py")]])
+
+    run = run_claude(claude, repo, fake, "s")
+
+    assert_hooks_clean(run)
+    assert outcome(fake, "s", "Bash", "command", "python3 tools/regen.py").is_error
+    assert "PostToolUseFailure" in run.hook_events()
+    assert (repo / "src/held.py").read_text() == FILES["src/held.py"]
     later = json.dumps(fake.main_requests("s")[-1])
     assert "src/held.py (held by other)" in later and "coord put it back" in later

@@ -32,6 +32,7 @@ Stdlib only: it runs in the guard, before every tool call.
 from __future__ import annotations
 
 import os
+import re  # the guard has loaded it (coord.fast.patterns)
 import stat as stat_module
 import time
 
@@ -65,6 +66,7 @@ IN_FLIGHT_SECONDS = 600.0
 # copies them all): the rest are watched by their stat this time and copied by the next
 # calls, so the guard stays well inside its deadline (coord.hooks.GUARD_DEADLINE_SECONDS).
 COPY_SECONDS = 2.0
+_GLOB_OR_ESCAPE = re.compile(r"[*?\[\\]")
 _SKIPPED_DIRS = frozenset({".git", board_files.BOARD_DIRNAME})
 
 
@@ -81,12 +83,17 @@ def covered_files(
         if not hold.exclusive or hold.agent == agent:
             continue
         pattern = hold.pattern
-        # a held literal, or DIR/**, covers everything beneath it: no match to make
-        literal = patterns.is_literal(pattern) or (
-            pattern.endswith("/**") and patterns.is_literal(pattern[:-3])
-        )
-        prefix = patterns.literal_prefix(pattern)  # the matches all lie in it
-        prefix = "" if prefix == patterns.WHOLE_REPOSITORY else prefix.strip("/")
+        # a held literal, or DIR/**, covers everything beneath it: no match to make. Most
+        # holds are plain paths: told apart by one search, not the pattern parser
+        plain = pattern[:-3] if pattern.endswith("/**") else pattern
+        if not _GLOB_OR_ESCAPE.search(plain) and pattern != patterns.WHOLE_REPOSITORY:
+            literal, prefix = True, plain.strip("/")
+        else:
+            literal = patterns.is_literal(pattern) or (
+                pattern.endswith("/**") and patterns.is_literal(pattern[:-3])
+            )
+            prefix = patterns.literal_prefix(pattern)  # the matches all lie in it
+            prefix = "" if prefix == patterns.WHOLE_REPOSITORY else prefix.strip("/")
         start = f"{root}/{prefix}" if prefix else root
         try:
             top = os.lstat(start)
