@@ -1,7 +1,7 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
-    python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook|connections
-        |stream|pg-claim-next] [--items N] [--quick] [--dsn postgresql://…]
+    python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook|after-tool
+        |connections|stream|pg-claim-next] [--items N] [--quick] [--dsn postgresql://…]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
 target is a ratio to a reference measured in this very run. See bench/README.md.
@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import aftercheck
 import claims
 import cli_plan
 import connections
@@ -41,6 +42,7 @@ BENCHES = (
     "plan-overlap",
     "spec",
     "hook",
+    "after-tool",
     "connections",
     "stream",
     "pg-claim-next",
@@ -105,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                 specs.bench_specs(args.packages, 5 if args.quick else 11)
             elif name == "hook":
                 hooks.bench_hook(cli_runs, args.importtime)
+            elif name == "after-tool":
+                aftercheck.bench_after_tool(cli_runs)
             elif name == "connections":
                 connections.bench_connections(args.quick)
             elif name == "stream":

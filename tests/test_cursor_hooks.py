@@ -264,25 +264,31 @@ def test_init_cursor_wires_hooks_beside_the_users_and_uninstall_restores(tmp_pat
     hooks = data["hooks"]
     assert set(hooks) == {
         "afterFileEdit",
+        "afterShellExecution",
         "beforeShellExecution",
         "preToolUse",
         "sessionStart",
         "stop",
     }
-    assert hooks["afterFileEdit"] == USER_HOOKS["hooks"]["afterFileEdit"]
+    assert hooks["afterFileEdit"][0] == USER_HOOKS["hooks"]["afterFileEdit"][0]
     assert hooks["beforeShellExecution"][0] == {"command": "./hooks/audit.sh", "timeout": 5}
     ours = {
         event: [e for e in entries if "coord" in e["command"]] for event, entries in hooks.items()
     }
     assert {e: len(v) for e, v in ours.items() if v} == {
+        "afterFileEdit": 1,
+        "afterShellExecution": 1,
         "beforeShellExecution": 1,
         "preToolUse": 1,
         "sessionStart": 1,
         "stop": 1,
     }
-    assert set(ours["preToolUse"][0]) == {"command", "matcher"}
+    # the guards fail closed: Cursor lets a failed or timed-out hook's call through otherwise
+    assert set(ours["preToolUse"][0]) == {"command", "matcher", "timeout", "failClosed"}
     assert "Write" in ours["preToolUse"][0]["matcher"].split("|")
-    assert set(ours["beforeShellExecution"][0]) == {"command"}
+    assert set(ours["beforeShellExecution"][0]) == {"command", "timeout", "failClosed"}
+    assert ours["beforeShellExecution"][0]["failClosed"] is True
+    assert set(ours["afterShellExecution"][0]) == {"command", "timeout"}
     for event, (entry,) in ((e, v) for e, v in ours.items() if v):
         assert shlex.split(entry["command"])[2].count(f"hook cursor {event}") == 1
     # a second run changes nothing

@@ -366,11 +366,11 @@ def test_without_a_board_coord_stays_out_of_the_way(tmp_path: Path) -> None:
 
 def test_other_events_and_clients(board_dir: Path) -> None:
     repo = board_dir.parent
-    post = fixture("claude/pre_tool_use_edit.json", repo)
-    post["hook_event_name"] = "PostToolUse"
+    note = fixture("claude/pre_tool_use_edit.json", repo)
+    note["hook_event_name"] = "Notification"
     # an event coord does not answer is said (exit 1: the clients show it, never blocking),
     # with no decision on stdout
-    for client, event, data in (("claude", "PostToolUse", post), ("gemini", "PreToolUse", "")):
+    for client, event, data in (("claude", "Notification", note), ("gemini", "PreToolUse", "")):
         answered = hook(client, event, data, board_dir=board_dir, cwd=repo)
         assert (answered.returncode, answered.stdout) == (1, ""), answered
         assert f"no event {event!r}" in answered.stderr

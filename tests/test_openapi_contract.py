@@ -68,6 +68,9 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("POST", "/v1/items/{id}/ack"): Scenario({"agent": "a"}),
     ("POST", "/v1/inbox"): Scenario({"agent": "a"}),
     ("POST", "/v1/agents:prune"): Scenario({"agent": "h"}),
+    ("POST", "/v1/held-files:changed"): Scenario(
+        {"agent": "b", "changed": [{"path": "src/a.py", "holder": "a", "change": "modified"}]}
+    ),
     ("POST", "/v1/reservations"): Scenario({"agent": "a", "patterns": ["src/a.py"]}),
     ("POST", "/v1/reservations:release"): Scenario({"agent": "a", "all": True}),
     ("POST", "/v1/mirror:refresh"): Scenario({}),  # 409 on this SQLite board
@@ -114,6 +117,10 @@ SAMPLES: dict[str, list[Any]] = {
     "count": [1, 2],
     "label": ["ui"],
     "items": [[{"title": "a", "ref": "a"}, {"title": "b", "deps": ["a"]}]],
+    "changed": [[{"path": "src/a.py", "holder": "a", "change": "deleted", "restored": True}]],
+    "command": ["sed -i s/a/b/ src/a.py"],
+    "tool": ["Bash"],
+    "more_files": [0, 3],
 }
 # Objects listed inside a field: the smallest one, the i-th of many, and values of their fields.
 ELEMENTS: dict[str, Callable[[int], dict[str, Any]]] = {
@@ -121,6 +128,7 @@ ELEMENTS: dict[str, Callable[[int], dict[str, Any]]] = {
     "evidence": lambda i: {"command": f"check {i}", "exit_code": 0},
     "packages": lambda i: {"id": f"A{i + 1}", "title": "a", "line": i + 1},
     "adopt": lambda i: {"user": "a", "package": "A1"},
+    "changed": lambda i: {"path": f"src/f{i}.py", "holder": "a", "change": "modified"},
 }
 NESTED_SAMPLES: dict[str, dict[str, list[Any]]] = {
     "items": SAMPLES,
@@ -143,6 +151,14 @@ NESTED_SAMPLES: dict[str, dict[str, list[Any]]] = {
         "acceptance": ["how we know"],
         "track": ["api"],
         "reserved_by": ["alice"],
+    },
+    "changed": {
+        "path": ["src/b.py"],
+        "holder": ["alice"],
+        "change": ["modified", "deleted"],
+        "restored": [True, False],
+        "kept": ["0" * 64],
+        "why": ["its holder has a call running"],
     },
     "adopt": {
         "user": ["a"],

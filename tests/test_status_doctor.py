@@ -17,6 +17,7 @@ import pytest
 
 from conftest import Daemon, run_cli, stop_leftover_daemon
 from coord.fast import board_files
+from coord.fast.clients import EVENTS
 
 BIN = str(Path(sys.executable).parent)  # the venv's `coord`, which the wired hooks call
 
@@ -307,7 +308,7 @@ def test_trust_is_read_where_the_clients_keep_it(
 
     hooks = root / ".codex" / "hooks.json"
     with codex_config.open("a") as config:
-        for event in ("PreToolUse", "SessionStart", "Stop"):
+        for event in EVENTS["codex"]:  # every hook coord wires, the after-tool check's too
             key = json.dumps(f"{hooks}:{event.lower()}:0:0")
             config.write(f'[hooks.state.{key}]\ntrusted_hash = "sha256:00"\n')
     (home / ".gemini" / "trustedFolders.json").write_text(

@@ -145,11 +145,15 @@ def test_init_all_keeps_everything_adds_ours_once_and_uninstall_restores_every_b
     assert mcp["mcpServers"]["coord"] == {"command": "coord", "args": ["mcp"]}
     settings = load(repo, ".claude/settings.json")
     assert settings["permissions"] == CLAUDE_SETTINGS["permissions"]
-    assert settings["hooks"]["PostToolUse"] == CLAUDE_SETTINGS["hooks"]["PostToolUse"]
+    post = settings["hooks"]["PostToolUse"]
+    assert post[0] == CLAUDE_SETTINGS["hooks"]["PostToolUse"][0]
+    assert hook_commands(post[1:]) == ["coord hook claude PostToolUse"]
     pre = settings["hooks"]["PreToolUse"]
     assert pre[0] == CLAUDE_SETTINGS["hooks"]["PreToolUse"][0]
     assert pre[1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit|Bash|Monitor|PowerShell|mcp__.*"
-    assert set(pre[1]) == {"matcher", "hooks"} and set(pre[1]["hooks"][0]) == {"type", "command"}
+    assert post[1]["matcher"] == pre[1]["matcher"]  # the after check: the guard's tools
+    assert set(pre[1]) == {"matcher", "hooks"}
+    assert set(pre[1]["hooks"][0]) == {"type", "command", "timeout"}
     assert hook_commands(pre[1:]) == ["coord hook claude PreToolUse"]
     assert hook_commands(settings["hooks"]["SessionStart"]) == ["coord hook claude SessionStart"]
     assert "matcher" not in settings["hooks"]["SessionStart"][0]
@@ -175,7 +179,7 @@ def test_init_all_keeps_everything_adds_ours_once_and_uninstall_restores_every_b
     assert hook_commands(codex_hooks["PreToolUse"]) == ["coord hook codex PreToolUse"]
     assert set(codex_hooks) == set(EVENTS["codex"])
     # every hook coord wired is one `coord hook` answers
-    assert set(settings["hooks"]) - {"PostToolUse"} == set(EVENTS["claude"])
+    assert set(settings["hooks"]) == set(EVENTS["claude"])
     # Cursor
     assert load(repo, ".cursor/mcp.json") == {
         "mcpServers": {"coord": {"command": "coord", "args": ["mcp"]}}

@@ -19,6 +19,8 @@ MAX_FILES = 200
 MAX_PATTERN = 1024  # characters of one file pattern or one check command, as given
 MAX_PATTERN_WILDCARDS = 64  # '*', '?', '[...]' and '**' in one file pattern
 MAX_BATCH = 200  # claim-next --count
+# held files one held_files_changed report names (the after-tool check); it counts the rest
+MAX_REPORTED_FILES = 200
 # Claim-next gives up after passing this many items whose files others hold (and says so):
 # each costs a read and an overlap check, and one request must not hold the daemon for long.
 MAX_CLAIM_SCAN = 500

@@ -139,9 +139,11 @@ def finish(process: subprocess.Popen[str]) -> Run:
 
 
 def assert_hooks_clean(run: Run) -> None:
-    """Claude Code ran coord's SessionStart, PreToolUse and Stop hooks and took each answer
-    as a success: no exit code or output shape it reports as a hook error."""
-    assert run.hook_events() == {"SessionStart", "PreToolUse", "Stop"}, run.hooks
+    """Claude Code ran coord's SessionStart, PreToolUse and Stop hooks (and the after-tool
+    check for the calls it allowed) and took each answer as a success: no exit code or output
+    shape it reports as a hook error."""
+    after = {"PostToolUse", "PostToolUseFailure"}
+    assert run.hook_events() - after == {"SessionStart", "PreToolUse", "Stop"}, run.hooks
     for hook in run.hooks:
         assert (hook["exit_code"], hook["outcome"]) == (0, "success"), hook
 
@@ -330,3 +332,68 @@ def test_without_coord_on_path_an_edit_is_refused(
         assert call.is_error and "coord is not on PATH" in call.result, call
     guards = [h for h in run.hooks if h["hook_event"] == "PreToolUse"]
     assert [h["exit_code"] for h in guards] == [2, 2]  # the Edit's and the Bash command's
+
+
+# Spellings of "overwrite src/held.py" that the guard lets through (a script in a free path):
+# whichever it allows (a stricter guard may refuse some), the after-tool hook must catch.
+WRITERS = ("python3 tools/regen.py", "sh tools/regen.sh")
+
+
+def test_a_held_file_an_allowed_command_changed_is_put_back_reported_and_told(
+    claude: Path, repo: Path, fake: FakeAnthropic
+) -> None:
+    """The guard cannot see that a script writes a held file; the PostToolUse hook sees the
+    file change: coord puts it back, records who did it, tells the holder and the model."""
+    from coord.core.board import Board
+
+    assert coord(repo, "reserve", "src/held.py", agent="other").returncode == 0
+    (repo / "tools").mkdir()
+    (repo / "tools/regen.py").write_text("open('src/held.py', 'w').write('clobbered\\n')\n")
+    (repo / "tools/regen.sh").write_text("echo clobbered > src/held.py\n")
+    fake.script("s", [[bash(command)] for command in WRITERS])
+
+    run = run_claude(claude, repo, fake, "s")
+
+    assert_hooks_clean(run)
+    assert "PostToolUse" in run.hook_events()
+    assert (repo / "src/held.py").read_text() == FILES["src/held.py"]  # put back
+    ran = [c for c in WRITERS if not outcome(fake, "s", "Bash", "command", c).is_error]
+    assert ran, "the guard refused every spelling: nothing got past to check"
+    board = Board.open(repo / ".coord")
+    try:
+        events = [e for e in board.events(0, 5000) if e.kind == "held_files_changed"]
+        inbox = [e.seq for e in board.inbox("other", peek=True)]
+    finally:
+        board.close()
+    assert [e.details["command"] for e in events] == ran
+    for event in events:
+        assert event.agent.startswith("claude-")
+        assert [(f["path"], f["holder"], f["restored"]) for f in event.details["files"]] == [
+            ("src/held.py", "other", True)
+        ]
+        assert event.seq in inbox  # the holder's inbox
+    # the model was told, in the turn after each call (PostToolUse's decision: block)
+    later = json.dumps(fake.main_requests("s")[-1])
+    assert "src/held.py (held by other)" in later and "coord put it back" in later
+
+
+def test_a_failing_command_that_changed_a_held_file_is_caught_by_post_tool_use_failure(
+    claude: Path, repo: Path, fake: FakeAnthropic
+) -> None:
+    """A Bash command that exits non-zero fires PostToolUseFailure, not PostToolUse: what it
+    wrote before failing is put back all the same, and the model is told."""
+    assert coord(repo, "reserve", "src/held.py", agent="other").returncode == 0
+    (repo / "tools").mkdir()
+    (repo / "tools/regen.py").write_text(
+        "open('src/held.py', 'w').write('clobbered\\n')\nraise SystemExit(3)\n"
+    )
+    fake.script("s", [[bash("python3 tools/regen.py")]])
+
+    run = run_claude(claude, repo, fake, "s")
+
+    assert_hooks_clean(run)
+    assert outcome(fake, "s", "Bash", "command", "python3 tools/regen.py").is_error
+    assert "PostToolUseFailure" in run.hook_events()
+    assert (repo / "src/held.py").read_text() == FILES["src/held.py"]
+    later = json.dumps(fake.main_requests("s")[-1])
+    assert "src/held.py (held by other)" in later and "coord put it back" in later

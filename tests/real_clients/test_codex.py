@@ -184,3 +184,48 @@ def test_init_with_another_command_untrusts_the_hooks_and_says_so(
     assert done.returncode == 0, done.stderr
     assert CHANGED_HOOKS_NOTE in done.stdout + done.stderr
     assert {h["trustStatus"] for h in codex.hooks()} == {"modified"}
+
+
+# Spellings of "overwrite src/held.py" that the guard lets through (a script in a free path):
+# whichever it allows (a stricter guard may refuse some), the after-tool hook must catch.
+WRITERS = {"regen-py": "python3 tools/regen.py", "regen-sh": "sh tools/regen.sh"}
+
+
+def test_a_held_file_an_allowed_command_changed_is_put_back_reported_and_told(
+    codex: CodexHome, fake: FakeOpenAI, repo: Path
+) -> None:
+    """The guard cannot see that a script writes a held file; Codex's PostToolUse hook sees
+    the file change: coord puts it back, records who did it, tells the holder and the model."""
+    from coord.core.board import Board
+
+    assert coord(repo, "reserve", HELD, agent="other").returncode == 0
+    (repo / "tools").mkdir()
+    (repo / "tools/regen.py").write_text(f"open({HELD!r}, 'w').write('clobbered\\n')\n")
+    (repo / "tools/regen.sh").write_text(f"echo clobbered > {HELD}\n")
+    fake.scripts["SCRIPT-AFTER"] = [[shell(call_id, c)] for call_id, c in WRITERS.items()]
+
+    codex.run("SCRIPT-AFTER: regenerate")
+
+    assert (repo / HELD).read_text() == FILES[HELD]  # put back
+    ran = [
+        command
+        for call_id, command in WRITERS.items()
+        if not fake.tool_output(call_id).startswith("Command blocked by PreToolUse hook")
+    ]
+    assert ran, "the guard refused every spelling: nothing got past to check"
+    board = Board.open(repo / ".coord")
+    try:
+        events = [e for e in board.events(0, 5000) if e.kind == "held_files_changed"]
+        inbox = [e.seq for e in board.inbox("other", peek=True)]
+    finally:
+        board.close()
+    assert [e.details["command"] for e in events] == ran
+    for event in events:
+        assert event.agent.startswith("codex-")
+        assert [(f["path"], f["holder"], f["restored"]) for f in event.details["files"]] == [
+            (HELD, "other", True)
+        ]
+        assert event.seq in inbox  # the holder's inbox
+    # the model was told (PostToolUse's decision: block is fed back to it)
+    later = json.dumps(fake.requests[-1].get("input", []))
+    assert f"{HELD} (held by other)" in later and "coord put it back" in later

@@ -30,6 +30,7 @@ from coord.core.evidence import check_runs
 from coord.core.items import Items
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
+from coord.core.tripwire import Tripwire, check_report
 from coord.errors import CoordError, InvalidInput
 from coord.limits import (
     INBOX_PAGE,
@@ -107,6 +108,7 @@ class Board:
         hold = model.check_lease(escalation_hold_seconds, 0)
         self._leases = Leases(context, hold)
         self._activity = Activity(context)
+        self._tripwire = Tripwire(context)
         self._files = reservations.Reservations(context)
         self._packages = WorkPackages(context, self._claims)
 
@@ -428,6 +430,19 @@ class Board:
         if not body.strip():
             raise InvalidInput("a reply needs some text", field="body")
         return self._activity.reply(ref, agent, body)
+
+    def report_held_change(
+        self,
+        *,
+        agent: Any,
+        files: Any,
+        command: Any = None,
+        tool: Any = None,
+        more_files: Any = 0,
+    ) -> dict[str, Any]:
+        """``agent``'s tool call changed files other agents hold (the after-tool check saw
+        it): one ``held_files_changed`` event, which reaches each holder's inbox."""
+        return self._tripwire.report(*check_report(agent, files, command, tool, more_files))
 
     def ack(self, item_id: Any, *, agent: str) -> bool:
         """Acknowledge an item (seen it, agree). Returns False if already acknowledged."""

@@ -3,7 +3,7 @@
 The client (``claude``, ``codex``, ``gemini``, ``cursor``) runs ``coord hook CLIENT EVENT``
 with its hook JSON on stdin, and reads the answer in its own format (``coord.hooks.claude``,
 ``.codex``, ``.gemini``, ``.cursor`` say which, with the documentation they follow; Cursor's
-input is first put in the others' shape, also when Cursor runs Claude Code's hooks). Three
+input is first put in the others' shape, also when Cursor runs Claude Code's hooks). Four
 kinds of event:
 
 - **the guard** (Claude Code and Codex ``PreToolUse``, Gemini ``BeforeTool``, Cursor
@@ -21,6 +21,14 @@ kinds of event:
   refusal (exit 1 would let the call through). Where no board is found from the hook's
   ``cwd`` (or ``COORD_DIR``), coord is not in use there: only paths in another coord
   repository are judged (by that repository's board).
+  Once it allows a call, the guard snapshots the files other agents hold in the agent's
+  working tree (``coord.hooks.aftercheck``), and it answers within its own deadline
+  (``GUARD_DEADLINE_SECONDS``): every client lets a call through when a guard hook times out.
+- **the after-tool check** (Claude Code ``PostToolUse`` and ``PostToolUseFailure``, Codex
+  ``PostToolUse``, Gemini ``AfterTool``, Cursor ``afterShellExecution`` and
+  ``afterFileEdit``): compares with that snapshot; a held file the call changed is put back,
+  reported on the board and told to the agent (``coord.hooks.aftercheck``). The call has run:
+  nothing is refused, and an error is one line on stderr.
 - **session start** (``SessionStart``): records which agent this client process is
   (``coord.fast.identity.remember``) and tells the agent its name, claims, inbox, what is ready
   and how to use coord (``coord.hooks.session``).
@@ -66,14 +74,40 @@ def run_hook(client: str, event: str) -> int:
         )
         return EXIT_REFUSED
     if event in getattr(spec, "GUARD_EVENTS", (spec.GUARD_EVENT,)):
+        answered = _deadline(spec, guard_deadline())
         try:
             spec, client, event, data = _shape(spec, client, event, _event(_stdin()))
             reason = _guard(spec, client, data)
+            if reason is None and data.get("tool_name") not in spec.QUIET_TOOLS:
+                from coord.hooks import aftercheck
+
+                try:  # what the after hook compares with: no snapshot, no call
+                    aftercheck.snapshot(client, data)
+                except Exception as err:
+                    reason = (
+                        f"coord hook: cannot snapshot the files others hold ({_line(err)}); "
+                        "refusing the call"
+                    )
         except Refusal as refusal:
             reason = f"coord hook: {refusal}; refusing the call"
         except BaseException as err:  # fail closed, whatever happened
             reason = f"coord hook: {_line(err)}; refusing the call"
+        answered.acquire()  # from here the deadline's refusal is not written
         return 0 if reason is None else _refuse(spec, reason)
+    if event in getattr(spec, "AFTER_EVENTS", ()):
+        try:
+            spec, client, event, data = _shape(spec, client, event, _event(_stdin()))
+            from coord.hooks import aftercheck
+
+            answer = aftercheck.answer(spec, client, event, data)
+            if answer is not None:
+                _print(answer)
+        except BaseException as err:  # the call has run: nothing to refuse; say it
+            print(
+                f"coord hook {client} {event}: cannot check held files: {_line(err)}",
+                file=sys.stderr,
+            )
+        return 0
     if event not in (spec.START_EVENT, spec.STOP_EVENT):
         # A typo in the client's settings (`coord hook claude Foo`) would otherwise pass
         # unnoticed forever. Exit 1, not 2: the clients show it without blocking the call.
@@ -94,11 +128,68 @@ def run_hook(client: str, event: str) -> int:
             _print(spec.context(event, session.start_context(client, data)))
         else:
             text = session.stop_notice(client, data)
-            if text:
+            waiting = None
+            if getattr(spec, "AFTER_AT_STOP", False):
+                from coord.hooks import aftercheck
+
+                waiting = aftercheck.pending_notice(data, client)
+            if waiting:  # the after-tool check's message, for a client that read none then
+                _print(spec.followup("\n\n".join(filter(None, (waiting, text)))))
+            elif text:
                 _print(spec.notice(text))
     except BaseException as err:  # never break the session over coord
         print(f"coord hook {client} {event}: {_line(err)}", file=sys.stderr)
     return 0
+
+
+# The guard's own bound, in seconds: past it the call is refused. Every client lets a call
+# through when a guard hook times out (Claude Code, Codex, Gemini CLI; Cursor unless the
+# hook says failClosed), so the guard must answer first: `coord init` writes each client a
+# hook timeout of GUARD_TIMEOUT_SECONDS (coord.fast.clients), well past this deadline.
+GUARD_DEADLINE_SECONDS = 10.0
+DEADLINE_VAR = "COORD_GUARD_DEADLINE"  # may only shorten it (the tests'); never lengthen
+
+
+def guard_deadline() -> float:
+    import os
+
+    try:
+        asked = float(os.environ.get(DEADLINE_VAR, GUARD_DEADLINE_SECONDS))
+    except ValueError:
+        return GUARD_DEADLINE_SECONDS
+    return asked if 0 < asked < GUARD_DEADLINE_SECONDS else GUARD_DEADLINE_SECONDS
+
+
+def _deadline(spec: Any, seconds: float) -> Any:
+    """Refuse the call from a watchdog thread once ``seconds`` pass, whatever the guard is
+    doing (blocked in a read, a lock, a slow disk: a signal would wait for it). Returns the
+    lock the guard takes before it answers; whoever takes it first answers, once."""
+    import _thread  # the C module: no import cost, unlike threading
+    import json
+    import os
+    import time
+
+    answered = _thread.allocate_lock()
+    reason = (
+        f"coord hook: the guard did not decide within {seconds:g} s; refusing the call "
+        "(try again; `coord doctor` says whether the board answers)"
+    )
+    # made now: the watchdog must not import while the guard may hold an import lock
+    refusal = (json.dumps(spec.deny(reason)) + "\n").encode()
+
+    def refuse_late() -> None:
+        time.sleep(seconds)
+        if not answered.acquire(False):
+            return  # the guard is answering
+        code = 0
+        try:
+            os.write(1, refusal)
+        except BaseException:  # no stdout: the exit code alone refuses
+            code = EXIT_REFUSED
+        os._exit(code)
+
+    _thread.start_new_thread(refuse_late, ())
+    return answered
 
 
 def _client(client: str) -> ModuleType | None:
@@ -138,7 +229,7 @@ def _shape(
     return spec, client, event, (adapt(event, data) if adapt is not None else data)
 
 
-_CLAUDE_EVENTS_CURSOR_RUNS = ("PreToolUse", "SessionStart", "Stop")
+_CLAUDE_EVENTS_CURSOR_RUNS = ("PreToolUse", "PostToolUse", "SessionStart", "Stop")
 
 
 def _guard(spec: Any, client: str, data: dict[str, Any]) -> str | None:

@@ -19,6 +19,13 @@ Hooks reference: https://code.claude.com/docs/en/hooks
   (``mcp__SERVER__TOOL``) are judged on the path arguments they name (``PATH_FIELDS``);
   one that names none is allowed, so a server writing files under other argument names is
   not covered. coord's own MCP server (``mcp__coord__``) answers for itself.
+- ``PostToolUse`` (the after-tool check, ``coord.hooks.aftercheck``): the same input plus
+  ``tool_response``, for the same tools as the guard. When the call changed a file another
+  agent holds, the answer is ``{"decision": "block", "reason": ...}``: Claude Code gives the
+  reason to Claude (the tool already ran: nothing is undone), and ``systemMessage`` shows a
+  line to the user. A call with nothing to report prints nothing. A tool that fails fires
+  ``PostToolUseFailure`` instead (a shell command that exits non-zero), answered with
+  ``hookSpecificOutput.additionalContext``.
 - ``SessionStart``: ``hookSpecificOutput.additionalContext`` is added to Claude's context.
   Its hooks may also append ``export VAR=value`` lines to the file named by
   ``CLAUDE_ENV_FILE``, sourced before each Bash command: coord exports ``COORD_AGENT`` there
@@ -35,6 +42,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 GUARD_EVENT = "PreToolUse"
+# the after-tool check; a tool that fails fires PostToolUseFailure instead (a Bash command
+# that exits non-zero may still have written)
+AFTER_EVENTS = ("PostToolUse", "PostToolUseFailure")
 START_EVENT = "SessionStart"
 STOP_EVENT = "Stop"
 
@@ -100,6 +110,18 @@ def deny(reason: str) -> dict[str, Any]:
             "permissionDecisionReason": reason,
         }
     }
+
+
+def after(event: str, text: str, notice: str) -> dict[str, Any]:
+    """PostToolUse: ``decision: "block"`` puts ``reason`` before Claude (the tool has run;
+    nothing is undone by it); PostToolUseFailure takes ``additionalContext``;
+    ``systemMessage`` tells the user."""
+    if event == "PostToolUseFailure":
+        return {
+            "hookSpecificOutput": {"hookEventName": event, "additionalContext": text},
+            "systemMessage": notice,
+        }
+    return {"decision": "block", "reason": text, "systemMessage": notice}
 
 
 def context(event: str, text: str) -> dict[str, Any]:

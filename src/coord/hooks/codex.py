@@ -10,6 +10,9 @@ openai/codex ``codex-rs/hooks/src/events/pre_tool_use.rs`` and
   lines, relative to ``cwd``. A refusal is ``hookSpecificOutput.permissionDecision: "deny"``
   with a non-empty ``permissionDecisionReason``, exit 0 (Codex rejects ``"allow"`` without
   ``updatedInput`` and ``"ask"``); an allowed call prints nothing.
+- ``PostToolUse`` (the after-tool check): the same input plus ``tool_response``, for
+  ``Bash`` and ``apply_patch``; ``{"decision": "block", "reason": ...}`` is fed back to the
+  model (``codex-rs/hooks/src/events/post_tool_use.rs``), as in Claude Code.
 - ``SessionStart``: ``hookSpecificOutput.additionalContext``. Codex 0.171.0 (the latest
   release) lets the hook set no environment for later commands: its output schema
   (``session-start.command.output``) holds ``additionalContext`` only, and it names no env
@@ -26,7 +29,12 @@ from __future__ import annotations
 
 from coord.hooks.claude import context, deny, notice, shell_cwd
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 GUARD_EVENT = "PreToolUse"
+AFTER_EVENTS = ("PostToolUse",)
 START_EVENT = "SessionStart"
 STOP_EVENT = "Stop"
 
@@ -35,7 +43,14 @@ PATCH_TOOLS = frozenset({"apply_patch"})
 SHELL_TOOLS = frozenset({"Bash"})
 QUIET_TOOLS: frozenset[str] = frozenset()
 
+
+def after(event: str, text: str, notice: str) -> dict[str, Any]:
+    """PostToolUse: ``decision: "block"`` with ``reason`` is fed back to the model."""
+    return {"decision": "block", "reason": text, "systemMessage": notice}
+
+
 __all__ = [
+    "AFTER_EVENTS",
     "EDIT_TOOLS",
     "GUARD_EVENT",
     "PATCH_TOOLS",
@@ -43,6 +58,7 @@ __all__ = [
     "SHELL_TOOLS",
     "START_EVENT",
     "STOP_EVENT",
+    "after",
     "context",
     "deny",
     "notice",

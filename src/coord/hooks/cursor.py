@@ -14,10 +14,14 @@ shape the rest of ``coord.hooks`` reads, so one guard and one session text serve
   nothing: an explicit ``"allow"`` would skip the user's approval, not coord's call.
 - ``beforeShellExecution`` (the shell guard): ``command`` and ``cwd``, the same answer.
 - ``sessionStart``: ``additional_context`` is added to the agent's context.
-- ``stop``: its only answer, ``followup_message``, would send the agent another turn, so coord
-  heartbeats the claims and answers ``{}``.
-- ``beforeReadFile`` and ``afterFileEdit`` are not wired: reading a held file is allowed, and
-  an edit already made is the guard's business before it, not after.
+- ``afterShellExecution`` (``command``, ``output``) and ``afterFileEdit`` (``file_path``,
+  ``edits``): the after-tool check (``coord.hooks.aftercheck``). Cursor reads no answer from
+  either, so a message for the agent (it changed a held file; coord put it back) waits for
+  the ``stop`` hook.
+- ``stop``: its only answer, ``followup_message``, sends the agent another turn: coord gives
+  it only to deliver the after-tool check's message; otherwise it heartbeats the claims and
+  answers ``{}``.
+- ``beforeReadFile`` is not wired: reading a held file is allowed.
 
 Cursor also runs Claude Code's hooks (``.claude/settings.json``, under its own names) with
 this input; ``is_cursor`` tells that shape apart so the Claude hook answers it (``IN_CLAUDE``).
@@ -33,6 +37,12 @@ if TYPE_CHECKING:
 
 GUARD_EVENT, SHELL_EVENT = CURSOR_GUARDS
 GUARD_EVENTS = CURSOR_GUARDS
+# the after-tool check; postToolUse is Claude Code's PostToolUse as Cursor runs it
+AFTER_EVENTS = ("afterShellExecution", "afterFileEdit", "postToolUse")
+# its input names no tool call: the agent's latest snapshot is the one
+AFTER_ANY_CALL = ("afterFileEdit",)
+# Cursor reads no answer from its after hooks: the message waits for the stop hook
+AFTER_AT_STOP = True
 START_EVENT = "sessionStart"
 STOP_EVENT = "stop"
 
@@ -50,7 +60,12 @@ QUIET_TOOLS = frozenset(
     {"Read", "Grep", "Glob", "LS", "SemanticSearch", "WebSearch", "WebFetch", "Task", "TodoWrite"}
 )
 # Claude Code's event names, as Cursor maps them when it runs .claude/settings.json
-FROM_CLAUDE = {"PreToolUse": GUARD_EVENT, "SessionStart": START_EVENT, "Stop": STOP_EVENT}
+FROM_CLAUDE = {
+    "PreToolUse": GUARD_EVENT,
+    "PostToolUse": "postToolUse",
+    "SessionStart": START_EVENT,
+    "Stop": STOP_EVENT,
+}
 
 
 def is_cursor(data: dict[str, Any]) -> bool:
@@ -70,7 +85,11 @@ def adapt(event: str, data: dict[str, Any]) -> dict[str, Any]:
     no_cwd = not isinstance(out.get("cwd"), str) or not out.get("cwd")
     if no_cwd and isinstance(roots, list) and roots and isinstance(roots[0], str):
         out["cwd"] = roots[0]  # the first open folder: Cursor's agent works from there
-    if event == SHELL_EVENT or ("tool_name" not in data and isinstance(data.get("command"), str)):
+    if event == "afterFileEdit" and "tool_name" not in data:
+        out["tool_name"] = "Edit"
+        out["tool_input"] = {"file_path": data.get("file_path")}
+    shell = event in (SHELL_EVENT, "afterShellExecution")
+    if shell or ("tool_name" not in data and isinstance(data.get("command"), str)):
         out["tool_name"] = "Shell"
         out["tool_input"] = {"command": data.get("command")}
     tool_input = out.get("tool_input")
@@ -82,6 +101,15 @@ def adapt(event: str, data: dict[str, Any]) -> dict[str, Any]:
 
 def deny(reason: str) -> dict[str, Any]:
     return {"permission": "deny", "agent_message": reason, "user_message": reason}
+
+
+def after(event: str, text: str, notice: str) -> dict[str, Any]:
+    return {}  # read by no after hook of Cursor's: the stop hook delivers it (followup)
+
+
+def followup(text: str) -> dict[str, Any]:
+    """The stop hook's answer that sends the agent one more turn, with this message."""
+    return {"followup_message": text}
 
 
 def context(event: str, text: str) -> dict[str, Any]:
@@ -102,6 +130,9 @@ class IN_CLAUDE:
 
     GUARD_EVENT = GUARD_EVENT
     GUARD_EVENTS = GUARD_EVENTS
+    AFTER_EVENTS = AFTER_EVENTS
+    AFTER_ANY_CALL = AFTER_ANY_CALL
+    AFTER_AT_STOP = AFTER_AT_STOP
     START_EVENT = START_EVENT
     STOP_EVENT = STOP_EVENT
     EDIT_TOOLS = EDIT_TOOLS
@@ -110,6 +141,13 @@ class IN_CLAUDE:
     QUIET_TOOLS = QUIET_TOOLS
     adapt = staticmethod(adapt)
     shell_cwd = staticmethod(shell_cwd)
+    followup = staticmethod(followup)
+
+    @staticmethod
+    def after(event: str, text: str, notice: str) -> dict[str, Any]:
+        from coord.hooks import claude
+
+        return claude.after("PostToolUse", text, notice)
 
     @staticmethod
     def deny(reason: str) -> dict[str, Any]:

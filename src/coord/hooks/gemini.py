@@ -8,6 +8,9 @@ https://geminicli.com/docs/tools/file-system and .../tools/shell).
   ``directory``, ``dir_path`` in newer releases, for ``run_shell_command``). A refusal is
   ``{"decision": "deny", "reason": "..."}`` on stdout with exit 0 ("preferred for all
   logic"); the reason goes to the agent as the tool's error. An allowed call prints nothing.
+- ``AfterTool`` (the after-tool check): the same input plus ``tool_response``; coord's
+  message goes in ``hookSpecificOutput.additionalContext``, which Gemini adds to what the
+  agent reads of the tool's result.
 - ``SessionStart``: ``hookSpecificOutput.additionalContext`` (advisory: it never blocks).
 - ``AfterAgent`` (the end of a turn, Gemini's Stop): ``decision: "deny"`` would force a retry
   (``stop_hook_active`` marks one); coord only reminds, with ``systemMessage``.
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 GUARD_EVENT = "BeforeTool"
+AFTER_EVENTS = ("AfterTool",)
 START_EVENT = "SessionStart"
 STOP_EVENT = "AfterAgent"
 
@@ -51,6 +55,15 @@ QUIET_TOOLS = frozenset(
 
 def deny(reason: str) -> dict[str, Any]:
     return {"decision": "deny", "reason": reason}
+
+
+def after(event: str, text: str, notice: str) -> dict[str, Any]:
+    """AfterTool: ``additionalContext`` is added to the tool's result for the agent
+    (``decision: "deny"`` would hide the result itself), ``systemMessage`` tells the user."""
+    return {
+        "hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": text},
+        "systemMessage": notice,
+    }
 
 
 def context(event: str, text: str) -> dict[str, Any]:

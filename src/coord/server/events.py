@@ -46,6 +46,17 @@ def inbox(call: Call) -> dict[str, Any]:
     return {"events": [e.to_dict() for e in found]}
 
 
+def held_files_changed(call: Call) -> dict[str, Any]:
+    body = call.body
+    return call.board.report_held_change(
+        agent=body.get("agent"),
+        files=body.get("changed"),
+        command=body.get("command"),
+        tool=body.get("tool"),
+        more_files=body.get("more_files", 0),
+    )
+
+
 def agents(call: Call) -> dict[str, Any]:
     board = call.board
     now = board.now()

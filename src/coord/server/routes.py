@@ -7,12 +7,16 @@ OpenAPI document at /openapi.json (openapi.py) are all made from ``ROUTES``.
 from __future__ import annotations
 
 from coord import model
+from coord.core.tripwire import CHANGES as HELD_CHANGES
+from coord.core.tripwire import FIELDS as HELD_CHANGE_FIELDS
 from coord.limits import (
     INBOX_PAGE,
     MAX_ANSWER_BYTES,
     MAX_INBOX_PAGE,
     MAX_INTEGER,
+    MAX_PATTERN,
     MAX_REPLIES_PAGE,
+    MAX_REPORTED_FILES,
     MAX_STREAM_BEHIND,
     MIN_PRUNE_AGE,
     REPLIES_PAGE,
@@ -46,7 +50,7 @@ from coord.server.schemas import (
     ref,
     text,
 )
-from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route
+from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route, closed
 from coord.server.web import codes
 
 ITEM = ref("Item")
@@ -395,6 +399,55 @@ ROUTES: tuple[Route, ...] = (
             },
             ("agent",),
         ),
+    ),
+    Route(
+        "POST",
+        "/v1/held-files:changed",
+        events.held_files_changed,
+        "an agent's tool call changed files other agents hold (the after-tool hooks saw it): "
+        "one held_files_changed event naming the agent, the command or tool, and each file "
+        "with its holder, whether coord put it back and the SHA-256 of the overwritten "
+        "version it kept; every holder is mentioned, so it reaches their inboxes",
+        {
+            "type": "object",
+            "required": ["seq", "kind", "agent", "details"],
+            "properties": {
+                "seq": {"type": "integer"},
+                "kind": {"type": "string"},
+                "agent": {"type": "string"},
+                "details": ANY_OBJECT,
+            },
+        },
+        status=201,
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "changed": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": MAX_REPORTED_FILES,
+                    "description": "the held files the call changed",
+                    "items": closed(
+                        {
+                            "path": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN},
+                            "holder": AGENT,
+                            "change": {"enum": list(HELD_CHANGES)},
+                            "restored": {"type": "boolean"},
+                            "kept": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                            "why": {"type": "string", "maxLength": MAX_PATTERN},
+                        },
+                        HELD_CHANGE_FIELDS,
+                        required=("path", "holder", "change"),
+                    ),
+                },
+                "command": text("the shell command that changed them"),
+                "tool": {"type": "string", "maxLength": MAX_PATTERN},
+                "more_files": integer(0, "changed held files past those listed"),
+            },
+            ("agent", "changed"),
+        ),
+        errors=(422,),
     ),
     Route(
         "GET",

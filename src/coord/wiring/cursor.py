@@ -16,7 +16,7 @@ from __future__ import annotations
 from coord.fast.clients import CURSOR_GUARDS, EVENTS
 from coord.wiring.json_merge import JsonEntry, JsonSpec
 from coord.wiring.plan import Target
-from coord.wiring.shared_shapes import hook_line, mcp_server_entry
+from coord.wiring.shared_shapes import hook_line, hook_timeout, mcp_server_entry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +36,9 @@ def hook_entries(shell: str) -> list[JsonEntry]:
     out = [JsonEntry("version", "key", ("version",), HOOKS_VERSION)]
     for event, matcher in EVENTS["cursor"].items():
         command = hook_line(shell, "cursor", event, guard=event in CURSOR_GUARDS)
-        entry: dict[str, object] = {"command": command}
+        entry: dict[str, object] = {"command": command, "timeout": hook_timeout("cursor", event)}
+        if event in CURSOR_GUARDS:
+            entry["failClosed"] = True  # Cursor lets a failed or timed-out hook's call through
         if matcher is not None:
             entry["matcher"] = matcher
         out.append(JsonEntry(f"hook:{event}", "hook", ("hooks", event), entry, command))

@@ -38,7 +38,8 @@ SETTINGS = ".gemini/settings.json"
 
 def config(root: Path, argv: list[str], shell: str) -> list[Target]:
     # a Gemini hook may carry a name: `coord-BeforeTool` says whose hook it is
-    hooks = hook_entries("gemini", EVENTS["gemini"], shell, named=True)
+    # Gemini counts a hook's timeout in milliseconds
+    hooks = hook_entries("gemini", EVENTS["gemini"], shell, named=True, timeout_unit=1000)
     return [Target(SETTINGS, root / SETTINGS, JsonSpec([mcp_server_entry(argv), *hooks]))]
 
 

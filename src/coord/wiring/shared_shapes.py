@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from coord.fast.clients import GUARD_EVENTS, GUARD_TIMEOUT_SECONDS, HOOK_TIMEOUT_SECONDS
 from coord.wiring.json_merge import JsonEntry
 
 SERVER_NAME = "coord"
@@ -40,12 +41,25 @@ def mcp_server_entry(argv: list[str]) -> JsonEntry:
     return JsonEntry("mcp", "key", ("mcpServers", SERVER_NAME), mcp_server(argv))
 
 
-def hook_group(command: str, matcher: str | None, name: str | None = None) -> dict[str, object]:
-    """``{"matcher"?, "hooks": [{"type": "command", "command", "name"?}]}``; no matcher for
-    events without tools (SessionStart, Stop)."""
+def hook_timeout(client: str, event: str) -> int:
+    """The seconds ``client`` waits for coord's hook of ``event`` before it gives up on it."""
+    return GUARD_TIMEOUT_SECONDS if event in GUARD_EVENTS[client] else HOOK_TIMEOUT_SECONDS
+
+
+def hook_group(
+    command: str,
+    matcher: str | None,
+    name: str | None = None,
+    *,
+    timeout: int | None = None,
+) -> dict[str, object]:
+    """``{"matcher"?, "hooks": [{"type": "command", "command", "name"?, "timeout"?}]}``; no
+    matcher for events without tools (SessionStart, Stop); ``timeout`` in the client's unit."""
     hook: dict[str, object] = {"type": "command", "command": command}
     if name is not None:
         hook["name"] = name
+    if timeout is not None:
+        hook["timeout"] = timeout
     group: dict[str, object] = {}
     if matcher is not None:
         group["matcher"] = matcher
@@ -82,15 +96,26 @@ def hook_line(shell: str, client: str, event: str, *, guard: bool) -> str:
 
 
 def hook_entries(
-    client: str, events: dict[str, str | None], shell: str, *, named: bool = False
+    client: str,
+    events: dict[str, str | None],
+    shell: str,
+    *,
+    named: bool = False,
+    timeout_unit: int = 1,
 ) -> list[JsonEntry]:
     """One group a hook event, each running `<coord> hook <client> <event>` through
     ``hook_line`` (the events and matchers are the hook runner's own list,
-    coord.fast.clients.EVENTS, so what is wired is exactly what `coord hook` answers; an event
-    with a tool matcher is a guard, one without is session start or stop)."""
+    coord.fast.clients.EVENTS, so what is wired is exactly what `coord hook` answers; the
+    guards are coord.fast.clients.GUARD_EVENTS), with the client's hook timeout
+    (``hook_timeout`` seconds, times ``timeout_unit``: 1000 for a client counting in ms)."""
     out = []
     for event, matcher in events.items():
-        command = hook_line(shell, client, event, guard=matcher is not None)
-        group = hook_group(command, matcher, f"coord-{event}" if named else None)
+        command = hook_line(shell, client, event, guard=event in GUARD_EVENTS[client])
+        group = hook_group(
+            command,
+            matcher,
+            f"coord-{event}" if named else None,
+            timeout=hook_timeout(client, event) * timeout_unit,
+        )
         out.append(JsonEntry(f"hook:{event}", "hook", ("hooks", event), group, command))
     return out
