@@ -289,6 +289,8 @@ def serve(
             record_path.unlink(missing_ok=True)
         if follower is not None:
             follower.stop()
+        if app.state.coord.web is not None:  # the page's codes, and the browser's files
+            app.state.coord.web.close()
         registration.stop()
         if checkpointer is not None:
             checkpointer.stop()

@@ -136,18 +136,18 @@ def authorize(
     page: bool,
 ) -> Session | None:
     """The web page's session when the request comes on one (no Authorization header, the
-    session's cookie), its Origin and CSRF token checked; otherwise the board's token."""
+    page's X-Coord-Session), its Origin checked; otherwise the board's token. A cookie opens
+    nothing (coord.server.web.access says why)."""
     web = server.web
-    cookies = headers.get("cookie") if not authorization and web is not None else None
-    if cookies and web is not None:
-        session = web.from_cookie(host, cookies)
+    if not authorization and web is not None:
+        session = web.from_headers(headers)
         if session is not None:
             if not page:
                 raise NotPermitted(
                     "the web page's session cannot do this; it needs the board's token "
                     "(the CLI: `coord`)"
                 )
-            web.check_request(session, host, headers, reads)
+            web.check_request(host, headers, reads)
             return session
     check_token(authorization, server.write_token)
     return None
