@@ -12,6 +12,7 @@ it. ``OtherUser.home`` is a fresh directory that user owns, for what its process
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -52,6 +53,66 @@ class OtherUser:
     def python(self, script: str, *args: str, **kwargs: Any) -> subprocess.Popen[str]:
         """The system's Python running ``script`` as this user (no venv: nothing of ours)."""
         return self.popen([SYSTEM_PYTHON, "-c", script, *args], **kwargs)
+
+    def squat(self, port: int) -> tuple[subprocess.Popen[str], Path]:
+        """A stranger's server bound to 127.0.0.1:``port`` as this user (once it is free),
+        and the file it writes each request it gets to (``requests_seen`` reads it)."""
+        seen = self.home / f"seen-{port}.jsonl"
+        process = self.python(SQUATTER, str(port), str(seen), stdout=subprocess.PIPE)
+        assert process.stdout is not None and process.stdout.readline().strip() == "bound"
+        return process, seen
+
+
+def requests_seen(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# Not coord: a plain HTTP server that answers every request with 200 and JSON shaped like
+# the daemon's (a made-up proof among it), and writes down each request, headers and body.
+SQUATTER = r"""
+import json, socket, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+port, seen_path = int(sys.argv[1]), sys.argv[2]
+seen = open(seen_path, "a", buffering=1)
+
+class Answer(BaseHTTPRequestHandler):
+    def _answer(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length).decode(errors="replace") if length else ""
+        seen.write(json.dumps({"method": self.command, "path": self.path,
+                               "headers": {k.lower(): v for k, v in self.headers.items()},
+                               "body": body}) + "\n")
+        payload = json.dumps({"proof": "0" * 64, "instance": "f" * 32, "items": [],
+                              "events": [], "agents": [], "reservations": [], "next": None,
+                              "last_seq": 0, "as": "alice", "server_now": time.time(),
+                              "board": {"counts": {}}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_HEAD = _answer
+
+    def log_message(self, *args):
+        pass
+
+class Server(HTTPServer):
+    allow_reuse_address = True
+
+deadline = time.monotonic() + 20
+while True:
+    try:
+        server = Server(("127.0.0.1", port), Answer)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.01)
+print("bound", flush=True)
+server.serve_forever()
+"""
 
 
 def _unavailable(reason: str) -> None:

@@ -8,10 +8,13 @@ every ``/proc/*/cmdline`` and ``/proc/*/environ`` it can while the browser runs.
 
 from __future__ import annotations
 
+import base64
+import hmac
 import http.client
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -19,9 +22,11 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Daemon, run_cli
+from tests.conftest import Daemon, init_board_dir, run_cli
 
-from other_user import OtherUser
+from other_user import OtherUser, requests_seen
+
+SESSION = "x-coord-session"
 
 # As the other user: every cmdline and environ it can read, again and again until told to
 # stop, and an attempt to read each file:// path a browser's command line names. Once it has
@@ -165,6 +170,13 @@ def test_the_redirect_file_goes_once_used(
     assert re.fullmatch(r"[0-9a-f]+\.html", Path(browser["file"]).name)
 
 
+def free_port() -> int:
+    """A port to start a daemon on, and again on after it stops (as `coord serve --port`)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def sign_in(daemon: Daemon) -> dict[str, str]:
     """`coord open --no-browser`'s link, redeemed: the headers the page then sends."""
     link = json.loads(
@@ -183,7 +195,7 @@ def sign_in(daemon: Daemon) -> dict[str, str]:
     assert all("Max-Age=0" in c for c in answer.headers.get_all("set-cookie") or [])
     boot = re.search(r'<script id="boot" type="application/json">(.*?)</script>', page)
     assert boot is not None
-    return {"x-coord-session": json.loads(boot.group(1))["session"]}
+    return {SESSION: json.loads(boot.group(1))["session"]}
 
 
 def unredeemed_code(daemon: Daemon) -> str:
@@ -192,9 +204,6 @@ def unredeemed_code(daemon: Daemon) -> str:
 
 
 def test_a_session_or_code_of_another_daemon_instance_is_refused(tmp_path: Path) -> None:
-    from tests.browser.conftest import free_port
-    from tests.conftest import init_board_dir
-
     daemon = Daemon(init_board_dir(tmp_path / "repo"), port=free_port()).start()
     try:
         session = sign_in(daemon)
@@ -211,5 +220,47 @@ def test_a_session_or_code_of_another_daemon_instance_is_refused(tmp_path: Path)
         conn.close()
         fresh = sign_in(daemon)  # `coord open` again: in
         assert daemon.request("GET", "/v1/items", token=None, headers=fresh)[0] == 200
+    finally:
+        daemon.stop()
+
+
+def test_what_a_squatter_on_the_old_port_collects_opens_nothing(
+    tmp_path: Path, other_user: OtherUser
+) -> None:
+    """The page's reconnect replayed (app.js, prove()) against another user's server on the
+    stopped daemon's port; then all it collected, and the whole session besides, brought to
+    the board's next daemon on that port."""
+    daemon = Daemon(init_board_dir(tmp_path / "repo"), port=free_port()).start()
+    try:
+        session = sign_in(daemon)[SESSION]
+        daemon.stop()
+        squatter, seen = other_user.squat(daemon.port)
+        payload, _, signature = session.partition(".")
+        nonce = os.urandom(16).hex()
+        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+        conn.request(
+            "GET",
+            f"/v1/web/proof?session={payload}&nonce={nonce}",
+            headers={"accept": "application/json"},
+        )
+        forged = json.loads(conn.getresponse().read())["proof"]
+        conn.close()
+        # the stranger cannot answer as the page's daemon would
+        key = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
+        wanted = hmac.new(key, f"coord page identity v1\n{nonce}".encode(), "sha256")
+        assert forged != wanted.hexdigest()
+        collected = json.dumps(requests_seen(seen))
+        assert payload in collected  # what it got: the session's open part
+        assert signature not in collected and daemon.token not in collected
+        squatter.kill()
+        squatter.wait(10)
+        daemon.start()  # the board's next daemon, on the same port
+        for value in (payload, session, f"{payload}.{forged}"):
+            status, _ = daemon.request("GET", "/v1/items", token=None, headers={SESSION: value})
+            assert status == 401, value
+            status, _ = daemon.request(
+                "GET", "/v1/items", token=None, headers={"cookie": f"coord_{daemon.port}={value}"}
+            )
+            assert status == 401, value
     finally:
         daemon.stop()

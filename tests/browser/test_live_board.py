@@ -376,3 +376,21 @@ def test_done_shows_the_recent_and_pages_every_done_item(served: Daemon, browser
         "document.querySelector('#col-done .pager button').textContent.startsWith('every')"
     )
     assert browser.eval(shown) == ids[::-1]
+
+
+def test_the_browser_file_of_coord_open_signs_the_page_in(served: Daemon, browser: Browser) -> None:
+    """What `coord open` gives a browser: the file:// address of a page that sends it on."""
+    status, answer = served.request("POST", "/v1/web/codes", {"agent": "alice", "file": True})
+    assert status == 201, answer
+    handoff = Path(answer["file"])
+    browser.do("goto", url=handoff.as_uri())
+    browser.wait("location.href.startsWith('http') && document.body.dataset.ready === '1'")
+    browser.wait("document.getElementById('link').dataset.state === 'live'")
+    assert browser.eval("location.href") == served.url + "/"  # the code left the address bar
+    assert browser.eval("document.querySelector('header .who b').textContent") == "alice"
+    deadline = time.monotonic() + 5
+    while handoff.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not handoff.exists()  # spent: gone
+    browser.do("goto", url=served.url + "/")  # a reload goes on, from the tab's session
+    browser.wait("document.getElementById('link').dataset.state === 'live'")

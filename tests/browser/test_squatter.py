@@ -10,63 +10,12 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
-from typing import Any
 
 from tests.conftest import Daemon
 
-from other_user import OtherUser
+from other_user import OtherUser, requests_seen
 
 from .conftest import Browser, open_page
-
-SQUATTER = r"""
-import json, socket, sys, time
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
-port, seen_path = int(sys.argv[1]), sys.argv[2]
-seen = open(seen_path, "a", buffering=1)
-
-class Answer(BaseHTTPRequestHandler):
-    def _answer(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length).decode(errors="replace") if length else ""
-        seen.write(json.dumps({"method": self.command, "path": self.path,
-                               "headers": {k.lower(): v for k, v in self.headers.items()},
-                               "body": body}) + "\n")
-        payload = json.dumps({"proof": "0" * 64, "instance": "f" * 32, "items": [],
-                              "events": [], "agents": [], "reservations": [], "next": None,
-                              "last_seq": 0, "as": "alice", "server_now": time.time(),
-                              "board": {"counts": {}}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    do_GET = do_POST = do_HEAD = _answer
-
-    def log_message(self, *args):
-        pass
-
-class Server(HTTPServer):
-    allow_reuse_address = True
-
-deadline = time.monotonic() + 20
-while True:
-    try:
-        server = Server(("127.0.0.1", port), Answer)
-        break
-    except OSError:
-        if time.monotonic() > deadline:
-            raise
-        time.sleep(0.01)
-print("bound", flush=True)
-server.serve_forever()
-"""
-
-
-def requests_seen(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_a_squatter_on_the_old_port_gets_nothing_from_the_page(
@@ -76,9 +25,7 @@ def test_a_squatter_on_the_old_port_gets_nothing_from_the_page(
     port = int(served.url.rsplit(":", 1)[1])
     token = served.token
     served.stop()
-    seen = other_user.home / "seen.jsonl"
-    squatter = other_user.python(SQUATTER, str(port), str(seen), stdout=-1)
-    assert squatter.stdout is not None and squatter.stdout.readline().strip() == "bound"
+    _, seen = other_user.squat(port)
 
     # the page notices and tries the port again
     deadline = time.monotonic() + 20
