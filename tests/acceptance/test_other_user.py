@@ -85,6 +85,17 @@ if given.startswith("file://"):
     text = open(path).read()
     target = re.search(r'url=([^"]+)"', text).group(1).replace("&amp;", "&")
 found["target"] = target
+# as root: every process's arguments and environment, the ones no other user may read too
+code = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query)["code"][0]
+found["holding_the_code"] = []
+for pid in os.listdir("/proc"):
+    for what in ("cmdline", "environ"):
+        try:
+            with open(f"/proc/{pid}/{what}", "rb") as f:
+                if code.encode() in f.read():
+                    found["holding_the_code"].append(f"{pid}/{what}")
+        except OSError:
+            pass
 url = urllib.parse.urlsplit(target)
 conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
 conn.request("GET", f"{url.path}?{url.query}")
@@ -148,6 +159,7 @@ def test_the_code_is_in_no_command_line_nor_environment(
     # the browser got a file only its owner may read, and the page opened from it
     assert browser["given"].startswith("file://"), browser
     assert code in browser["target"] and browser["status"] == 200
+    assert browser["holding_the_code"] == []  # not even where only root may look
     assert browser["file_mode"] == 0o600 and browser["dir_mode"] == 0o700
     assert scan["reads"] == {browser["file"]: "Permission denied"}
 

@@ -7,7 +7,9 @@ itself (``/?code=…``) there was another user's way in. So the daemon writes th
 ``.coord/open/<random>.html`` (the directory 0700, the file 0600, as the board's own files)
 and the browser is given that file's ``file://`` address, which tells nothing. The page
 sends the browser on at once (a meta refresh, and a script where refreshes are blocked), as
-Jupyter's ``jupyter notebook`` does with its ``nbserver-*-open.html``.
+Jupyter's ``jupyter notebook`` does with its ``nbserver-*-open.html``. In the board directory
+rather than under ``~/.local``: a snap-confined browser may not read the hidden directories
+at the top of a home directory.
 
 The file is deleted when its code is redeemed or expires, when the daemon stops, and (for a
 daemon killed before it could) by the next one that writes such a file.
