@@ -1,6 +1,6 @@
 """The one request pipeline every route goes through, the hot path included.
 
-Host name → token, or the web page's session cookie with its Origin and CSRF checks (every
+Host name → token, or the web page's session (X-Coord-Session) with its Origin checks (every
 route but the few public ones) → body size → JSON → declared fields
 → handler → answer, and a ``CoordError`` anywhere becomes its own answer. ``Endpoint.answer``
 is all of it; Starlette's routes (app.py) and the bare-ASGI hot path (hot.py) differ only in

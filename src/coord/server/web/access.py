@@ -28,7 +28,9 @@ value before the dot (whom it acts as, until when, a random id: no secret) and `
 random hex. The daemon answers ``HMAC-SHA256(key: the value's signature, message: DOMAIN LF
 N)``; the page, which holds the signature, checks it. Only the daemon process that signed the
 value can compute the signature, so a stranger on the port (or the board's next daemon)
-fails, learns ``P`` and ``N`` only, and gets nothing else: the page stops and says why. This
+fails, learns ``P`` and ``N`` only, and gets nothing else: the page stops and says why. (Had
+the daemon stopped between a proof and the page's next request, and a stranger bound the
+port at once, that request's session would reach it: worthless, its daemon being gone.) This
 is the page's counterpart of the CLI's ``/v1/identity`` (``coord.fast.daemon_proof``), which
 it cannot use: the page has no token.
 
