@@ -600,9 +600,9 @@ ROUTES: tuple[Route, ...] = (
         "/v1/web/session",
         codes.page_session,
         "the web page's session (its X-Coord-Session header): whom it acts as, until when, "
-        "and the board's clock and newest event",
+        "and the board's clock and newest event (with the token: no person, as and "
+        "expires_at null)",
         codes.SESSION_SCHEMA,
-        errors=(422,),
     ),
     Route(
         "POST",

@@ -7,7 +7,7 @@ from typing import Any
 
 from coord.errors import InvalidInput, NotPermitted
 from coord.server.context import Call
-from coord.server.web.access import CODE_SECONDS, SESSION_HEADER, WebAccess
+from coord.server.web.access import CODE_SECONDS, WebAccess
 from coord.times import iso
 
 ANSWER_SCHEMA: dict[str, Any] = {
@@ -43,8 +43,11 @@ SESSION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["as", "expires_at", "server_now", "last_seq"],
     "properties": {
-        "as": {"type": "string", "description": "the person the page acts as"},
-        "expires_at": {"type": "string"},
+        "as": {
+            "type": ["string", "null"],
+            "description": "the person the page acts as (null: asked with the board's token)",
+        },
+        "expires_at": {"type": ["string", "null"]},
         "server_now": {"type": "number", "description": "the board's clock, Unix seconds"},
         "last_seq": {"type": "integer"},
     },
@@ -97,17 +100,12 @@ def page_proof(call: Call) -> dict[str, str]:
 
 def page_session(call: Call) -> dict[str, Any]:
     """The page's session: whom it acts as, and the board's clock and newest event to start
-    from."""
+    from (asked with the board's token: no session, the clock and event all the same)."""
     session = _web(call).from_headers(call.headers)
-    if session is None:
-        raise InvalidInput(
-            f"this tells the web page about its session: send the page's {SESSION_HEADER} "
-            "header, not the token"
-        )
     board = call.server.board
     return {
-        "as": session.name,
-        "expires_at": iso(session.expires_at),
+        "as": None if session is None else session.name,
+        "expires_at": None if session is None else iso(session.expires_at),
         "server_now": board.now(),
         "last_seq": board.last_seq(),
     }
