@@ -141,9 +141,19 @@
 
   // the first connection and every one after a disconnect: proof first, then the reads
   let begun = false;
+  let connecting = false; // one attempt at a time: a second would open a second stream
   async function connect() {
     retry = null;
-    if (stopped) return;
+    if (stopped || connecting) return;
+    connecting = true;
+    try {
+      await connectOnce();
+    } finally {
+      connecting = false;
+    }
+  }
+
+  async function connectOnce() {
     setLink("connecting", "connecting…");
     let proved;
     try {
@@ -170,6 +180,7 @@
       if (!stopped) lost();
       return;
     }
+    if (streamAbort) streamAbort.abort();
     follow();
   }
 
