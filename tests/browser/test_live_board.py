@@ -159,6 +159,8 @@ def test_a_restarted_daemon_asks_for_coord_open(served: Daemon, browser: Browser
     browser.wait("document.getElementById('link').textContent.includes('coord open')", timeout=20)
     assert browser.eval("document.getElementById('link').dataset.state") == "lost"
     assert "restarted" in browser.eval("document.getElementById('link').textContent")
+    note = "document.getElementById('signed-out')"
+    assert browser.eval(f"!{note}.hidden && {note}.textContent.includes('restarted')")
     # what it sent the new daemon once the proof failed: nothing
     sent = [r for r in browser.do("sent") if "/v1/" in r["url"]]
     proof = max(i for i, r in enumerate(sent) if "/v1/web/proof?" in r["url"])

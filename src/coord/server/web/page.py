@@ -132,8 +132,8 @@ _TEMPLATE = """<!doctype html>
   <span id="link" class="link" data-state="connecting">connecting…</span>
   <span class="who">acting as <b></b></span>
 </header>
-<p id="signed-out" class="note" hidden>This page shows the board to the people running its
-agents. To open it, run <code>coord open</code> in the repository: it opens (and prints) a
+<p id="signed-out" hidden><b class="why"></b> This page shows the board to the people running
+its agents. To open it, run <code>coord open</code> in the repository: it opens (and prints) a
 link that signs this browser in.</p>
 <main>
   <section class="columns">

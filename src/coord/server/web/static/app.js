@@ -112,6 +112,9 @@
     const link = document.getElementById("link");
     link.dataset.state = "lost";
     link.textContent = message || "signed out: run `coord open` again";
+    const note = document.getElementById("signed-out"); // said where it cannot be missed
+    note.querySelector(".why").textContent = link.textContent;
+    note.hidden = false;
   }
 
   // does the daemon at this address hold the key that made this session? Asked with no
@@ -926,8 +929,5 @@
   }
 
   if (session) connect();
-  else {
-    document.getElementById("signed-out").hidden = false;
-    signedOut("signed out: run `coord open` in the repository for a link");
-  }
+  else signedOut("this tab is not signed in: run `coord open` in the repository for a link");
 })();
