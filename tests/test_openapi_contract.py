@@ -108,6 +108,7 @@ SAMPLES: dict[str, list[Any]] = {
     "packages": [[{"id": "A1", "title": "a", "line": 1}]],
     "adopt": [[{"user": "a", "package": "A1"}]],
     "peek": [True],
+    "file": [False],  # true needs a daemon with a board directory: test_web_access.py
     "older_than_seconds": [3600, 86400.5],
     "limit": [5],
     "patterns": [["src/**"]],

@@ -100,16 +100,9 @@ class ForeignHost(Unauthorized):
 
 class ForeignOrigin(Unauthorized):
     """A request on the web page's session came from another origin, or a change came with
-    no Origin at all: the page's cookie works only for the page itself."""
+    no Origin at all: the page's session works only for the page itself."""
 
     code = "foreign_origin"
-    http_status = 403
-
-
-class WrongCsrf(Unauthorized):
-    """A change on the web page's session without the page's CSRF token."""
-
-    code = "wrong_csrf"
     http_status = 403
 
 
@@ -276,7 +269,6 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         Unauthorized,
         ForeignHost,
         ForeignOrigin,
-        WrongCsrf,
         Conflict,
         AlreadyClaimed,
         LeaseLost,

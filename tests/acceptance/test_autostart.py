@@ -77,8 +77,8 @@ def test_simultaneous_clis_autostart_exactly_one_daemon(board_dir):
 
 
 def test_an_on_demand_daemon_listens_on_its_last_port_again(board_dir):
-    """A page opened with `coord open` carries the port in its URL and cookie: a daemon
-    started again on demand takes the same port while it is free, and any other when not."""
+    """The board's address stays the same across an on-demand restart: a daemon started
+    again on demand takes the same port while it is free, and any other when not."""
     import socket
 
     board_dir = board_dir.resolve()

@@ -201,3 +201,48 @@ def test_a_bad_nonce_is_refused_with_what_to_send(daemon: Daemon) -> None:
     status, answer = daemon.request("GET", "/v1/identity?nonce=xyz", token=None)
     assert status == 422
     assert "hex" in answer["message"]
+
+
+# Run as an item's check by `coord done`: while it runs, the CLI that runs it and the daemon
+# the CLI started are alive too. Every process's command line and (as root: all of them)
+# environment it can read, written down.
+SCAN_PROC = r"""
+import json, os, sys
+seen = {}
+for pid in os.listdir("/proc"):
+    if not pid.isdigit():
+        continue
+    for what in ("cmdline", "environ"):
+        try:
+            with open(f"/proc/{pid}/{what}", "rb") as f:
+                seen[f"{pid}/{what}"] = f.read().decode("latin-1")
+        except OSError:
+            pass
+seen["self"] = str(os.getpid())
+with open(sys.argv[1], "w") as f:
+    json.dump(seen, f)
+"""
+
+
+def test_no_process_coord_starts_has_the_token_in_its_arguments_or_environment(
+    board_dir: Path, tmp_path: Path
+) -> None:
+    """The daemon the CLI starts on demand, the CLI itself and a check it runs: the token
+    is read from .coord/token where needed, never handed on in argv or the environment."""
+    scan, out = tmp_path / "scan.py", tmp_path / "seen.json"
+    scan.write_text(SCAN_PROC)
+    check = f"{sys.executable} {scan} {out}"
+    item = json.loads(
+        run_cli("add", "checked", "--check", check, "--json", board_dir=board_dir, agent="a").stdout
+    )["id"]
+    assert run_cli("claim", str(item), board_dir=board_dir, agent="a").returncode == 0
+    done = run_cli("done", str(item), board_dir=board_dir, agent="a")
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(out.read_text())
+    token = board_files.read_token(board_dir)
+    record = json.loads(board_files.daemon_record_path(board_dir).read_text())
+    # the scan saw the daemon and the check, environments included (run as root here; as
+    # another user the environments are not even readable)
+    assert f"{record['pid']}/environ" in seen and f"{seen['self']}/environ" in seen
+    assert "COORD_CHECK=1" in seen[f"{seen['self']}/environ"]
+    assert [where for where, text in seen.items() if token in text] == []

@@ -37,7 +37,11 @@ async function main() {
   let reloads = 0;
   page.on("load", () => (reloads += 1));
   let requests = 0; // what the page asked of the daemon: bounded under a burst of events
-  page.on("request", () => (requests += 1));
+  const sent = [];
+  page.on("request", (request) => {
+    requests += 1;
+    sent.push({ url: request.url(), method: request.method(), headers: request.headers() });
+  });
 
   const ops = {
     goto: async ({ url }) => {
@@ -73,6 +77,10 @@ async function main() {
       await context.clock.resume();
       return page.evaluate("Date.now()");
     },
+    // the network gone and back: what the page sees of a connection cut (its stream ends)
+    offline: async ({ on }) => context.setOffline(Boolean(on)),
+    // every request the page made, with its headers: what it sent, and to where
+    sent: async () => sent.splice(0),
     problems: async () => problems.splice(0),
     loads: async () => reloads,
     requests: async () => requests,

@@ -13,8 +13,6 @@ from typing import Any
 
 from tests.conftest import Daemon
 
-from coord.core.board import Board
-
 from .conftest import Browser, card, cli, open_page
 
 AGENT = "agent-1"
@@ -92,8 +90,9 @@ def test_what_does_not_come_from_the_page_changes_nothing(served: Daemon, browse
             }}).then(async (r) => [r.status, (await r.json()).error])"""
         )
 
-    assert post_from_page({"x-coord-csrf": "not-the-token"}) == [403, "wrong_csrf"]
-    assert post_from_page({}) == [403, "wrong_csrf"]
+    # the page's own fetch without its session, or with a forged one: no cookie lets it in
+    assert post_from_page({}) == [401, "unauthorized"]
+    assert post_from_page({"x-coord-session": "e30.forged"}) == [401, "unauthorized"]
     # without the cookie: the board's API refuses (the daemon's own client, no token)
     status, answer = served.request(
         "POST", f"/v1/items/{item}/answer", {"agent": "alice", "text": "x"}, token=None
@@ -114,27 +113,26 @@ def test_what_does_not_come_from_the_page_changes_nothing(served: Daemon, browse
     assert snapshot(served) == before
 
 
-def test_the_page_keeps_up_across_a_daemon_restart(served: Daemon, browser: Browser) -> None:
-    first = cli(served, "add", "before the restart", agent="planner")["id"]
+def test_the_page_keeps_up_across_a_cut_connection(served: Daemon, browser: Browser) -> None:
+    first = cli(served, "add", "before the cut", agent="planner")["id"]
     open_page(served, browser)
     browser.wait(card("ready", first))
-
-    served.stop()
-    # written while no daemon runs: the page must get these from the log when it reconnects
-    board = Board.open(served.board_dir)
-    try:
-        while_down = [board.add(f"while down {n}", created_by="planner").id for n in range(3)]
-    finally:
-        board.close()
+    browser.do("sent")
+    browser.do("offline", on=True)
+    # the open stream outlives the switch; the read the next event asks for does not, and
+    # the page drops the stream with it
+    while_cut = [cli(served, "add", "while cut 0", agent="planner")["id"]]
     browser.wait("document.getElementById('link').dataset.state !== 'live'")
-    served.start()
+    # written while the page cannot reach the daemon: it must get these from the log
+    while_cut += [cli(served, "add", f"while cut {n}", agent="planner")["id"] for n in (1, 2)]
+    browser.do("offline", on=False)
     browser.wait("document.getElementById('link').dataset.state === 'live'", timeout=20)
-    after = cli(served, "add", "after the restart", agent="planner")["id"]
+    after = cli(served, "add", "after the cut", agent="planner")["id"]
     cli(served, "claim", str(after), agent=AGENT)
 
     last = served.request("GET", "/v1/events?limit=5000")[1]["events"][-1]["seq"]
     browser.wait(f"document.body.dataset.lastSeq === '{last}'", timeout=20)
-    for item in (first, *while_down):
+    for item in (first, *while_cut):
         browser.wait(card("ready", item))
     browser.wait(card("claimed", after))
     seqs = browser.eval(
@@ -142,6 +140,39 @@ def test_the_page_keeps_up_across_a_daemon_restart(served: Daemon, browser: Brow
     )
     assert sorted(seqs) == list(range(1, last + 1))  # every event once: none missed, none doubled
     assert browser.do("loads") == 1
+    # from the cut on, the page asked for proof until the daemon answered, and sent its
+    # session again only after that
+    sent = [r for r in browser.do("sent") if "/v1/" in r["url"]]
+    proofs = [i for i, r in enumerate(sent) if "/v1/web/proof?" in r["url"]]
+    assert proofs, sent
+    assert all("x-coord-session" not in r["headers"] for r in sent[proofs[0] : proofs[-1] + 1])
+    assert any("x-coord-session" in r["headers"] for r in sent[proofs[-1] :])
+    assert all("cookie" not in r["headers"] for r in sent)
+
+
+def test_a_restarted_daemon_asks_for_coord_open(served: Daemon, browser: Browser) -> None:
+    first = cli(served, "add", "before the restart", agent="planner")["id"]
+    open_page(served, browser)
+    browser.wait(card("ready", first))
+    served.stop()
+    served.start()  # the same board, port and token: another daemon process all the same
+    browser.wait("document.getElementById('link').textContent.includes('coord open')", timeout=20)
+    assert browser.eval("document.getElementById('link').dataset.state") == "lost"
+    assert "restarted" in browser.eval("document.getElementById('link').textContent")
+    note = "document.getElementById('signed-out')"
+    assert browser.eval(f"!{note}.hidden && {note}.textContent.includes('restarted')")
+    # what it sent the new daemon once the proof failed: nothing
+    sent = [r for r in browser.do("sent") if "/v1/" in r["url"]]
+    proof = max(i for i, r in enumerate(sent) if "/v1/web/proof?" in r["url"])
+    assert all("x-coord-session" not in r["headers"] for r in sent[proof:]), sent[proof:]
+    # a reload does not bring the old session back
+    browser.do("goto", url=served.url + "/")
+    assert not browser.eval("document.getElementById('signed-out').hidden")
+    # `coord open` again: in, as before
+    second = cli(served, "add", "after the restart", agent="planner")["id"]
+    open_page(served, browser)
+    browser.wait(card("ready", first))
+    browser.wait(card("ready", second))
 
 
 def test_a_screenshot_of_a_seeded_board(served: Daemon, browser: Browser, artifacts: Path) -> None:
@@ -347,3 +378,21 @@ def test_done_shows_the_recent_and_pages_every_done_item(served: Daemon, browser
         "document.querySelector('#col-done .pager button').textContent.startsWith('every')"
     )
     assert browser.eval(shown) == ids[::-1]
+
+
+def test_the_browser_file_of_coord_open_signs_the_page_in(served: Daemon, browser: Browser) -> None:
+    """What `coord open` gives a browser: the file:// address of a page that sends it on."""
+    status, answer = served.request("POST", "/v1/web/codes", {"agent": "alice", "file": True})
+    assert status == 201, answer
+    handoff = Path(answer["file"])
+    browser.do("goto", url=handoff.as_uri())
+    browser.wait("location.href.startsWith('http') && document.body.dataset.ready === '1'")
+    browser.wait("document.getElementById('link').dataset.state === 'live'")
+    assert browser.eval("location.href") == served.url + "/"  # the code left the address bar
+    assert browser.eval("document.querySelector('header .who b').textContent") == "alice"
+    deadline = time.monotonic() + 5
+    while handoff.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not handoff.exists()  # spent: gone
+    browser.do("goto", url=served.url + "/")  # a reload goes on, from the tab's session
+    browser.wait("document.getElementById('link').dataset.state === 'live'")

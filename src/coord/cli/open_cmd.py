@@ -1,9 +1,12 @@
 """`coord open`: the live board's page in a browser, signed in as a person, no token pasted.
 
-The daemon hands out a one-time code (good once, for a minute) on the board's token; the
-link carries it, and the page trades it for its session cookie. The browser is opened only
-where one can show (a display, or macOS), never under CI or a test run, and never with
-``--no-browser``: the link is printed either way.
+The daemon hands out a one-time code (good once, for a minute, with that daemon process) on
+the board's token; the link carries it, and the page trades it for its session. The browser
+is never given the link: a program's arguments are every local user's to read
+(``/proc/PID/cmdline``), so it is given the ``file://`` address of a page only this user may
+read that sends it on (the daemon writes it: ``coord.server.web.handoff``). The browser is
+opened only where one can show (a display, or macOS), never under CI or a test run, and
+never with ``--no-browser``: the link is printed either way (to this terminal only).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import getpass
 import os
 import sys
+from pathlib import Path
 
 from coord import model
 from coord.errors import InvalidInput
@@ -27,7 +31,8 @@ def args_open(p: argparse.ArgumentParser) -> None:
         "--no-browser",
         action="store_true",
         help="print the link only (default: also open it in a browser, where a display exists "
-        "and not under CI)",
+        "and not under CI, through a file only you can read: the link is never on a command "
+        "line)",
     )
 
 
@@ -44,9 +49,11 @@ def cmd_open(args: argparse.Namespace, ctx: Context) -> Result:
             " pass --as NAME",
             field="agent",
         ) from None
-    answer = ctx.client.post("/v1/web/codes", {"agent": name})
+    show = not args.no_browser and _can_show()
+    answer = ctx.client.post("/v1/web/codes", {"agent": name, "file": show})
     url = f"{ctx.client.daemon_url()}{answer['path']}"
-    opened = not args.no_browser and _can_show() and _open(url)
+    handoff = answer.get("file")
+    opened = bool(show and handoff and _open(Path(handoff).as_uri()))
     document = {
         "url": url,
         "as": answer["as"],

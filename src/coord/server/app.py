@@ -31,6 +31,7 @@ from coord.server.hot import HotEndpoint, HotPaths
 from coord.server.pipeline import Endpoint, JSONResponse, check_host, check_token
 from coord.server.routes import ROUTES
 from coord.server.web.access import WebAccess
+from coord.server.web.handoff import HANDOFF_DIR
 from coord.server.web.page import page_routes
 
 TYPE_CHECKING = False
@@ -57,7 +58,9 @@ def create_app(
         on_shutdown=on_shutdown,
         instance=instance,
         port=port,
-        web=WebAccess(write_token),
+        # the page's codes and sessions are this process's alone (web/access.py); the
+        # browser's hand-off files go in the board directory (web/handoff.py)
+        web=WebAccess(handoff_dir=board_dir / HANDOFF_DIR if board_dir is not None else None),
     )
     hot: dict[tuple[str, str], HotEndpoint] = {}
     routes = []

@@ -67,7 +67,7 @@ class Server:
     # what /v1/identity proves: the id in daemon.json and the port it listens on
     instance: str = ""
     port: int = 0
-    # the web page's codes and session key; None: the page's cookie opens nothing
+    # the web page's codes and session key (this process's alone); None: no page session
     web: WebAccess | None = None
     # on a PostgreSQL board: the LISTEN thread and the guard's mirror (coord.server.follower)
     follower: Any = None

@@ -107,8 +107,9 @@ def _write_record(board_dir: Path, record: dict[str, Any]) -> None:
 
 
 # The port the board's daemon last listened on. A daemon asked for any port (the CLI's
-# on-demand start) takes that one again when it is free, so a page opened with `coord open`
-# (its URL and its cookie name carry the port) follows a restart of the daemon.
+# on-demand start) takes that one again when it is free, so the board's address stays the
+# same across a restart (a page open on the old daemon then asks for `coord open` again: its
+# session was that daemon process's, coord.server.web.access).
 LAST_PORT_FILE = "last_port"
 
 
@@ -289,6 +290,8 @@ def serve(
             record_path.unlink(missing_ok=True)
         if follower is not None:
             follower.stop()
+        if app.state.coord.web is not None:  # the page's codes, and the browser's files
+            app.state.coord.web.close()
         registration.stop()
         if checkpointer is not None:
             checkpointer.stop()

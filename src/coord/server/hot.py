@@ -37,8 +37,8 @@ class HotEndpoint:
             headers.setdefault(name, value)
         declared = headers.get(b"content-length")
         authorization = headers.get(b"authorization", b"").decode("latin-1")
-        # without the token, the web page's session may stand in: its cookie, Origin and CSRF
-        # headers are read then (agents always send the token, and skip this)
+        # without the token, the web page's session may stand in: its X-Coord-Session and
+        # Origin headers are read then (agents always send the token, and skip this)
         named = (
             NOTHING
             if authorization

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 # requests that say nothing of use: a monitor's health checks must not keep a daemon alive
-_NOT_ACTIVITY = frozenset({"/v1/health", "/v1/identity"})
+_NOT_ACTIVITY = frozenset({"/v1/health", "/v1/identity", "/v1/web/proof"})
 
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 

@@ -20,7 +20,7 @@ ERROR_MEANINGS = {
     403: "the request did not address the daemon by a loopback host name (foreign_host), or "
     "the agent may not do this to someone else's item (not_permitted: the message names who "
     "may); on the web page's session, a request from another origin or a change without an "
-    "Origin (foreign_origin), or without the page's X-Coord-CSRF token (wrong_csrf)",
+    "Origin (foreign_origin)",
     404: "no such item (not_found), or nothing ready (nothing_ready)",
     409: "the board's state refuses it: already_claimed, lease_lost, not_ready, not_claimable, "
     "files_reserved, checks_failed, checks_required, not_waiting, not_cancelled, "
@@ -90,9 +90,9 @@ def build(routes: tuple[Route, ...] = ROUTES) -> dict[str, Any]:
             "version": "1",
             "description": "A shared board where parallel coding agents claim work atomically. "
             f"Every endpoint but {', '.join(PUBLIC_PATHS)} needs 'Authorization: Bearer "
-            "<.coord/token>', reads included (or the session cookie of the web page at /, "
+            "<.coord/token>', reads included (or the X-Coord-Session header of the web page at /, "
             "which `coord open` signs a browser in to: HTML for people, not part of this "
-            "document). Times are ISO 8601 UTC on the "
+            "document; no cookie opens anything). Times are ISO 8601 UTC on the "
             "daemon's clock. Free text is limited in bytes of UTF-8 (x-maxBytes), titles, "
             "labels and patterns in characters (maxLength).",
         },

@@ -1,6 +1,6 @@
 """The one request pipeline every route goes through, the hot path included.
 
-Host name → token, or the web page's session cookie with its Origin and CSRF checks (every
+Host name → token, or the web page's session (X-Coord-Session) with its Origin checks (every
 route but the few public ones) → body size → JSON → declared fields
 → handler → answer, and a ``CoordError`` anywhere becomes its own answer. ``Endpoint.answer``
 is all of it; Starlette's routes (app.py) and the bare-ASGI hot path (hot.py) differ only in
@@ -136,18 +136,18 @@ def authorize(
     page: bool,
 ) -> Session | None:
     """The web page's session when the request comes on one (no Authorization header, the
-    session's cookie), its Origin and CSRF token checked; otherwise the board's token."""
+    page's X-Coord-Session), its Origin checked; otherwise the board's token. A cookie opens
+    nothing (coord.server.web.access says why)."""
     web = server.web
-    cookies = headers.get("cookie") if not authorization and web is not None else None
-    if cookies and web is not None:
-        session = web.from_cookie(host, cookies)
+    if not authorization and web is not None:
+        session = web.from_headers(headers)
         if session is not None:
             if not page:
                 raise NotPermitted(
                     "the web page's session cannot do this; it needs the board's token "
                     "(the CLI: `coord`)"
                 )
-            web.check_request(session, host, headers, reads)
+            web.check_request(host, headers, reads)
             return session
     check_token(authorization, server.write_token)
     return None

@@ -612,13 +612,50 @@ ROUTES: tuple[Route, ...] = (
         "/v1/web/codes",
         codes.issue_code,
         "a one-time code that opens the web page at / as this agent (a human the board lists "
-        "in `humans`, when it lists any; 403 not_permitted otherwise): good once, for "
-        "expires_in seconds; the page trades it for its session cookie (`coord open`)",
+        "in `humans`, when it lists any; 403 not_permitted otherwise): good once, with this "
+        "daemon process, for expires_in seconds; the page trades it for its session "
+        "(`coord open`). With file: true, also a page only this user may read that sends a "
+        "browser on to the link (`file`)",
         codes.ANSWER_SCHEMA,
         status=201,
-        body=Body({"agent": AGENT}, ("agent",)),
+        body=Body(
+            {
+                "agent": AGENT,
+                "file": {"type": "boolean", "description": "write the browser's hand-off file"},
+            },
+            ("agent",),
+        ),
         errors=(403, 422),
         page=False,
+    ),
+    Route(
+        "GET",
+        "/v1/web/proof",
+        codes.page_proof,
+        "the daemon proves to the web page that it made the page's session, without the page "
+        "sending it: an HMAC keyed by the session's signature over the page's nonce (open: no "
+        "token, no session; the page asks before it sends its session anywhere)",
+        codes.PROOF_SCHEMA,
+        params=(
+            Param(
+                "session",
+                {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,1024}$"},
+                "the part of the page's session before the dot (no secret)",
+                required=True,
+            ),
+            Param("nonce", identity.NONCE_SCHEMA, required=True),
+        ),
+        errors=(422,),
+        public=True,
+    ),
+    Route(
+        "GET",
+        "/v1/web/session",
+        codes.page_session,
+        "the web page's session (its X-Coord-Session header): whom it acts as, until when, "
+        "and the board's clock and newest event (with the token: no person, as and "
+        "expires_at null)",
+        codes.SESSION_SCHEMA,
     ),
     Route(
         "POST",

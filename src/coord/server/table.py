@@ -127,7 +127,7 @@ class Route:
     # answered without the bearer token: only what reveals nothing of the board (liveness,
     # the OpenAPI document, the daemon's identity proof); every other route needs it
     public: bool = False
-    # the web page's session cookie may call it (with its Origin and CSRF checks); False:
+    # the web page's session (X-Coord-Session) may call it, with its Origin checks; False:
     # only the board's token (minting page codes, stopping the daemon)
     page: bool = True
     body: Body | None = None

@@ -1,4 +1,5 @@
-"""`POST /v1/web/codes`: a one-time code for `coord open`, on the board's token only."""
+"""The web page's JSON endpoints: a one-time code for `coord open` (on the board's token only),
+the daemon's proof to the page, and what the page's session is (``access.py`` says why)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from coord.errors import InvalidInput, NotPermitted
 from coord.server.context import Call
-from coord.server.web.access import CODE_SECONDS
+from coord.server.web.access import CODE_SECONDS, WebAccess
 from coord.times import iso
 
 ANSWER_SCHEMA: dict[str, Any] = {
@@ -18,8 +19,46 @@ ANSWER_SCHEMA: dict[str, Any] = {
         "path": {"type": "string", "description": "the page's address with the code: /?code=…"},
         "expires_at": {"type": "string"},
         "expires_in": {"type": "number", "description": "seconds the code is good for"},
+        "file": {
+            "type": ["string", "null"],
+            "description": "asked with file: a page only this user may read that sends a "
+            "browser on to the link (give a browser its file:// address, never the link: a "
+            "command line is every user's to read); removed once the code is spent or expired",
+        },
     },
 }
+PROOF_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["proof"],
+    "properties": {
+        "proof": {
+            "type": "string",
+            "description": "hex HMAC-SHA256 keyed by the session's signature over "
+            "'coord page identity v1' LF nonce: only the daemon process that made the session "
+            "can compute it",
+        }
+    },
+}
+SESSION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["as", "expires_at", "server_now", "last_seq"],
+    "properties": {
+        "as": {
+            "type": ["string", "null"],
+            "description": "the person the page acts as (null: asked with the board's token)",
+        },
+        "expires_at": {"type": ["string", "null"]},
+        "server_now": {"type": "number", "description": "the board's clock, Unix seconds"},
+        "last_seq": {"type": "integer"},
+    },
+}
+
+
+def _web(call: Call) -> WebAccess:
+    web = call.server.web
+    if web is None:
+        raise InvalidInput("this daemon serves no web page")
+    return web
 
 
 def issue_code(call: Call) -> dict[str, Any]:
@@ -34,14 +73,39 @@ def issue_code(call: Call) -> dict[str, Any]:
             f"{name} there",
             humans=sorted(humans),
         )
-    web = call.server.web
-    if web is None:
-        raise InvalidInput("this daemon serves no web page")
+    web = _web(call)
     code, expires_at = web.issue_code(name)
+    path = f"/?code={code}"
+    file = None
+    if call.body.get("file"):
+        # the address the caller reached this daemon at (checked: a loopback name, unless
+        # the daemon was bound elsewhere on purpose)
+        file = str(web.hand_off(code, f"http://{call.headers.get('host', '')}{path}"))
     return {
         "as": name,
         "code": code,
-        "path": f"/?code={code}",
+        "path": path,
         "expires_at": iso(expires_at),
         "expires_in": CODE_SECONDS,
+        "file": file,
+    }
+
+
+def page_proof(call: Call) -> dict[str, str]:
+    """The daemon proves to the page that it made the page's session (open: the page asks
+    before it sends the session anywhere)."""
+    web = _web(call)
+    return {"proof": web.proof(call.query.get("session") or "", call.query.get("nonce") or "")}
+
+
+def page_session(call: Call) -> dict[str, Any]:
+    """The page's session: whom it acts as, and the board's clock and newest event to start
+    from (asked with the board's token: no session, the clock and event all the same)."""
+    session = _web(call).from_headers(call.headers)
+    board = call.server.board
+    return {
+        "as": None if session is None else session.name,
+        "expires_at": None if session is None else iso(session.expires_at),
+        "server_now": board.now(),
+        "last_seq": board.last_seq(),
     }

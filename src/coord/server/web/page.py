@@ -1,13 +1,13 @@
 """The live board's page at ``/``: HTML from here, its script and style from ``static/``.
 
-The HTML is a frame (columns, panels) and a boot document: whom the page acts as, its CSRF
-token, the board's clock and the last event's number. The script fills the frame through the
-JSON API and keeps it live from ``/v1/events/stream``. Nothing is fetched from anywhere but
-this daemon, and the Content-Security-Policy says so to the browser.
-
-Without a session the page is a short note saying to run ``coord open``; with ``?code=`` it
-trades the one-time code for the session cookie and sends the browser back to ``/``, so the
-code leaves the address bar (and the history) at once.
+The HTML is a frame (columns, panels) and a boot document, the same for everyone: nothing
+of the board is in it. With ``?code=`` the one-time code is traded for the page's session
+(``access.py``), which the boot document then carries to the script; the script drops the
+code from the address bar and keeps the session in the tab (``sessionStorage``, per origin),
+so a reload goes on. The script proves the daemon (``/v1/web/proof``), then fills the frame
+through the JSON API and keeps it live from ``/v1/events/stream``, its session in a header.
+Without a session it says to run ``coord open``. Nothing is fetched from anywhere but this
+daemon, and the Content-Security-Policy says so to the browser.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from coord import __version__
@@ -26,7 +26,7 @@ from coord.errors import CoordError
 from coord.fast.clients import CLIENTS
 from coord.server.context import Server
 from coord.server.pipeline import check_host
-from coord.server.web.access import Session
+from coord.server.web.access import legacy_cookie_reset
 
 # Only this daemon: no inline script, no other origin, no frames around the page.
 SECURITY_HEADERS = {
@@ -39,7 +39,11 @@ SECURITY_HEADERS = {
     "referrer-policy": "no-referrer",
     "cache-control": "no-store",
 }
-STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+STATIC = {
+    "app.js": "text/javascript; charset=utf-8",
+    "proof.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+}
 
 
 # HTML and files for people, not JSON: outside the route table and the OpenAPI document
@@ -63,24 +67,15 @@ async def board_page(request: Request) -> Response:
         if web is None:
             return _note(404, "This daemon serves no web page.")
         code = request.query_params.get("code")
+        boot: dict[str, Any] = {"version": __version__, "clients": list(CLIENTS)}
         if code is not None:
-            name = web.redeem(code)
-            _, value = web.new_session(name)
-            answer = RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
-            answer.headers.append("set-cookie", web.cookie_header(host, value))
-            return answer
-        cookies = request.headers.get("cookie")
-        session = web.from_cookie(host, cookies) if cookies else None
+            _, boot["session"] = web.new_session(web.redeem(code))
     except CoordError as err:
         return _note(err.http_status, err.message)
-    if session is None:
-        return _note(
-            401,
-            "This page shows the board to the people running its agents. To open it, run "
-            "`coord open` in the repository: it prints (and opens) a link that signs this "
-            "browser in.",
-        )
-    return HTMLResponse(_board_html(server, session), headers=SECURITY_HEADERS)
+    answer = HTMLResponse(_board_html(boot), headers=SECURITY_HEADERS)
+    if code is not None:
+        answer.headers.append("set-cookie", legacy_cookie_reset(host))
+    return answer
 
 
 async def static_file(request: Request) -> Response:
@@ -97,28 +92,14 @@ async def static_file(request: Request) -> Response:
     return Response(text, media_type=STATIC[name], headers=SECURITY_HEADERS)
 
 
-def boot_document(server: Server, session: Session) -> dict[str, Any]:
-    """What the script starts from. ``server_now`` is the board's clock: every countdown is
-    reckoned from it plus the time since the page loaded, never from the browser's clock."""
-    board = server.board
-    assert server.web is not None
-    return {
-        "as": session.name,
-        "csrf": server.web.csrf_token(session),
-        "server_now": board.now(),
-        "last_seq": board.last_seq(),
-        "version": __version__,
-        # an agent named by coord's hooks is `<client>-<8 hex>`: the page tells the client
-        "clients": list(CLIENTS),
-    }
-
-
-def _board_html(server: Server, session: Session) -> str:
-    boot = json.dumps(boot_document(server, session))
+def _board_html(boot: dict[str, Any]) -> str:
+    """The frame, with what the script starts from: the session just made (on ``?code=``),
+    the version, and the clients (an agent named by coord's hooks is ``<client>-<8 hex>``:
+    the page tells the client)."""
+    text = json.dumps(boot)
     # JSON inside <script> ends at "</": "<" escaped cannot end it, and reads back the same
-    boot = boot.replace("<", "\\u003c")
-    name = html.escape(session.name)
-    return _TEMPLATE.format(boot=boot, name=name, version=html.escape(__version__))
+    text = text.replace("<", "\\u003c")
+    return _TEMPLATE.format(boot=text, version=html.escape(__version__))
 
 
 def _note(status: int, message: str) -> HTMLResponse:
@@ -140,6 +121,7 @@ _TEMPLATE = """<!doctype html>
 <link rel="stylesheet" href="/web/app.css">
 <link rel="icon" href="data:,">
 <script id="boot" type="application/json">{boot}</script>
+<script src="/web/proof.js" defer></script>
 <script src="/web/app.js" defer></script>
 </head>
 <body>
@@ -148,8 +130,11 @@ _TEMPLATE = """<!doctype html>
   <span id="counts"></span>
   <span class="spacer"></span>
   <span id="link" class="link" data-state="connecting">connecting…</span>
-  <span class="who">acting as <b>{name}</b></span>
+  <span class="who">acting as <b></b></span>
 </header>
+<p id="signed-out" hidden><b class="why"></b> This page shows the board to the people running
+its agents. To open it, run <code>coord open</code> in the repository: it opens (and prints) a
+link that signs this browser in.</p>
 <main>
   <section class="columns">
     <div class="column" id="col-ready"><h2>Ready <span class="count"></span></h2>

@@ -4,17 +4,28 @@
 // questions and names are whatever agents wrote. Time is the board's: the page was served
 // with the server's clock, and every countdown is that plus the time since, never the
 // browser's own clock. Each column holds one page of rows (PAGE); the rest is paged.
+//
+// The page's session goes only to its own daemon (coord.server.web.access says why): in a
+// header (X-Coord-Session), never a cookie, and only once the daemon at this address has
+// proved it made the session (/v1/web/proof, checked with proof.js), before the first
+// request and again after every disconnect. A stranger on the port, or the board's next
+// daemon, fails the proof; the page then stops and says to run `coord open`.
 "use strict";
 
 (() => {
   const boot = JSON.parse(document.getElementById("boot").textContent);
-  const clockOffset = boot.server_now * 1000 - Date.now();
+  const SESSION_KEY = "coord-session"; // in sessionStorage: this tab, this origin (port) only
+  if (boot.session) {
+    sessionStorage.setItem(SESSION_KEY, boot.session);
+    history.replaceState(null, "", "/"); // the spent code leaves the address bar
+  }
+  const session = sessionStorage.getItem(SESSION_KEY);
+  let clockOffset = 0; // the board's clock less the browser's, from /v1/web/session
   const boardNow = () => Date.now() + clockOffset;
   const PAGE = 200; // rows a column holds in the DOM
   const DONE_SHOWN = 50;
   const FEED_SHOWN = 300;
-  let lastSeq = boot.last_seq; // the last event applied: the stream resumes after it
-  document.body.dataset.lastSeq = String(lastSeq);
+  let lastSeq = 0; // the last event applied: the stream resumes after it
 
   // --- small helpers ----------------------------------------------------------------------
 
@@ -34,17 +45,40 @@
     return node;
   }
 
+  // --- the daemon: proved, then trusted with the session -----------------------------------
+
+  let proven = false; // the daemon at this address proved it made this page's session
+  let stopped = false; // signed out, or a stranger answered: nothing more is sent
+  let retry = null;
+  let streamAbort = null;
+
+  function quiet(message) {
+    const error = new Error(message);
+    error.quiet = true; // the page says it in the header; not an error of the page's
+    return error;
+  }
+
   async function api(path, body) {
-    const init = { credentials: "same-origin", headers: { accept: "application/json" } };
+    if (!proven) throw quiet(`not sent (no proven daemon): ${path}`);
+    const init = {
+      credentials: "omit", // no cookie: whatever the browser holds for this host stays home
+      cache: "no-store",
+      headers: { accept: "application/json", "x-coord-session": session },
+    };
     if (body !== undefined) {
       init.method = "POST";
       init.headers["content-type"] = "application/json";
-      init.headers["x-coord-csrf"] = boot.csrf;
       init.body = JSON.stringify(body);
     }
-    const response = await fetch(path, init);
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (error) {
+      lost(); // nobody answers: prove whoever answers next before sending it anything
+      throw quiet(`the daemon went away: ${error.message}`);
+    }
     const data = await response.json().catch(() => ({}));
-    if (response.status === 401) showSignedOut(data.message);
+    if (response.status === 401) signedOut(data.message);
     if (!response.ok) {
       const error = new Error(data.message || `HTTP ${response.status}`);
       error.status = response.status;
@@ -68,10 +102,89 @@
     return ageSeconds < 60 ? "fresh" : ageSeconds < 300 ? "stale" : "old";
   }
 
-  function showSignedOut(message) {
+  // the session opens nothing any more (it ended, or this is not its daemon): stop, forget
+  // it, and say what to do
+  function signedOut(message) {
+    stopped = true;
+    proven = false;
+    if (streamAbort) streamAbort.abort();
+    sessionStorage.removeItem(SESSION_KEY);
     const link = document.getElementById("link");
     link.dataset.state = "lost";
     link.textContent = message || "signed out: run `coord open` again";
+    const note = document.getElementById("signed-out"); // said where it cannot be missed
+    note.querySelector(".why").textContent = link.textContent;
+    note.hidden = false;
+  }
+
+  // does the daemon at this address hold the key that made this session? Asked with no
+  // credentials: a stranger learns the session's public part and a nonce, nothing else
+  async function prove() {
+    const nonce = coordProof.newNonce();
+    const open = encodeURIComponent(session.slice(0, session.indexOf(".")));
+    const response = await fetch(`/v1/web/proof?session=${open}&nonce=${nonce}`, {
+      credentials: "omit",
+      cache: "no-store",
+      headers: { accept: "application/json" },
+    });
+    const data = await response.json().catch(() => ({}));
+    return response.ok && data.proof === coordProof.expectedProof(session, nonce);
+  }
+
+  function lost() {
+    proven = false;
+    if (streamAbort) {
+      streamAbort.abort();
+      streamAbort = null;
+    }
+    if (stopped || retry) return;
+    setLink("lost", "reconnecting…");
+    retry = setTimeout(connect, 1000);
+  }
+
+  // the first connection and every one after a disconnect: proof first, then the reads
+  let begun = false;
+  let connecting = false; // one attempt at a time: a second would open a second stream
+  async function connect() {
+    retry = null;
+    if (stopped || connecting) return;
+    connecting = true;
+    try {
+      await connectOnce();
+    } finally {
+      connecting = false;
+    }
+  }
+
+  async function connectOnce() {
+    setLink("connecting", "connecting…");
+    let proved;
+    try {
+      proved = await prove();
+    } catch (error) {
+      lost(); // nobody listens there (yet): the daemon may be starting
+      return;
+    }
+    if (!proved) {
+      signedOut(
+        "the daemon at this address is not the one this page signed in to (it was restarted, " +
+          "or another program took its port): nothing was sent to it; run `coord open` for a new link",
+      );
+      return;
+    }
+    proven = true;
+    try {
+      if (!begun) await begin();
+      // back after a disconnect: reads that failed meanwhile are read again
+      else queue = queue.then(reloadAll).catch(report);
+      begun = true;
+    } catch (error) {
+      if (!error.quiet) report(error);
+      if (!stopped) lost();
+      return;
+    }
+    if (streamAbort) streamAbort.abort();
+    follow();
   }
 
   function setLink(state, text) {
@@ -563,7 +676,7 @@
     if (event.item_id) dirty.add(event.item_id);
     if (event.item_id && event.kind === "done") doneDirty.add(event.item_id);
     if (planIds.has(event.item_id) || event.kind === "created") planDirty = true;
-    if (!flushTimer) flushTimer = setTimeout(flush, Math.max(150, nextFlushAt - Date.now()));
+    if (!flushTimer) flushTimer = setTimeout(flushLater, Math.max(150, nextFlushAt - Date.now()));
     if (!sideTimer) sideTimer = setTimeout(refreshSides, Math.max(600, nextSidesAt - Date.now()));
   }
 
@@ -589,10 +702,14 @@
   // daemon a bounded trickle of reads per page, not one per event
   const FEW_ITEMS = 30;
   let flushing = false;
+  function flushLater() {
+    flush().catch(report);
+  }
+
   async function flush() {
     flushTimer = null;
     if (flushing) {
-      flushTimer = setTimeout(flush, 150);
+      flushTimer = setTimeout(flushLater, 150);
       return;
     }
     flushing = true;
@@ -632,35 +749,73 @@
     Promise.all([loadPage(ready, ready.after), loadAgents(), loadFiles(), loadCounts(), plan]).catch(report);
   }
 
-  let source = null;
-  function connect() {
-    setLink("connecting", "connecting…");
-    source = new EventSource(`/v1/events/stream?after=${lastSeq}`);
-    source.addEventListener("open", () => setLink("live", "live"));
-    source.addEventListener("coord", (message) => receive(JSON.parse(message.data)));
-    // the daemon says this page fell too far behind: read the board afresh, then go on
-    // (the stream ends after it; the reconnect follows from the board's newest event)
-    source.addEventListener("reload", (message) => {
-      skipTo(JSON.parse(message.data).last_seq);
-      queue = queue.then(reloadAll).catch(report);
-    });
-    source.onerror = () => {
-      // reconnect ourselves, from the last event applied, once the daemon answers again (a
-      // restart takes a moment); a session that ended stops here and says so
-      source.close();
-      setLink("lost", "reconnecting…");
-      setTimeout(reconnect, 1000);
-    };
-  }
-
-  async function reconnect() {
+  // the event stream, read with fetch (an EventSource cannot send the session's header),
+  // from the last event applied; when it ends, the daemon is proved again before anything more
+  async function follow() {
+    const controller = new AbortController();
+    streamAbort = controller;
+    let response;
     try {
-      await api(`/v1/events?after=${lastSeq}&limit=1`);
+      response = await fetch(`/v1/events/stream?after=${lastSeq}`, {
+        credentials: "omit",
+        cache: "no-store",
+        headers: { accept: "text/event-stream", "x-coord-session": session },
+        signal: controller.signal,
+      });
     } catch (error) {
-      if (error.status !== 401) setTimeout(reconnect, 1000);
+      if (streamAbort === controller) lost();
       return;
     }
-    connect();
+    if (response.status === 401) {
+      signedOut((await response.json().catch(() => ({}))).message);
+      return;
+    }
+    if (!response.ok || !response.body) {
+      lost();
+      return;
+    }
+    setLink("live", "live");
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          message(buffer.slice(0, end));
+          buffer = buffer.slice(end + 2);
+        }
+      }
+    } catch (error) {
+      // cut: the daemon went away, or the page aborted the read itself
+    }
+    if (streamAbort === controller) lost();
+  }
+
+  // one Server-Sent Events message: `event: coord` is a board event; `event: reload` says
+  // this page fell too far behind, so it reads the board afresh and goes on (the stream ends
+  // after it; the next one follows from the board's newest event)
+  function message(block) {
+    let kind = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "event") kind = value;
+      else if (field === "data") data.push(value);
+    }
+    if (!data.length) return;
+    const payload = JSON.parse(data.join("\n"));
+    if (kind === "coord") receive(payload);
+    else if (kind === "reload") {
+      skipTo(payload.last_seq);
+      queue = queue.then(reloadAll).catch(report);
+    }
   }
 
   async function reloadColumns() {
@@ -735,7 +890,7 @@
   }
 
   function report(error) {
-    console.error(error);
+    if (!error.quiet) console.error(error);
   }
 
   // --- start ------------------------------------------------------------------------------
@@ -762,5 +917,17 @@
     document.body.dataset.ready = "1";
   }
 
-  start().catch(report).finally(connect);
+  // what the session is (whom the page acts as) and the board's clock, then the board
+  async function begin() {
+    const about = await api("/v1/web/session");
+    Object.assign(boot, about);
+    clockOffset = about.server_now * 1000 - Date.now();
+    lastSeq = about.last_seq;
+    document.body.dataset.lastSeq = String(lastSeq);
+    document.querySelector("header .who b").textContent = about.as;
+    await start();
+  }
+
+  if (session) connect();
+  else signedOut("this tab is not signed in: run `coord open` in the repository for a link");
 })();
