@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from coord import __version__, model
-from coord.errors import InvalidInput
+from coord.errors import CursorPastEnd, InvalidInput
 from coord.limits import INBOX_PAGE
 from coord.server.context import Call, count, number, query_flag
 
@@ -25,6 +25,15 @@ async def events(call: Call) -> dict[str, Any]:
         raise InvalidInput(f"wait must be 0 to {MAX_WAIT_SECONDS:g} seconds", field="wait")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
+    last = board.last_seq()
+    if after > last:  # nothing will ever come after it: say so rather than wait for ever
+        raise CursorPastEnd(
+            f"after={after} is past the board's last event ({last}): a cursor of another "
+            f"board, or of this one before it was replaced; read again from after=0, or "
+            f"follow from after={last}",
+            field="after",
+            last_seq=last,
+        )
     while True:
         found = board.events(after, limit, item_id=item_id)
         remaining = deadline - loop.time()
@@ -33,8 +42,9 @@ async def events(call: Call) -> dict[str, Any]:
         # Woken by our own writes (and, on PostgreSQL, other daemons') at once; polls for
         # writers that cannot wake it.
         await call.server.changes.wait(min(remaining, call.server.changes.poll_seconds))
-    last = found[-1].seq if found else after
-    return {"events": [e.to_dict() for e in found], "last_seq": last}
+    # the board's last event, read after the page: a reader pages on from the page's last
+    # event while it is before this one
+    return {"events": [e.to_dict() for e in found], "last_seq": board.last_seq()}
 
 
 def inbox(call: Call) -> dict[str, Any]:

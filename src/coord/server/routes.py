@@ -452,7 +452,9 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/v1/events",
         events.events,
-        "the event log after a sequence number; wait long-polls",
+        "the event log after a sequence number; wait long-polls; `last_seq` is the board's "
+        "last event (page on from the page's last while it is before it); an `after` past "
+        "it is 409 `cursor_past_end` with `last_seq`",
         {**listing("events", ref("Event")), "required": ["events", "last_seq"]},
         params=(
             Param("after", integer(0)),
@@ -464,7 +466,7 @@ ROUTES: tuple[Route, ...] = (
                 "seconds to wait for new events when there are none",
             ),
         ),
-        errors=(422,),
+        errors=(409, 422),
     ),
     Route(
         "GET",
@@ -473,8 +475,9 @@ ROUTES: tuple[Route, ...] = (
         "the event log live, as Server-Sent Events: each event a message `id: <seq>`, `event: "
         "coord`, `data: <the event as JSON>`, in order, none missed or doubled across a "
         "reconnect (`Last-Event-ID` wins over `after`); a `: keep-alive` comment when quiet; "
-        f"a reader more than {MAX_STREAM_BEHIND} events behind gets `event: reload` "
-        '(data `{"reason", "last_seq"}`) and the stream ends',
+        f"a reader more than {MAX_STREAM_BEHIND} events behind, or whose cursor is past the "
+        'board\'s last event, gets `event: reload` (data `{"reason", "last_seq"}`) and the '
+        "stream ends",
         {"type": "string", "description": "an endless text/event-stream"},
         params=(
             Param(
