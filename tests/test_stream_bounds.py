@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,45 +79,51 @@ def open_stream(
     return sock
 
 
-def health_seconds(daemon: Daemon) -> float:
-    """How long one /v1/health takes on a fresh connection, up to its answer's end."""
-    host, port = address(daemon)
+# asks /v1/health every EVERY seconds until its stdin closes, then prints each answer's time
+_HEALTH_LOOP = r"""
+import json, socket, sys, threading, time
+host, port, every, wait = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+done = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+times = []
+while not done.is_set():
     began = time.monotonic()
-    with socket.create_connection((host, port), timeout=WAIT) as sock:
-        sock.sendall(
-            f"GET /v1/health HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()
-        )
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
-    return time.monotonic() - began
+    try:
+        with socket.create_connection((host, port), timeout=wait) as sock:
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n"
+                         % (host.encode(), port))
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        ok = answer.startswith(b"HTTP/1.1 200")
+    except OSError:
+        ok = False
+    times.append(time.monotonic() - began if ok else wait)
+    done.wait(every)
+print(json.dumps(times))
+"""
 
 
 class HealthWatch:
-    """/v1/health asked every ``every`` seconds by a thread, each answer's time kept."""
+    """/v1/health asked every ``every`` seconds by a process of its own (the test's threads
+    do not delay it), each answer's time kept; no answer within ``WAIT`` counts as that."""
 
     def __init__(self, daemon: Daemon, every: float = 0.05) -> None:
-        self.daemon, self.every = daemon, every
+        host, port = address(daemon)
+        self.args = [sys.executable, "-c", _HEALTH_LOOP, host, str(port), str(every), str(WAIT)]
         self.times: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._process: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> HealthWatch:
-        self._thread.start()
+        self._process = subprocess.Popen(
+            self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(WAIT * 2)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.times.append(health_seconds(self.daemon))
-            except OSError:  # no answer within WAIT: counted as that long
-                self.times.append(WAIT)
-            self._stop.wait(self.every)
+        assert self._process is not None
+        out, _ = self._process.communicate("", timeout=WAIT * 2)
+        self.times = json.loads(out)
 
     def worst(self) -> float:
         return max(self.times, default=0.0)

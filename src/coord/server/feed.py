@@ -35,8 +35,8 @@ COALESCE_SECONDS = 0.025  # after a wake-up, let a burst of writes land: one rea
 # what all streams together hold beside the feed is this many chunks (stream.CHUNK_BYTES
 # each). A stream waits for a slot; one whose write has waited STALL_SECONDS while others
 # wait is cut, so readers that never read cannot keep the rest waiting.
-STREAM_SLOTS = 16
-STALL_SECONDS = 5.0
+STREAM_SLOTS = 8
+STALL_SECONDS = 2.0
 
 
 def frame(event: model.Event) -> bytes:
@@ -129,6 +129,12 @@ class Feed:
             stuck = waited >= POLL_SECONDS and (all_stuck or self.last - stream.after > limit)
             if stuck or (waited >= STALL_SECONDS and contended):
                 stream.abort()
+
+    def stop(self) -> None:
+        """The daemon stops: cut every stream whose write waits for its socket (it would hold
+        the shutdown until the peer reads), wake the others (they end at once)."""
+        self.cut_stalled(asyncio.get_running_loop().time() + POLL_SECONDS, all_stuck=True)
+        self._wake()
 
     async def _follow(self) -> None:
         server = self.server

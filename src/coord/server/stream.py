@@ -146,6 +146,8 @@ class EventStream(Response):
                 if not await feed.slots.take(POLL_SECONDS):
                     continue  # none free yet: look at the connection and the stop, wait on
                 try:
+                    if self.ending:  # while it waited: write nothing more
+                        break
                     data = self._next_chunk(feed)
                     if data is None:
                         return await self._reload(send, server.board.last_seq())
