@@ -7,7 +7,10 @@ readers, bench/stream.py). So while any stream is open, one task follows the log
 writers it cannot hear, it reads what is new in one query, frames it as SSE once, keeps the
 newest ``FEED_EVENTS`` frames (at most ``FEED_BYTES``), and wakes the streams, which copy
 out what each has not sent. A stream further back than the feed reaches reads the board
-itself, a page at a time, until it catches up.
+itself, a page at a time (bounded in bytes), until it catches up.
+
+The feed also keeps the daemon's ``Slots`` for the streams' chunks, and cuts a stream that
+waits on its socket for too long (``cut_stalled``) or when the daemon stops (``stop``).
 """
 
 from __future__ import annotations
