@@ -247,6 +247,28 @@ def test_sigterm_ends_a_daemon_with_hundreds_of_hung_up_readers(big: Daemon) -> 
     assert code == 0
 
 
+def test_a_long_poll_page_of_big_events_is_bounded_in_bytes_and_pages_on(big: Daemon) -> None:
+    """GET /v1/events?limit=5000 on 65 KB events was a 325 MB answer built on the loop; a
+    page ends once it holds ``MAX_EVENTS_ANSWER_BYTES``, and paging from the page's last
+    event up to ``last_seq`` reads every event once."""
+    from coord.limits import MAX_EVENTS_ANSWER_BYTES
+
+    seen: list[int] = []
+    after, pages = 0, 0
+    while True:
+        status, page = big.request("GET", f"/v1/events?after={after}&limit=5000")
+        assert status == 200, page
+        size = sum(len(json.dumps(e["details"])) for e in page["events"])
+        assert size <= MAX_EVENTS_ANSWER_BYTES + BIG_BODY + 1024, size  # and one event past
+        assert page["last_seq"] == BIG_EDITS + 1
+        seen += [e["seq"] for e in page["events"]]
+        pages += 1
+        after = seen[-1]
+        if after >= page["last_seq"]:
+            break
+    assert seen == list(range(1, BIG_EDITS + 2)) and pages > 1
+
+
 # --- cursors past the end of the log (issue 23, item 5) ---------------------------------------
 
 

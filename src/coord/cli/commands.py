@@ -475,7 +475,8 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
         result = ctx.session.get("/v1/events", query)
         text = render.events_table(result["events"], empty="no events")
         events = result["events"]
-        if len(events) == args.limit:  # a full page: does one more event follow?
+        # a full page, or one cut by bytes before the board's last event: does one more follow?
+        if events and (len(events) == args.limit or events[-1]["seq"] < result["last_seq"]):
             last = events[-1]["seq"]
             if ctx.session.get("/v1/events", {**query, "after": last, "limit": 1})["events"]:
                 text += (

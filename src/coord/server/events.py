@@ -7,7 +7,7 @@ from typing import Any
 
 from coord import __version__, model
 from coord.errors import CursorPastEnd, InvalidInput
-from coord.limits import INBOX_PAGE
+from coord.limits import INBOX_PAGE, MAX_EVENTS_ANSWER_BYTES
 from coord.server.context import Call, count, number, query_flag
 
 MAX_WAIT_SECONDS = 60.0
@@ -35,7 +35,7 @@ async def events(call: Call) -> dict[str, Any]:
             last_seq=last,
         )
     while True:
-        found = board.events(after, limit, item_id=item_id)
+        found = board.events(after, limit, item_id=item_id, max_bytes=MAX_EVENTS_ANSWER_BYTES)
         remaining = deadline - loop.time()
         if found or remaining <= 0:
             break

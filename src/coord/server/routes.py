@@ -10,6 +10,7 @@ from coord import model
 from coord.limits import (
     INBOX_PAGE,
     MAX_ANSWER_BYTES,
+    MAX_EVENTS_ANSWER_BYTES,
     MAX_INBOX_PAGE,
     MAX_INTEGER,
     MAX_REPLIES_PAGE,
@@ -458,7 +459,12 @@ ROUTES: tuple[Route, ...] = (
         {**listing("events", ref("Event")), "required": ["events", "last_seq"]},
         params=(
             Param("after", integer(0)),
-            Param("limit", integer(1, maximum=5000)),
+            Param(
+                "limit",
+                integer(1, maximum=5000),
+                f"at most this many events; fewer once they hold {MAX_EVENTS_ANSWER_BYTES} "
+                "bytes of details",
+            ),
             Param("item", ITEM_ID),
             Param(
                 "wait",
