@@ -330,6 +330,24 @@ def test_events_are_gapless_and_readable_by_item(storage: Storage) -> None:
         assert tx.last_seq() == 6
 
 
+def test_events_are_read_by_bytes_never_decoding_past_the_budget(storage: Storage) -> None:
+    """A page of big events is cut by the bytes of their details (an edit's event keeps a
+    64 KB body): the stream reads 256 KiB, not 200 events of 65 KB. At least one event comes,
+    however big, or a reader could never pass it."""
+    big = "x" * 10_000
+    with storage.write() as tx:
+        for n in range(10):
+            tx.append_event(at=float(n), agent="a", item_id=1 + n % 2, kind="k", details={"t": big})
+    with storage.read() as tx:
+        # the event that reaches the budget is taken, none after it
+        assert [e.seq for e in tx.events_after(0, 200, max_bytes=25_000)] == [1, 2, 3]
+        assert [e.seq for e in tx.events_after(3, 200, max_bytes=1)] == [4]
+        assert [e.seq for e in tx.events_after(0, 200, item_id=2, max_bytes=15_000)] == [2, 4]
+        assert [e.seq for e in tx.events_after(0, 2, max_bytes=10**9)] == [1, 2]  # and by count
+        assert [e.seq for e in tx.events_after(9, 200, max_bytes=1)] == [10]
+        assert tx.events_after(10, 200, max_bytes=1) == []
+
+
 def test_event_log_is_append_only(storage: Storage) -> None:
     with storage.write() as tx:
         tx.append_event(at=1.0, agent="a", item_id=None, kind="k", details={})

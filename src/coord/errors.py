@@ -170,6 +170,15 @@ class NotCancelled(Conflict):
     code = "not_cancelled"
 
 
+class CursorPastEnd(Conflict):
+    """A reader's cursor (``after``) is past the board's last event: it was taken from
+    another board, or from this one before it was replaced (a restore, a migration), and
+    nothing after it will ever come. ``last_seq`` says where the log ends: read again from
+    0, or from there. (The event stream says it as ``event: reload``.)"""
+
+    code = "cursor_past_end"
+
+
 class NotPermitted(CoordError):
     """The agent may not do this to someone else's item (cancel, reopen, set its checks):
     the message names who may."""
@@ -280,6 +289,7 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         ChecksRequired,
         NotWaiting,
         NotCancelled,
+        CursorPastEnd,
         NotPermitted,
         NothingReady,
         BoardNotFound,

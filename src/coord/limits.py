@@ -34,6 +34,10 @@ INBOX_PAGE = 200
 MAX_INBOX_PAGE = 1000
 MAX_REPLIES_PAGE = 500
 MAX_ANSWER_BYTES = 1024 * 1024
+# A page of the event log (GET /v1/events) ends once its events' details hold this many
+# bytes: an edit's event keeps a 64 KB body, and limit=5000 of them was a 325 MB answer. High
+# enough that a page of ordinary events is never cut.
+MAX_EVENTS_ANSWER_BYTES = 8 * 1024 * 1024
 MAX_EVIDENCE_OUTPUT = 4096  # bytes of a check's output kept as evidence (its last lines)
 # An edit's event keeps a changed text's old value whole (nowhere else keeps it once it is
 # overwritten) and its new value up to this many characters: the new value is the item's own,

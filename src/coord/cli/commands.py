@@ -475,7 +475,8 @@ def cmd_log(args: argparse.Namespace, ctx: Context) -> Result:
         result = ctx.session.get("/v1/events", query)
         text = render.events_table(result["events"], empty="no events")
         events = result["events"]
-        if len(events) == args.limit:  # a full page: does one more event follow?
+        # a full page, or one cut by bytes before the board's last event: does one more follow?
+        if events and (len(events) == args.limit or events[-1]["seq"] < result["last_seq"]):
             last = events[-1]["seq"]
             if ctx.session.get("/v1/events", {**query, "after": last, "limit": 1})["events"]:
                 text += (
@@ -507,13 +508,23 @@ def _follow_log(ctx: Context, after: int, item: int | None, *, as_json: bool) ->
                 print(f"coord: {message.message}; reconnecting", file=sys.stderr, flush=True)
             elif isinstance(message, stream.Resumed):
                 print("coord: reconnected", file=sys.stderr, flush=True)
+            elif message.last_seq < after:  # a replaced board: its log from the start
+                print(
+                    f"coord: the board's log ends at {message.last_seq}, before {after} (a "
+                    "board replaced since, or another one's cursor); showing it from the start",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                after = 0
         # told to reload: catch up a page at a time, then follow again
         while True:
             page = ctx.session.get("/v1/events", {"after": after, "limit": 5000, "item": item})
             for event in page["events"]:
                 show(event)
-            after = page["last_seq"]
-            if len(page["events"]) < 5000:
+            if not page["events"]:
+                break
+            after = page["events"][-1]["seq"]  # last_seq is the board's: it may be further on
+            if after >= page["last_seq"]:
                 break
 
 

@@ -209,10 +209,13 @@ def stream(
             elif isinstance(said, sse.Resumed):
                 trouble(None)
             elif isinstance(said, sse.Reload):
-                after = max(after, said.last_seq - EVENTS_KEPT)
+                # the newest events; from the start of a board whose log ends before the
+                # cursor (replaced since): its numbers are not this cursor's
+                kept = max(0, said.last_seq - EVENTS_KEPT)
+                after = max(after, kept) if said.last_seq >= after else kept
                 answer = client.get(f"/v1/events?after={after}&limit={EVENTS_KEPT}")
                 yield from answer["events"]
-                after = max(after, int(answer["last_seq"]), said.last_seq)
+                after = max([after, *(event["seq"] for event in answer["events"])])
                 break
             else:
                 after = said["seq"]

@@ -19,9 +19,11 @@ class Activity:
     def __init__(self, ctx: BoardContext) -> None:
         self.ctx = ctx
 
-    def events(self, after: int, limit: int, item_id: int | None) -> list[Event]:
+    def events(
+        self, after: int, limit: int, item_id: int | None, max_bytes: int | None = None
+    ) -> list[Event]:
         with self.ctx.storage.read() as tx:
-            return tx.events_after(after, limit, item_id=item_id)
+            return tx.events_after(after, limit, item_id=item_id, max_bytes=max_bytes)
 
     def last_seq(self) -> int:
         with self.ctx.storage.read() as tx:

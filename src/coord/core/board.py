@@ -393,10 +393,19 @@ class Board:
 
     # --- activity: the log, the agents, replies and inboxes --------------------------------
 
-    def events(self, after: int = 0, limit: int = 500, item_id: int | None = None) -> list[Event]:
+    def events(
+        self,
+        after: int = 0,
+        limit: int = 500,
+        item_id: int | None = None,
+        *,
+        max_bytes: int | None = None,
+    ) -> list[Event]:
+        """``max_bytes``: the page ends at the event that brings its details to that many
+        bytes (the first always comes), and nothing past it is read."""
         if not 1 <= limit <= 5000:
             raise InvalidInput("limit must be between 1 and 5000", field="limit")
-        return self._activity.events(after, limit, item_id)
+        return self._activity.events(after, limit, item_id, max_bytes)
 
     def last_seq(self) -> int:
         return self._activity.last_seq()

@@ -80,6 +80,8 @@ class Server:
     def close_streams(self) -> None:
         self.closing = True
         self.changes.notify()
+        if self.stream_feed is not None:  # at once, not at the feed's next turn
+            self.stream_feed.stop()
 
 
 class Call:

@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 from coord import __version__, model
-from coord.errors import InvalidInput
-from coord.limits import INBOX_PAGE
+from coord.errors import CursorPastEnd, InvalidInput
+from coord.limits import INBOX_PAGE, MAX_EVENTS_ANSWER_BYTES
 from coord.server.context import Call, count, number, query_flag
 
 MAX_WAIT_SECONDS = 60.0
@@ -25,16 +25,26 @@ async def events(call: Call) -> dict[str, Any]:
         raise InvalidInput(f"wait must be 0 to {MAX_WAIT_SECONDS:g} seconds", field="wait")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
+    last = board.last_seq()
+    if after > last:  # nothing will ever come after it: say so rather than wait for ever
+        raise CursorPastEnd(
+            f"after={after} is past the board's last event ({last}): a cursor of another "
+            f"board, or of this one before it was replaced; read again from after=0, or "
+            f"follow from after={last}",
+            field="after",
+            last_seq=last,
+        )
     while True:
-        found = board.events(after, limit, item_id=item_id)
+        found = board.events(after, limit, item_id=item_id, max_bytes=MAX_EVENTS_ANSWER_BYTES)
         remaining = deadline - loop.time()
         if found or remaining <= 0:
             break
         # Woken by our own writes (and, on PostgreSQL, other daemons') at once; polls for
         # writers that cannot wake it.
         await call.server.changes.wait(min(remaining, call.server.changes.poll_seconds))
-    last = found[-1].seq if found else after
-    return {"events": [e.to_dict() for e in found], "last_seq": last}
+    # the board's last event, read after the page: a reader pages on from the page's last
+    # event while it is before this one
+    return {"events": [e.to_dict() for e in found], "last_seq": board.last_seq()}
 
 
 def inbox(call: Call) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from coord.core.tripwire import FIELDS as HELD_CHANGE_FIELDS
 from coord.limits import (
     INBOX_PAGE,
     MAX_ANSWER_BYTES,
+    MAX_EVENTS_ANSWER_BYTES,
     MAX_INBOX_PAGE,
     MAX_INTEGER,
     MAX_PATTERN,
@@ -505,11 +506,18 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/v1/events",
         events.events,
-        "the event log after a sequence number; wait long-polls",
+        "the event log after a sequence number; wait long-polls; `last_seq` is the board's "
+        "last event (page on from the page's last while it is before it); an `after` past "
+        "it is 409 `cursor_past_end` with `last_seq`",
         {**listing("events", ref("Event")), "required": ["events", "last_seq"]},
         params=(
             Param("after", integer(0)),
-            Param("limit", integer(1, maximum=5000)),
+            Param(
+                "limit",
+                integer(1, maximum=5000),
+                f"at most this many events; fewer once they hold {MAX_EVENTS_ANSWER_BYTES} "
+                "bytes of details",
+            ),
             Param("item", ITEM_ID),
             Param(
                 "wait",
@@ -517,7 +525,7 @@ ROUTES: tuple[Route, ...] = (
                 "seconds to wait for new events when there are none",
             ),
         ),
-        errors=(422,),
+        errors=(409, 422),
     ),
     Route(
         "GET",
@@ -526,8 +534,9 @@ ROUTES: tuple[Route, ...] = (
         "the event log live, as Server-Sent Events: each event a message `id: <seq>`, `event: "
         "coord`, `data: <the event as JSON>`, in order, none missed or doubled across a "
         "reconnect (`Last-Event-ID` wins over `after`); a `: keep-alive` comment when quiet; "
-        f"a reader more than {MAX_STREAM_BEHIND} events behind gets `event: reload` "
-        '(data `{"reason", "last_seq"}`) and the stream ends',
+        f"a reader more than {MAX_STREAM_BEHIND} events behind, or whose cursor is past the "
+        'board\'s last event, gets `event: reload` (data `{"reason", "last_seq"}`) and the '
+        "stream ends",
         {"type": "string", "description": "an endless text/event-stream"},
         params=(
             Param(

@@ -7,13 +7,19 @@ from the board and framed once for every stream) and older ones from the board, 
 time, so a client that reconnects with ``Last-Event-ID`` (after a dropped connection or a
 daemon restart) gets exactly what it missed.
 
-What a connection makes the daemon hold is bounded: the chunk being written (``PAGE_BYTES``,
-give or take an event) plus the transport's write buffer (uvicorn pauses the writer at
-64 KiB); while a socket does not take what was written, its stream waits and reads nothing
-more. A reader more than ``limits.MAX_STREAM_BEHIND`` events behind the board's newest is
+What the streams make the daemon hold is bounded, whatever the size of the events (an
+edit's event keeps a 64 KB body): a stream writes a chunk of about ``CHUNK_BYTES`` (one event
+alone when it is bigger), read from the board by bytes, so no more than that is decoded for
+it; it waits until its socket has taken the chunk (all but the transport's 64 KiB high-water
+mark) before it frames the next; and it needs one of the daemon's ``feed.STREAM_SLOTS`` for
+each chunk, so all streams together hold at most that many chunks beside the feed's
+``FEED_BYTES``. Between two writes the loop goes round, so every other request is answered
+while a reader catches up. A reader more than ``limits.MAX_STREAM_BEHIND`` events behind the
+board's newest, or whose cursor is past the board's newest (a cursor of another board), is
 told to reload (``event: reload``) and the stream ends; one whose socket stopped taking data
-while it fell that far behind is cut. Writers never wait for a reader: no lock is held while
-a stream writes, and a board read is one short query.
+is cut when it falls that far behind, or when its write has waited ``feed.STALL_SECONDS``
+while other streams wait for a slot. Writers never wait for a reader: no lock is held while a
+stream writes, and a board read is one short query.
 
 The route goes through the same pipeline as every other (host, token): its handler checks
 the request and returns an ``EventStream``, which the app runs as the response.
@@ -33,9 +39,9 @@ from coord.server.context import Call, Server, count, number
 from coord.server.feed import PAGE_EVENTS, POLL_SECONDS, Feed, frame
 from coord.server.pipeline import render
 
-# written to the socket as one chunk of at most about PAGE_BYTES (past it, the rest of a page
-# is read again next time)
-PAGE_BYTES = 256 * 1024
+# written to the socket as one chunk of at most about this many bytes (one event alone, when
+# it is bigger): the board is read by bytes too, so no more than this is decoded for it
+CHUNK_BYTES = 256 * 1024
 KEEPALIVE_SECONDS = 15.0
 MIN_KEEPALIVE, MAX_KEEPALIVE = 0.05, 300.0
 # what a browser's EventSource waits before it reconnects (ms)
@@ -110,68 +116,97 @@ class EventStream(Response):
         if abort is not None:
             abort()
 
+    @property
+    def ending(self) -> bool:
+        return self.gone.is_set() or self.cut or self.server.closing
+
     async def _run(self, send: Any, feed: Feed) -> bool:
         """Write events until the end; False when the connection is gone."""
         server = self.server
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
         try:
-            while not self.gone.is_set() and not server.closing:
-                if feed.covers(self.after):  # the usual case: the newest events, framed once
-                    frames, self.after = feed.since(self.after, self.item_id, PAGE_BYTES)
-                    data = b"".join(frames)
-                elif feed.broken:  # the board failed: end; the client reconnects
-                    return True
-                else:  # further back than the feed reaches: the board, a page at a time
-                    page = server.board.events(self.after, PAGE_EVENTS, item_id=self.item_id)
-                    full = len(page) == PAGE_EVENTS
-                    if full and server.board.last_seq() - self.after > server.stream_max_behind:
-                        return await self._reload(send)
-                    if not page:  # nothing of this item up to the newest: join the feed
-                        self.after = max(self.after, feed.base)
-                    data = self._chunk(page)
-                if data:
-                    if not await self._write(send, data):
-                        return False
-                    quiet_since = loop.time()
+            last = server.board.last_seq()
+            if self.after > last:  # a cursor of another board, or of this one before a restore
+                return await self._reload(send, last)
+            while not self.ending:
+                if feed.covers(self.after) and feed.last <= self.after:  # nothing new yet
+                    due = quiet_since + self.keepalive - loop.time()
+                    if due <= 0:
+                        if not await self._write(send, b": keep-alive\n\n"):
+                            return False
+                        quiet_since = loop.time()
+                    else:
+                        await feed.wait(min(due, POLL_SECONDS))
                     continue
-                due = quiet_since + self.keepalive - loop.time()
-                if due <= 0:
-                    if not await self._write(send, b": keep-alive\n\n"):
-                        return False
+                if feed.broken and not feed.covers(self.after):  # the board failed: end;
+                    return True  # the client reconnects
+                # A chunk to write: one of the daemon's slots first, so all streams together
+                # hold a bounded number of chunks however many readers there are.
+                if not await feed.slots.take(POLL_SECONDS):
+                    continue  # none free yet: look at the connection and the stop, wait on
+                try:
+                    if self.ending:  # while it waited: write nothing more
+                        break
+                    data = self._next_chunk(feed)
+                    if data is None:
+                        return await self._reload(send, server.board.last_seq())
+                    # The write, then until the socket has taken it (uvicorn waits while the
+                    # transport holds more than 64 KiB): the slot is given back only then.
+                    written = not data or (
+                        await self._write(send, data) and await self._drained(send)
+                    )
+                finally:
+                    feed.slots.give()
+                if not written:
+                    return False
+                if data:
                     quiet_since = loop.time()
-                elif feed.covers(self.after):
-                    await feed.wait(min(due, POLL_SECONDS))
+                # whatever the socket takes, the loop goes round between two writes: every
+                # other request (and this stream's disconnect) is heard
+                await asyncio.sleep(0)
         except CoordError:  # the board is gone or failing: end; the client reconnects
             return True
-        return not self.gone.is_set()
+        return not (self.gone.is_set() or self.cut)
 
-    def _chunk(self, page: list[model.Event]) -> bytes:
-        """The page's frames, up to about ``PAGE_BYTES`` (events can be large: an edit's
-        event keeps the old text); ``after`` moves to the last one taken."""
-        frames, size = [], 0
-        for event in page:
-            framed = frame(event)
-            frames.append(framed)
-            size += len(framed)
-            self.after = event.seq
-            if size >= PAGE_BYTES:
-                break
-        return b"".join(frames)
+    def _next_chunk(self, feed: Feed) -> bytes | None:
+        """The next frames to send, about ``CHUNK_BYTES`` (one event alone when it is
+        bigger), from the feed when it reaches back that far, else from the board; None when
+        the reader is too far behind for the stream. ``after`` moves past what it covers."""
+        if feed.covers(self.after):
+            frames, self.after = feed.since(self.after, self.item_id, CHUNK_BYTES)
+            return b"".join(frames)
+        board = self.server.board
+        if board.last_seq() - self.after > self.server.stream_max_behind:
+            return None
+        # read by bytes: the events past the chunk are not even decoded
+        page = board.events(self.after, PAGE_EVENTS, item_id=self.item_id, max_bytes=CHUNK_BYTES)
+        if not page:  # nothing of this item up to the newest: join the feed
+            self.after = max(self.after, feed.base)
+            return b""
+        self.after = page[-1].seq
+        return b"".join(frame(event) for event in page)
 
-    async def _reload(self, send: Any) -> bool:
-        last = self.server.board.last_seq()
-        reason = (
-            f"more than {self.server.stream_max_behind} events behind (at {self.after}, the "
-            f"board at {last}): read the board's state again, then follow from its newest event"
-        )
+    async def _reload(self, send: Any, last: int) -> bool:
+        if self.after > last:
+            reason = (
+                f"the board's events end at {last}, before this cursor ({self.after}): it is "
+                "from another board or from before this one was replaced; read the board's "
+                "state again, then follow from its newest event"
+            )
+        else:
+            reason = (
+                f"more than {self.server.stream_max_behind} events behind (at {self.after}, "
+                f"the board at {last}): read the board's state again, then follow from its "
+                "newest event"
+            )
         data = b"event: reload\ndata: %s\n\n" % render({"reason": reason, "last_seq": last})
         return await self._write(send, data)
 
     async def _write(self, send: Any, data: bytes) -> bool:
         """Hand ``data`` to the connection: False if it is gone. uvicorn waits here while the
-        socket's buffer is full; the feed cuts a stream that waits while falling too far
-        behind (``Feed.cut_stalled``)."""
+        socket's buffer is full; the feed cuts a stream that waits too long
+        (``Feed.cut_stalled``)."""
         self.writing_since = asyncio.get_running_loop().time()
         try:
             await send({"type": "http.response.body", "body": data, "more_body": True})
@@ -180,6 +215,11 @@ class EventStream(Response):
         finally:
             self.writing_since = None
         return not (self.cut or self.gone.is_set())
+
+    async def _drained(self, send: Any) -> bool:
+        """Until the socket has taken what was written, all but uvicorn's low-water mark (an
+        empty body writes nothing, but waits for the transport's buffer as every write does)."""
+        return await self._write(send, b"")
 
 
 async def _until_disconnect(receive: Any, gone: asyncio.Event) -> None:

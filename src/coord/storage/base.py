@@ -147,7 +147,13 @@ class ReadTx(ABC):
     def agents(self) -> list[Agent]: ...
 
     @abstractmethod
-    def events_after(self, seq: int, limit: int, item_id: int | None = None) -> list[Event]: ...
+    def events_after(
+        self, seq: int, limit: int, item_id: int | None = None, max_bytes: int | None = None
+    ) -> list[Event]:
+        """Up to ``limit`` events after ``seq``, oldest first. ``max_bytes``: the page ends
+        with the event whose details bring the page's total (as stored, JSON) to it, and the
+        events after it are not read at all: a page of 200 edits of a 64 KB body is 13 MB.
+        The first event always comes, however big."""
 
     @abstractmethod
     def last_seq(self) -> int: ...

@@ -110,17 +110,24 @@ class PostgresTx(PostgresItemTx):
             )
         ]
 
-    def events_after(self, seq: int, limit: int, item_id: int | None = None) -> list[Event]:
-        if item_id is None:
+    def events_after(
+        self, seq: int, limit: int, item_id: int | None = None, max_bytes: int | None = None
+    ) -> list[Event]:
+        where = "seq > %s" if item_id is None else "item_id = %s AND seq > %s"
+        params: tuple[int, ...] = (seq,) if item_id is None else (item_id, seq)
+        if max_bytes is None:
             rows = self.conn.execute(
-                f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > %s ORDER BY seq LIMIT %s",
-                (seq, limit),
+                f"SELECT {_EVENT_COLUMNS} FROM events WHERE {where} ORDER BY seq LIMIT %s",
+                (*params, limit),
             )
-        else:
+        else:  # the server sums the sizes and sends only the events within the budget
             rows = self.conn.execute(
-                f"SELECT {_EVENT_COLUMNS} FROM events WHERE item_id = %s AND seq > %s "
-                "ORDER BY seq LIMIT %s",
-                (item_id, seq, limit),
+                f"SELECT {_EVENT_COLUMNS} FROM (SELECT {_EVENT_COLUMNS}, "
+                "octet_length(details::text) AS size, "
+                "sum(octet_length(details::text)) OVER (ORDER BY seq) AS upto "
+                f"FROM events WHERE {where} ORDER BY seq LIMIT %s) page "
+                "WHERE upto - size < %s ORDER BY seq",
+                (*params, limit, max_bytes),
             )
         return [Event(*row) for row in rows]
 

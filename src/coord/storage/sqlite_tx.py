@@ -118,7 +118,9 @@ class SQLiteTx(SQLiteItemTx):
             )
         ]
 
-    def events_after(self, seq: int, limit: int, item_id: int | None = None) -> list[Event]:
+    def events_after(
+        self, seq: int, limit: int, item_id: int | None = None, max_bytes: int | None = None
+    ) -> list[Event]:
         if item_id is None:
             rows = self.conn.execute(
                 "SELECT seq, at, agent, item_id, kind, details FROM events "
@@ -131,7 +133,16 @@ class SQLiteTx(SQLiteItemTx):
                 "WHERE item_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (item_id, seq, limit),
             )
-        return [_event(row) for row in rows]
+        if max_bytes is None:
+            return [_event(row) for row in rows]
+        # the cursor steps a row at a time: the rows past the budget are never read
+        page, size = [], 0
+        for row in rows:
+            page.append(_event(row))
+            size += len(row[5])
+            if size >= max_bytes:
+                break
+        return page
 
     def last_seq(self) -> int:
         return int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])

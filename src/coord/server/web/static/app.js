@@ -826,9 +826,11 @@
 
   // the page fell too far behind to replay: say so in the feed, and go on from the newest
   function skipTo(newest) {
-    if (!(newest > lastSeq)) return;
-    const skipped = newest - lastSeq;
-    addToFeed({ seq: null, at: new Date(boardNow()).toISOString(), agent: null, kind: `… ${skipped} events not shown (the page fell behind and read the board again)`, item_id: null });
+    if (newest === lastSeq || typeof newest !== "number") return;
+    const kind = newest > lastSeq
+      ? `… ${newest - lastSeq} events not shown (the page fell behind and read the board again)`
+      : `… the board's log now ends at ${newest}, before this page's ${lastSeq} (the board was replaced): read again`;
+    addToFeed({ seq: null, at: new Date(boardNow()).toISOString(), agent: null, kind, item_id: null });
     lastSeq = newest;
     document.body.dataset.lastSeq = String(lastSeq);
   }
