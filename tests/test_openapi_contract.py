@@ -104,6 +104,7 @@ SAMPLES: dict[str, list[Any]] = {
     "prefix": ["P"],
     "packages": [[{"id": "A1", "title": "a", "line": 1}]],
     "adopt": [[{"user": "a", "package": "A1"}]],
+    "dry_run": [True, False],
     "peek": [True],
     "older_than_seconds": [3600, 86400.5],
     "limit": [5],

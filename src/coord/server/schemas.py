@@ -245,6 +245,7 @@ SPEC_IMPORTED: Schema = {
         "conflicts": {"type": "array", "description": "ticked packages someone holds"},
         "adopted": {"type": "array"},
         "not_adopted": {"type": "array"},
+        "dry_run": {"type": "boolean", "description": "nothing was changed"},
     },
 }
 WHO: Schema = {

@@ -161,4 +161,6 @@ class Route:
             statuses.add(507)  # the disk is full
         if self.body is not None:
             statuses |= {400, 413, 422}
+        if self.params:
+            statuses.add(422)  # a parameter the document does not allow
         return sorted(statuses | set(self.errors))

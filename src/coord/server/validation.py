@@ -253,9 +253,10 @@ def _object_step(schema: Schema) -> Check:
         if closed:
             unknown = sorted(set(value) - set(properties))
             if unknown:
+                takes = ", ".join(sorted(properties)) or "no fields"
                 raise InvalidInput(
                     f"unknown field {', '.join(inside + n for n in unknown)}; "
-                    f"{where or 'this endpoint'} takes {', '.join(sorted(properties)) or 'no fields'}",
+                    f"{where or 'this endpoint'} takes {takes}",
                     fields=unknown,
                 )
         # an optional field's null is "not given": the handler never sees it
@@ -375,6 +376,9 @@ def query_check(schema: Schema, name: str) -> Callable[[str], None]:
         )
 
     def run(text: str) -> None:
-        check(read(text), name)
+        try:
+            check(read(text), name)
+        except TooLarge as over:  # 413 is a body's answer: a parameter is simply invalid
+            raise InvalidInput(over.message, field=name) from None
 
     return run
