@@ -233,7 +233,14 @@ def _array_step(schema: Schema) -> Check:
             )
         if each is None:
             return value
-        return [each(entry, f"{where}[{index}]") for index, entry in enumerate(value)]
+        checked = []
+        for index, entry in enumerate(value):
+            try:
+                checked.append(each(entry, f"{where}[{index}]"))
+            except InvalidInput as refusal:  # which entry: the outermost list's says it last
+                refusal.details["index"] = index
+                raise
+        return checked
 
     return step
 
