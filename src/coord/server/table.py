@@ -89,13 +89,22 @@ class Body:
         document gives the form that stands on its own, and the description the other."""
         shape = closed(self.fields, required=self.required)
         if self.any_of:
-            shape["anyOf"] = list(self.any_of)
+            shape["anyOf"] = [_given(alternative) for alternative in self.any_of]
         if self.list_field is not None:
             shape["description"] = (
                 f"or a bare array of {self.list_field}, with the agent as ?agent= or an "
                 "X-Coord-Agent header"
             )
         return shape
+
+
+def _given(alternative: Schema) -> Schema:
+    """An alternative of a body's ``any_of`` whose required fields must be given: not
+    ``null``, which an optional field may be and which means not given."""
+    properties = dict(alternative.get("properties", {}))
+    for name in alternative.get("required", ()):
+        properties[name] = {**properties.get(name, {}), "not": {"type": "null"}}
+    return {**alternative, "properties": properties}
 
 
 @dataclass(frozen=True)

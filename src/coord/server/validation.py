@@ -75,6 +75,7 @@ def compile_schema(schema: Schema) -> Check:
         "required",
         "additionalProperties",
         "anyOf",
+        "not",
     }
     unknown = set(schema) - known - _NOTES
     if unknown:
@@ -95,6 +96,8 @@ def compile_schema(schema: Schema) -> Check:
         steps.append(_object_step(schema))
     if "anyOf" in schema:
         steps.append(_any_of_step(schema["anyOf"]))
+    if "not" in schema:
+        steps.append(_not_step(schema["not"]))
 
     def check(value: Any, where: str) -> Any:
         for step in steps:
@@ -301,6 +304,26 @@ def _any_of_step(alternatives: list[Schema]) -> Check:
         raise first
 
     return step
+
+
+def _not_step(schema: Schema) -> Check:
+    check = compile_schema(schema)
+
+    def step(value: Any, where: str) -> Any:
+        try:
+            check(value, where)
+        except InvalidInput:
+            return value
+        raise InvalidInput(f"{where} must not be {_describe_value(schema)}", field=_field(where))
+
+    return step
+
+
+def _describe_value(schema: Schema) -> str:
+    types = schema.get("type")
+    if isinstance(types, str):
+        return _NAMES[types]
+    return "this"
 
 
 # --- words -----------------------------------------------------------------------------------
