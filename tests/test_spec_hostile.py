@@ -3,9 +3,10 @@ memory cap, and a document past a limit is refused naming the line and the limit
 
 The corpus is generated here, with the documented inputs: a 120 KB crafted heading (99 s in
 the heading pattern), a `Dependencies:` value (12 KB took 6.2 s; this one is 48 KB), an
-entry with no closing `**` after a long run of blanks, 3,000 `A1–A1000` ranges (a MemoryError in `spec lint`, a 311 MB
-answer from the daemon's spec_status) and 20,000 packages (14.7 s in `spec status`); and one
-document at the package limit, which every command reads.
+entry with no closing `**` after a long run of blanks, 3,000 `A1–A1000` ranges (a
+MemoryError in `spec lint`, a 311 MB answer from the daemon's spec_status) and 20,000
+packages (14.7 s in `spec status`); and one document at the package limit, which every
+command reads.
 
 The bounds are liveness checks on a shared two-core machine, not speed figures: each command,
 a fresh `coord` process, answers within ``WALL_BOUND`` seconds with a peak RSS under
