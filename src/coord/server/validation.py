@@ -343,6 +343,10 @@ def _describe(schema: Schema) -> str:
     return " and ".join(words) or "something"
 
 
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
 def _quoted(value: Any) -> str:
     import json
 
