@@ -91,7 +91,8 @@ def test_import_errors_name_the_line_of_the_file(board_dir: Path) -> None:
     lines = '{"title": "a"}\n\n{"title": "b", "priority": 9}\n'
     done = run_cli("import", "-", board_dir=board_dir, agent="ann", input=lines)
     assert done.returncode == 2
-    assert "-:3: invalid priority 9" in done.stderr, done.stderr  # line 3 of the input
+    # line 3 of the input
+    assert "-:3: priority must be at most 4, not 9" in done.stderr, done.stderr
 
 
 def test_help_says_the_defaults() -> None:

@@ -181,7 +181,7 @@ def test_the_stream_needs_the_token_and_says_what_is_wrong(daemon: Daemon) -> No
         ("?after=x", {}, "after"),
         ("", {"Last-Event-ID": "nope"}, "Last-Event-ID"),
         ("?keepalive=0", {}, "keepalive"),
-        ("?item=abc", {}, "id"),  # as GET /v1/events names it
+        ("?item=abc", {}, "item"),  # the parameter the document declares
     ):
         bad = Stream(daemon, query, headers=headers)
         assert bad.response.status == 422, query

@@ -107,6 +107,7 @@ SAMPLES: dict[str, list[Any]] = {
     "prefix": ["P"],
     "packages": [[{"id": "A1", "title": "a", "line": 1}]],
     "adopt": [[{"user": "a", "package": "A1"}]],
+    "dry_run": [True, False],
     "peek": [True],
     "file": [False],  # true needs a daemon with a board directory: test_web_access.py
     "older_than_seconds": [3600, 86400.5],
@@ -475,3 +476,57 @@ def test_a_documented_status_for_each_refusal_of_the_pipeline() -> None:
 def test_paths_and_methods_match_the_route_pattern() -> None:
     for _, path, _ in _operations():
         assert re.fullmatch(r"/[a-z0-9/{}:._-]*", path), path
+
+
+# --- types -------------------------------------------------------------------------------------
+
+# One value of each JSON type: for every field, those its schema does not allow are tried.
+WRONG_TYPES: list[Any] = ["abc", 265, 2.5, True, {"a": 1}, ["x"]]
+
+
+def _events_and_holds(client: TestClient) -> tuple[Any, Any]:
+    events = client.get("/v1/events", params={"limit": 1000}).json()["events"]
+    holds = client.get("/v1/reservations").json()["reservations"]
+    return events, holds
+
+
+def _wrong_values(schema: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(field, value) for each field of a body and of its listed objects, with each value of
+    a type its schema does not allow."""
+    for name, field in schema.get("properties", {}).items():
+        for value in WRONG_TYPES:
+            if not allowed(field, value):
+                yield name, value
+        for nested, nested_schema in field.get("items", {}).get("properties", {}).items():
+            for value in WRONG_TYPES:
+                if not allowed(nested_schema, value):
+                    yield name, [{**ELEMENTS[name](0), nested: value}]
+
+
+@pytest.mark.parametrize(("method", "path"), list(BODY_ROUTES))
+def test_a_value_of_a_type_the_document_does_not_allow_is_refused_and_changes_nothing(
+    site: Site, method: str, path: str
+) -> None:
+    """`{"patterns": "abc"}` freed `b` and `c` (each character read as a pattern), and
+    `{"patterns": {"a": 1}}` freed `a`: every field is checked against its declared type
+    before anything changes (issue 23, item 4)."""
+    scenario = SCENARIOS[(method, path)]
+    accepted = []
+    with site.board(scenario) as (client, context):
+        for pattern in ("a", "b", "c"):  # what a misread release would free
+            held = {"agent": "a", "patterns": [pattern]}
+            assert client.post("/v1/reservations", json=held).status_code == 201
+        before = _events_and_holds(client)
+        for field, value in _wrong_values(BODY_ROUTES[(method, path)]):
+            body = resolve({**scenario.base, field: value}, context)
+            response = client.request(method, path.replace("{id}", str(ITEM)), json=body)
+            answer = response.json()
+            refused = response.status_code in (413, 422) and answer["error"] in (
+                "invalid_input",
+                "too_large",
+            )
+            if not refused or field not in answer["message"]:
+                accepted.append((field, value, response.status_code, answer))
+        after = _events_and_holds(client)
+    assert not accepted, accepted
+    assert after == before

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 from conftest import Daemon, run_cli
 from coord.errors import (
@@ -42,3 +45,26 @@ def test_the_daemons_invalid_json_answer_exits_2_from_the_cli(
     shown = run_cli("import", str(lines), board_dir=board_dir, agent="h")
     assert shown.returncode == 2 and "not valid JSON" in shown.stderr
     assert "Traceback" not in shown.stderr
+
+
+def _log_hint(board_dir: Path, stderr: Any) -> str:
+    code = (
+        "import sys; from pathlib import Path; from coord.server.app import where_the_log_is; "
+        f"print(where_the_log_is(Path({str(board_dir)!r})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=stderr, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_a_500_names_the_log_the_daemon_really_writes(tmp_path: Path) -> None:
+    """The message of a 500 sent everyone to .coord/daemon.log, which a `coord serve` daemon
+    does not write (its log is its standard error); it does when the CLI started it."""
+    board_dir = tmp_path / ".coord"
+    board_dir.mkdir()
+    log = board_dir / "daemon.log"
+    with log.open("a") as started_by_the_cli:
+        assert _log_hint(board_dir, started_by_the_cli) == str(log)
+    served = _log_hint(board_dir, subprocess.PIPE)  # `coord serve` in a terminal or a service
+    assert "daemon.log" not in served and "standard error" in served, served

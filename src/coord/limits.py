@@ -15,6 +15,15 @@ MAX_DEPS = 100
 MAX_LEASE_SECONDS = 7 * 24 * 3600
 MIN_LEASE_SECONDS = 1
 MAX_IMPORT = 10_000
+# A design document (`coord spec lint|status|import`, the MCP tool spec_status, `coord git`):
+# its size, its work packages (the board imports at most this many from one document) and the
+# package ids it names in all (dependencies, reservations, ownership tables; a range such as
+# A1–A999 counts each id it stands for). Past any of them it is refused, naming the line: 3,000
+# ranges made a 61 KB document name 3 million ids (a 311 MB answer).
+MAX_SPEC_BYTES = 4 * 1024 * 1024
+MAX_SPEC_PACKAGES = 10_000
+MAX_SPEC_IDS = 100_000
+MAX_SPEC_RANGE = 1000  # steps one range may take: A1–A1001 at most
 MAX_FILES = 200
 MAX_PATTERN = 1024  # characters of one file pattern or one check command, as given
 MAX_PATTERN_WILDCARDS = 64  # '*', '?', '[...]' and '**' in one file pattern

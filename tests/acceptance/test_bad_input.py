@@ -139,3 +139,25 @@ def test_the_mcp_face_refuses_a_huge_item_id_as_a_tool_error(seeded: Daemon) -> 
         text = " ".join(getattr(c, "text", "") for c in result.content)
         assert "internal" not in text and ("item id" in text or "package id" in text), text
     assert board_state(seeded) == before
+
+
+@pytest.mark.parametrize("patterns", ["abc", {"a": 1}, 265, [265], [["a"]]])
+def test_a_release_whose_patterns_are_not_a_list_of_strings_frees_nothing(
+    seeded: Daemon, patterns: Any
+) -> None:
+    """`{"patterns": "abc"}` freed `b` and `c` (each character read as a pattern), `{"a": 1}`
+    freed `a`, and 265 was a 500 (issue 23, item 4): a string is not a list."""
+    for pattern in ("a", "b", "c"):
+        status, answer = seeded.request(
+            "POST", "/v1/reservations", {"agent": "holder", "patterns": [pattern]}
+        )
+        assert status == 201, answer
+    held = seeded.request("GET", "/v1/reservations?agent=holder")[1]["reservations"]
+    before = board_state(seeded)
+    status, answer = seeded.request(
+        "POST", "/v1/reservations:release", {"agent": "holder", "patterns": patterns}
+    )
+    assert (status, answer["error"]) == (422, "invalid_input"), answer
+    assert "patterns" in answer["message"] and answer["field"] == "patterns", answer
+    assert seeded.request("GET", "/v1/reservations?agent=holder")[1]["reservations"] == held
+    assert board_state(seeded) == before

@@ -271,9 +271,11 @@ def cmd_import(args: argparse.Namespace, ctx: Context) -> Result:
         # The board counts the entries from 0 ("item 1: ..."); a person reads the file's
         # lines from 1, as the JSON errors above do: say the line.
         index = err.details.get("index")
-        prefix = f"item {index}: "
-        if isinstance(index, int) and 0 <= index < len(lines) and err.message.startswith(prefix):
-            err.message = f"{args.file}:{lines[index]}: {err.message[len(prefix) :]}"
+        if isinstance(index, int) and 0 <= index < len(lines):
+            # the board's "item 1: ...", or the request check's "items[1].title ..."
+            for prefix in (f"item {index}: ", f"items[{index}]."):
+                if err.message.startswith(prefix):
+                    err.message = f"{args.file}:{lines[index]}: {err.message[len(prefix) :]}"
         raise
     return result, f"imported {len(result['ids'])} items: {render.id_ranges(result['ids'])}"
 

@@ -297,6 +297,10 @@ def cli_hint(err: CoordError, args: argparse.Namespace) -> str | None:
         )
     if err.code == "invalid_input" and err.details.get("field") == "token":
         return "give it with --token T"
-    if err.code == "invalid_input" and err.details.get("field") == "older_than":
+    # the board's word for it, or the request check's (the body's field)
+    if err.code == "invalid_input" and err.details.get("field") in (
+        "older_than",
+        "older_than_seconds",
+    ):
         return "give --older-than as a duration of at least an hour: 90m, 12h, 7d, 2w"
     return None

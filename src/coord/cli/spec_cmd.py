@@ -39,13 +39,13 @@ def args_spec(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--stale-days",
         type=float,
-        default=14.0,
+        default=None,
         metavar="N",
         help="lint: a reservation line older than N days (git blame) is stale (default 14)",
     )
     p.add_argument(
         "--prefix",
-        default="",
+        default=None,
         help="import/status/sync: package ids on the board carry this prefix (two documents)",
     )
     p.add_argument(
@@ -54,7 +54,10 @@ def args_spec(p: argparse.ArgumentParser) -> None:
         help="import: reservation lines become claims (package) or file holds (track)",
     )
     p.add_argument(
-        "--dry-run", action="store_true", help="sync: show the edit as a diff, write nothing"
+        "--dry-run",
+        action="store_true",
+        help="import: say what would be created, updated, closed and adopted, change nothing; "
+        "sync: show the edit as a diff, write nothing",
     )
     p.add_argument(
         "--git",
@@ -63,9 +66,29 @@ def args_spec(p: argparse.ArgumentParser) -> None:
     )
 
 
+# which action each option is for: one given to another action is refused, never ignored
+# (`coord spec import DOC --dry-run` once created the items)
+_OPTION_ACTIONS = {
+    "stale_days": ("--stale-days", ("lint",)),
+    "git": ("--git", ("lint",)),
+    "prefix": ("--prefix", ("import", "status", "sync")),
+    "adopt": ("--adopt", ("import",)),
+    "dry_run": ("--dry-run", ("import", "sync")),
+}
+
+
 def cmd_spec(args: argparse.Namespace, ctx: Context) -> Result:
     from coord.spec import parse
 
+    for name, (option, actions) in _OPTION_ACTIONS.items():
+        if getattr(args, name) not in (None, False) and args.action not in actions:
+            raise InvalidInput(
+                f"{option} is for `coord spec {' or '.join(actions)}`, not `coord spec "
+                f"{args.action}`: drop it"
+            )
+    if args.stale_days is None:
+        args.stale_days = 14.0
+    args.prefix = args.prefix or ""
     doc_path = Path(args.doc)
     if not doc_path.is_file():
         raise InvalidInput(f"no such document: {args.doc}")
@@ -137,6 +160,8 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
         "prefix": args.prefix,
         "adopt": adopt,
     }
+    if args.dry_run:
+        body["dry_run"] = True
     if doc.escalate_to:
         body["escalate_to"] = doc.escalate_to
     result = ctx.client.post("/v1/spec:import", body)
@@ -145,7 +170,8 @@ def _import(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result
         for r in doc.reservations
     ]
     result["warnings"] = [p.to_dict() for p in problems + uncommitted]
-    _remember_adopted(ctx, result)
+    if not result.get("dry_run"):
+        _remember_adopted(ctx, result)
     return result, _import_text(args.doc, result)
 
 
@@ -182,11 +208,13 @@ def _remember_adopted(ctx: Context, result: dict[str, Any]) -> None:
 
 
 def _import_text(path: str, result: dict[str, Any]) -> str:
-    lines = [f"{path} → board:"]
+    dry = bool(result.get("dry_run"))
+    lines = [f"{path} → board (dry run: nothing was changed):" if dry else f"{path} → board:"]
     for name in ("created", "updated", "unchanged", "closed", "removed"):
         ids = result.get(name) or []
         if ids:
-            lines.append(f"  {name:<10}{len(ids):>4}  {' '.join(ids)}")
+            shown = f"would be {name}" if dry and name != "unchanged" else name
+            lines.append(f"  {shown:<{19 if dry else 10}}{len(ids):>4}  {' '.join(ids)}")
     for conflict in result.get("conflicts", []):
         lines.append(f"  conflict: {conflict['message']}")
     for r in result.get("reservations", []):
@@ -194,7 +222,7 @@ def _import_text(path: str, result: dict[str, Any]) -> str:
         lines.append(f"  reservation line {path}:{r['line']}: {what} by @{r['user']}")
     for adopted in result.get("adopted", []):
         what = adopted.get("package") or f"track {adopted.get('track')}"
-        lines.append(f"  adopted: {what} for {adopted['user']}")
+        lines.append(f"  {'would adopt' if dry else 'adopted'}: {what} for {adopted['user']}")
     for missed in result.get("not_adopted", []):
         what = missed.get("package") or f"track {missed.get('track')}"
         lines.append(f"  not adopted: {what} for {missed['user']}: {missed['reason']}")

@@ -512,8 +512,10 @@ class Board:
         escalate_to: str | None = None,
         prefix: str = "",
         adopt: Any = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
-        """Bring the board in step with the document ``spec`` (a repository-relative path).
+        """Bring the board in step with the document ``spec`` (a repository-relative path);
+        ``dry_run``: say what that would do and change nothing.
 
         Returns the package ids ``created``, ``updated``, ``unchanged`` and ``removed`` (gone
         from the document, still on the board), ``closed`` (ticked in the document, closed
@@ -521,5 +523,5 @@ class Board:
         """
         created_by = model.check_agent(created_by)
         return self._packages.import_packages(
-            spec, packages, created_by, escalate_to, prefix, adopt
+            spec, packages, created_by, escalate_to, prefix, adopt, dry_run
         )

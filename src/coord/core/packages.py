@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from coord import model
+from coord import limits, model
 from coord.core import adoption, reservations, rules
 from coord.core.changes import compare_and_set, old_and_new
 from coord.core.claims import Claims
@@ -30,7 +30,7 @@ from coord.model import Item
 from coord.spec import graph
 from coord.storage.base import ItemQuery, WriteTx
 
-MAX_PACKAGES = 10_000
+MAX_PACKAGES = limits.MAX_SPEC_PACKAGES
 PACKAGE_FIELDS = {
     "id",
     "title",
@@ -44,6 +44,11 @@ PACKAGE_FIELDS = {
     "track",
     "reserved_by",
 }
+
+
+class _Rehearsed(Exception):
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
 
 
 def check_package(entry: Any, index: int) -> dict[str, Any]:
@@ -92,6 +97,27 @@ class WorkPackages:
         escalate_to: str | None,
         prefix: str,
         adopt: Any,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """``dry_run``: the same answer, from the same transaction rolled back: what an
+        import would create, update, close and adopt, with nothing changed."""
+        try:
+            return self._import(spec, packages, created_by, escalate_to, prefix, adopt, dry_run)
+        except _Rehearsed as rehearsal:
+            result = rehearsal.result
+            for adopted in result["adopted"]:
+                adopted.pop("token", None)  # a claim that was never made has no token
+            return {**result, "dry_run": True}
+
+    def _import(
+        self,
+        spec: Any,
+        packages: Any,
+        created_by: str,
+        escalate_to: str | None,
+        prefix: str,
+        adopt: Any,
+        dry_run: bool,
     ) -> dict[str, Any]:
         spec = _check_spec(spec)
         if prefix:
@@ -154,6 +180,8 @@ class WorkPackages:
                 tx, self.ctx, self.claims, spec, adoptions, prefix, now
             )
             self.ctx.changes.touch(tx, created_by, now)
+            if dry_run:
+                raise _Rehearsed(result)  # rolls the transaction back
         return result
 
     def _resolve_keys(

@@ -201,7 +201,7 @@ def _summary(board_dir: Path, name: str) -> list[str]:
     mine = _claimed_by(daemon, name)
     files = _reservations(daemon, name)
     inbox = daemon.post("/v1/inbox", {"agent": name, "peek": True, "limit": 200})["events"]
-    listed = daemon.get("/v1/items?ready=1&limit=50")["items"]
+    listed = daemon.get("/v1/items?ready=true&limit=50")["items"]
     ready = [i for i in listed if i["kind"] in WORK_KINDS]
     lines: list[str] = []
     if mine:

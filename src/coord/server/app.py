@@ -15,6 +15,7 @@ is answered 503 ``board_busy`` with Retry-After instead of stalling every other 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
@@ -72,9 +73,10 @@ def create_app(
         else:
             serve = _starlette_endpoint(endpoint)
         routes.append(StarletteRoute(route.path, serve, methods=[route.method]))
+    server_error = _server_error_handler(where_the_log_is(board_dir))
     app = Starlette(
         routes=[*page_routes(), *routes],
-        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+        exception_handlers={HTTPException: _http_error, Exception: server_error},
     )
     app.state.coord = server
     mount = None
@@ -82,7 +84,7 @@ def create_app(
         from coord.server.mcp_mount import McpMount
 
         mount = McpMount(board_dir, write_token)
-    return HotPaths(app, hot, _server_error, mcp=mount, guard_mcp=_mcp_guard(server))
+    return HotPaths(app, hot, server_error, mcp=mount, guard_mcp=_mcp_guard(server))
 
 
 def _starlette_endpoint(endpoint: Endpoint) -> Callable[[Request], Awaitable[Response]]:
@@ -149,13 +151,31 @@ def _allowed_methods(request: Request) -> list[str]:
     return sorted(allowed)
 
 
-async def _server_error(request: Request, exc: Exception) -> Response:
-    # A bug of ours, not bad input: say so plainly and keep the details in the log.
-    return JSONResponse(
-        {
-            "error": "internal",
-            "message": f"internal error: {type(exc).__name__}; "
-            "nothing was changed; see .coord/daemon.log and report it",
-        },
-        status_code=500,
-    )
+def where_the_log_is(board_dir: Path | None) -> str:
+    """Where this daemon's log goes, for a 500's message: .coord/daemon.log when the CLI
+    started it on demand (its standard error is that file), else its standard error (the
+    terminal or the service manager of `coord serve`: it writes no file of its own)."""
+    if board_dir is not None:
+        log = board_dir / "daemon.log"
+        try:
+            ours, theirs = os.fstat(2), os.stat(log)
+            if (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino):
+                return str(log)
+        except OSError:
+            pass
+    return "the daemon's standard error (where `coord serve` was started, or its service log)"
+
+
+def _server_error_handler(log: str) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # A bug of ours, not bad input: say so plainly and keep the details in the log.
+        return JSONResponse(
+            {
+                "error": "internal",
+                "message": f"internal error: {type(exc).__name__}; nothing was changed; the "
+                f"details are in {log}: please report it",
+            },
+            status_code=500,
+        )
+
+    return server_error

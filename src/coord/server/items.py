@@ -41,6 +41,7 @@ def import_spec(call: Call) -> dict[str, Any]:
         escalate_to=contact,
         prefix=call.optional_str("prefix") or "",
         adopt=call.body.get("adopt"),
+        dry_run=call.body.get("dry_run") is True,
     )
 
 

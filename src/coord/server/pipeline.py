@@ -30,7 +30,7 @@ from coord.errors import (
     Unauthorized,
 )
 from coord.server.context import NOTHING, Call, Server
-from coord.server.table import MAX_REQUEST_BYTES, Route
+from coord.server.table import MAX_REQUEST_BYTES, Param, Route
 from coord.server.web.access import Session
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -63,6 +63,7 @@ class Endpoint:
         "handler",
         "max_body",
         "page",
+        "params",
         "public",
         "reads",
         "route",
@@ -83,6 +84,7 @@ class Endpoint:
         self.reads = route.method == "GET"
         self.max_body = route.max_body
         self.status = route.status
+        self.params = tuple(p for p in route.params if p.where == "query")
 
     async def answer(
         self,
@@ -102,6 +104,8 @@ class Endpoint:
             session = None
             if not self.public:  # reads too: bodies, replies, check output, the log
                 session = authorize(server, host, authorization, headers, self.reads, self.page)
+            if self.params:
+                check_query(self.params, query)
             body = None
             if self.body is not None:
                 raw = await read_body(receive, declared_length, self.max_body)
@@ -116,6 +120,17 @@ class Endpoint:
             return self.status, content
         except CoordError as err:
             return err.http_status, err.to_dict()
+
+
+def check_query(params: tuple[Param, ...], query: Mapping[str, str]) -> None:
+    """Each declared query parameter is what the document says it is (the handler reads the
+    text); unknown ones are ignored, as HTTP servers do."""
+    for param in params:
+        value = query.get(param.name)
+        if value is not None:
+            param.check(value)
+        elif param.required:
+            raise InvalidInput(f"query parameter {param.name} is required", field=param.name)
 
 
 def check_host(host: str) -> None:

@@ -347,13 +347,21 @@ ROUTES: tuple[Route, ...] = (
                 "agent": AGENT,
                 "spec": DOCUMENT_PATH,
                 "packages": PACKAGES,
-                "escalate_to": {**AGENT, "description": "who answers its questions"},
+                "escalate_to": {
+                    "type": "string",
+                    "description": "who answers its questions: a name or a contact, as the "
+                    "document's `Escalate to:` line says it",
+                },
                 "prefix": {
                     "type": "string",
-                    "pattern": r"^[A-Za-z][A-Za-z0-9_.:-]{0,31}$",
-                    "description": "prepended to every package id",
+                    "pattern": r"^([A-Za-z][A-Za-z0-9_.:-]{0,31})?$",
+                    "description": "prepended to every package id (empty: none)",
                 },
                 "adopt": ADOPT,
+                "dry_run": {
+                    "type": "boolean",
+                    "description": "answer what the import would do, change nothing",
+                },
             },
             ("agent", "spec", "packages"),
         ),

@@ -97,15 +97,21 @@ LABELS: Schema = {
     "description": "labels: no commas",
 }
 ITEM_IDS: Schema = {"type": "array", "maxItems": limits.MAX_DEPS, "items": ITEM_ID}
-# One segment of a path or pattern: no leading dot (so no '.', '..' or '.git'), no backslash,
-# at most two wildcards: fifteen segments stay under the board's wildcard limit and, at 65
-# characters each, under its length limit (MAX_PATTERN), so the pattern alone says it.
-_SEGMENT = r"(\*\*|\*?[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}\*?)"
+# A path or pattern as the board reads it (coord.fast.patterns.normalize): some text, no NUL,
+# no blank at either end, within the board's length limit. What else the board refuses
+# depends on the repository (a path outside it, inside .git) or on the whole pattern (a
+# negation, more than MAX_PATTERN_WILDCARDS wildcards): a 422 naming the pattern. A narrower
+# regex here refused `.github/**`, `docs/My File.md` and `src/[ab].py`, which the board reads.
+_PATH_END = r"[^\s\x1c-\x1f\x85\x00]"
 PATH_PATTERN: Schema = {
     "type": "string",
-    "pattern": rf"^{_SEGMENT}(/{_SEGMENT}){{0,14}}/?$",
-    "description": "a repository-relative path or gitignore-style pattern (the board reads "
-    "more spellings: absolute paths inside the repository, '..', '[...]'; see the README)",
+    "minLength": 1,
+    "maxLength": limits.MAX_PATTERN,
+    "pattern": rf"^{_PATH_END}([^\x00]*{_PATH_END})?$",
+    "description": "a repository-relative path or gitignore-style pattern (`src/auth/**`, "
+    "`.github/`, `src/[ab].py`); absolute paths inside the repository and `..` are read too. "
+    "Refused with 422: a path outside the repository or inside .git, a negation (`!x`), more "
+    f"than {limits.MAX_PATTERN_WILDCARDS} wildcards",
 }
 DOCUMENT_PATH: Schema = {
     "type": "string",
@@ -239,6 +245,7 @@ SPEC_IMPORTED: Schema = {
         "conflicts": {"type": "array", "description": "ticked packages someone holds"},
         "adopted": {"type": "array"},
         "not_adopted": {"type": "array"},
+        "dry_run": {"type": "boolean", "description": "nothing was changed"},
     },
 }
 WHO: Schema = {

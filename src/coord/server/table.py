@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coord.errors import InvalidInput
+from coord.server.validation import compile_schema, nullable, query_check
 
 Schema = dict[str, Any]
 # A handler takes the request as a ``coord.server.context.Call`` and returns the JSON answer
@@ -29,10 +30,12 @@ def closed(
     types: Mapping[str, Schema], names: Iterable[str] | None = None, required: Iterable[str] = ()
 ) -> Schema:
     """A JSON object taking only these fields. ``names`` (the core's own list of what it
-    accepts) picks from ``types``; a name without a type is a bug caught at import."""
+    accepts) picks from ``types``; a name without a type is a bug caught at import. A field
+    that is not required may be ``null``: not given (``coord.server.validation``)."""
     chosen = dict(types) if names is None else {n: types[n] for n in sorted(names)}
-    schema: Schema = {"type": "object", "properties": chosen, "additionalProperties": False}
     wanted = [n for n in required if n in chosen]
+    chosen = {n: s if n in wanted else nullable(s) for n, s in chosen.items()}
+    schema: Schema = {"type": "object", "properties": chosen, "additionalProperties": False}
     if wanted:
         schema["required"] = wanted
     return schema
@@ -42,8 +45,9 @@ def closed(
 class Body:
     """A JSON-object request body: every field it takes, and which of them are required.
 
-    The board checks the values (one place for each rule, shared with the library and
-    every face); the pipeline checks the names, against this declaration.
+    The pipeline checks the body against this declaration's schema, the one the OpenAPI
+    document shows (``coord.server.validation``), before the handler runs; the board checks
+    the values again with its own rules (shared with the library and every face).
     """
 
     fields: Mapping[str, Schema]
@@ -54,29 +58,30 @@ class Body:
     # board's (an edit changes something): the document says it, the board checks it.
     any_of: tuple[Schema, ...] = ()
     names: frozenset[str] = field(init=False)
+    check: Callable[[Any, str], Any] = field(init=False, repr=False, compare=False)
+    # a bare array: the agent comes from the query or a header (the route's parameters)
+    check_bare: Callable[[Any, str], Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(self.fields))
         missing = set(self.required) - self.names
         if missing or (self.list_field is not None and self.list_field not in self.names):
             raise ValueError(f"a required or list field is not declared: {missing}")
+        object.__setattr__(self, "check", compile_schema(self.schema()))
+        bare = closed(self.fields, required=[n for n in self.required if n != "agent"])
+        object.__setattr__(self, "check_bare", compile_schema(bare))
 
     def take(self, payload: Any) -> dict[str, Any]:
-        """The decoded body, if it is an object of declared fields; refused otherwise."""
+        """The decoded body, if it is what the document declares (nulls of optional fields
+        taken out); refused otherwise, naming the field."""
         if isinstance(payload, list) and self.list_field is not None:
-            return {self.list_field: payload}
+            bare: dict[str, Any] = self.check_bare({self.list_field: payload}, "")
+            return bare
         if not isinstance(payload, dict):
             shape = " (or an array of items)" if self.list_field is not None else ""
             raise InvalidInput(f"request body must be a JSON object{shape}")
-        unknown = payload.keys() - self.names
-        if unknown:
-            named = sorted(unknown)
-            raise InvalidInput(
-                f"unknown field {', '.join(named)}; this endpoint takes "
-                f"{', '.join(sorted(self.names)) or 'no fields'}",
-                fields=named,
-            )
-        return payload
+        taken: dict[str, Any] = self.check(payload, "")
+        return taken
 
     def schema(self) -> Schema:
         """The object form. A bare array (``list_field``) is read too, but it needs the agent
@@ -84,13 +89,22 @@ class Body:
         document gives the form that stands on its own, and the description the other."""
         shape = closed(self.fields, required=self.required)
         if self.any_of:
-            shape["anyOf"] = list(self.any_of)
+            shape["anyOf"] = [_given(alternative) for alternative in self.any_of]
         if self.list_field is not None:
             shape["description"] = (
                 f"or a bare array of {self.list_field}, with the agent as ?agent= or an "
                 "X-Coord-Agent header"
             )
         return shape
+
+
+def _given(alternative: Schema) -> Schema:
+    """An alternative of a body's ``any_of`` whose required fields must be given: not
+    ``null``, which an optional field may be and which means not given."""
+    properties = dict(alternative.get("properties", {}))
+    for name in alternative.get("required", ()):
+        properties[name] = {**properties.get(name, {}), "not": {"type": "null"}}
+    return {**alternative, "properties": properties}
 
 
 @dataclass(frozen=True)
@@ -103,6 +117,12 @@ class Param:
     description: str = ""
     required: bool = False
     where: str = "query"
+
+    check: Callable[[str], None] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # refuses a value the document does not allow (the handler reads the string)
+        object.__setattr__(self, "check", query_check(self.schema, self.name))
 
     def spec(self) -> Schema:
         out: Schema = {"name": self.name, "in": self.where, "schema": self.schema}
@@ -150,4 +170,6 @@ class Route:
             statuses.add(507)  # the disk is full
         if self.body is not None:
             statuses |= {400, 413, 422}
+        if self.params:
+            statuses.add(422)  # a parameter the document does not allow
         return sorted(statuses | set(self.errors))

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import re
 
-from coord.spec.syntax import ID_SHAPED, TOKEN, parse_id_list
+from coord.spec.syntax import ID_SHAPED, TOKEN, IdBudget, parse_id_list
 
 _CHAIN = re.compile(rf"(?<![\w.-]){TOKEN}(?:[ \t]*(?:→|->)[ \t]*{TOKEN})+")
 _ARROW = re.compile(r"\s*(?:→|->)\s*")
 _TABLE_SEPARATOR = re.compile(r"\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?")
 
 
-def ownership(rows: list[str]) -> list[tuple[str, list[str]]]:
-    """A Markdown table's (surface, package ids) rows; ``[]`` for any other table."""
+def ownership(rows: list[str], budget: IdBudget | None = None) -> list[tuple[str, list[str]]]:
+    """A Markdown table's (surface, package ids) rows; ``[]`` for any other table.
+    ``budget``: the ids the document may still name."""
     if len(rows) < 3 or not _TABLE_SEPARATOR.fullmatch(rows[1]):
         return []
     header = [cell.casefold() for cell in _cells(rows[0])]
@@ -37,7 +38,7 @@ def ownership(rows: list[str]) -> list[tuple[str, list[str]]]:
         cells = _cells(row)
         if len(cells) <= max(column, surface_column):
             continue
-        ids = parse_id_list(cells[column], slashes=True)
+        ids = parse_id_list(cells[column], slashes=True, budget=budget)
         if ids:
             found.append((cells[surface_column], ids))
     return found

@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coord.errors import InvalidInput
+from coord.limits import MAX_SPEC_BYTES, MAX_SPEC_PACKAGES
 from coord.spec import blocks, orders
 from coord.spec.blocks import BULLET
 from coord.spec.document import DocReservation, Package, Problem, SpecDocument, Track
@@ -80,11 +81,15 @@ from coord.spec.syntax import (
     NEAR_MISS,
     PACKAGE_RESERVATION,
     TRACK_RESERVATION,
+    IdBudget,
     parse_id_list,
 )
 
-_VALUE_AND_AFTER = re.compile(r"(?P<value>.*?)(?:\.\s+(?P<after>.*)|\.?\s*)", re.S)
-_HEADING = re.compile(r" {0,3}(?P<hashes>#{1,6})[ \t]+(?P<text>.*?)(?:[ \t]+#+)?[ \t]*")
+# Linear time on any line (``coord.spec.syntax``): the heading's closing #s and a value's
+# closing "." are cut off by hand, not by a lazy group before an optional one, which tried
+# every split of a crafted 120 KB heading (99 s) or a 12 KB Dependencies value (6 s).
+_HEADING_START = re.compile(r" {0,3}(?P<hashes>#{1,6})[ \t]++")
+_PERIOD_THEN_BLANK = re.compile(r"\.\s")
 _TRACK = re.compile(r"Track[ \t]+(?P<id>[\w/.&+-]+?)(?:[ \t]*[—–][ \t]*|[ \t]+-[ \t]+|[ \t]*$)")
 _LABEL = re.compile(
     r"(?:\*\*)?(?P<label>primary files|files|checks|acceptance)(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]*",
@@ -118,8 +123,51 @@ def _read_utf8(path: str | Path) -> str:
 
 
 def parse(text: str, path: str = "<doc>") -> SpecDocument:
-    """The packages, tracks, reservations and problems of a Markdown document."""
+    """The packages, tracks, reservations and problems of a Markdown document.
+
+    ``InvalidInput``, naming the line, for a document past the limits of ``coord.limits``:
+    ``MAX_SPEC_BYTES`` of UTF-8, ``MAX_SPEC_PACKAGES`` packages, ``MAX_SPEC_IDS`` ids named."""
+    _refuse_oversized(text, path)
     return _Parser(path).run(text)
+
+
+def _refuse_oversized(text: str, path: str) -> None:
+    if len(text) * 4 <= MAX_SPEC_BYTES:
+        return  # cheap: no text of this many characters can be over
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_SPEC_BYTES:
+        return
+    line = text.encode("utf-8", "surrogatepass")[:MAX_SPEC_BYTES].count(b"\n") + 1
+    raise InvalidInput(
+        f"{path}:{line}: the document is {size} bytes, over the limit of {MAX_SPEC_BYTES} "
+        f"bytes from this line on: split it into several documents",
+        path=path,
+        line=line,
+        limit=MAX_SPEC_BYTES,
+    )
+
+
+def heading(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` of an ATX heading line, its closing ``#``s dropped, else None."""
+    start = _HEADING_START.match(line)
+    if start is None:
+        return None
+    text = line[start.end() :].rstrip(" \t")
+    closing = text.rstrip("#")
+    if len(closing) < len(text) and closing[-1:] in (" ", "\t"):
+        text = closing.rstrip(" \t")  # "## Title ##": the #s after a blank close it
+    return len(start["hashes"]), text
+
+
+def value_and_after(value: str) -> tuple[str, str]:
+    """A field's value and the text after it: ``"A, B. More."`` → ``("A, B", "More.")``;
+    the value ends at the first period followed by a blank, or at a closing period."""
+    stripped = value.rstrip()
+    end = len(stripped) - 1 if stripped.endswith(".") else len(stripped)
+    period = _PERIOD_THEN_BLANK.search(value, 0, end + 2)
+    if period is not None and period.start() < end:
+        return value[: period.start()], value[period.end() :].lstrip()
+    return value[:end], ""
 
 
 @dataclass(slots=True)
@@ -161,6 +209,8 @@ class _Parser:
         self.code_in_package = False  # the code block being read is a package bullet's
         self.paths: set[str] = set()  # every backticked path with a "/", for bare names
         self.chains: list[tuple[list[str], _TrackProse | None]] = []
+        self.ids = IdBudget(path)  # the package ids the document may still name
+        self.table_line = 0
 
     def run(self, text: str) -> SpecDocument:
         for line in blocks.lines(text):
@@ -190,18 +240,18 @@ class _Parser:
             self._continue_bullet(indent, stripped)
 
     def _line(self, number: int, line: str, indent: int) -> None:
-        self.number = number
+        self.number = self.ids.line = number
         stripped = line.lstrip()
         if not stripped:
             self._end_block()
             return
         in_package = self.open is not None and indent > self.open.indent
         self._scan(number, stripped)
-        heading = _HEADING.fullmatch(line)
-        if heading is not None:
+        found = heading(line)
+        if found is not None:
             self._close_package()
             self._end_block()
-            self._heading(number, len(heading["hashes"]), heading["text"])
+            self._heading(number, *found)
             return
         entry = ENTRY.fullmatch(stripped)
         if entry is not None:
@@ -239,7 +289,7 @@ class _Parser:
             return  # the cheap test first: most lines reserve nothing
         unquoted = CODE_SPAN.sub("", text)
         for match in PACKAGE_RESERVATION.finditer(unquoted):
-            ids = parse_id_list(match["ids"])
+            ids = parse_id_list(match["ids"], budget=self.ids)
             if ids is None:
                 self.doc.problems.append(
                     Problem(
@@ -270,6 +320,15 @@ class _Parser:
         self.track, self.track_level = prose, level
 
     def _entry(self, number: int, indent: int, entry: re.Match[str]) -> None:
+        if len(self.doc.packages) >= MAX_SPEC_PACKAGES:
+            raise InvalidInput(
+                f"{self.doc.path}:{number}: more than {MAX_SPEC_PACKAGES} work packages; the "
+                f"limit is {MAX_SPEC_PACKAGES} (the board imports no more from one document): "
+                "split the document",
+                path=self.doc.path,
+                line=number,
+                limit=MAX_SPEC_PACKAGES,
+            )
         package = Package(
             id=entry["id"],
             title=entry["title"].strip().rstrip(".").strip(),
@@ -285,12 +344,11 @@ class _Parser:
         if dependencies is None:
             self.open.entry_note = rest
             return
-        split = _VALUE_AND_AFTER.fullmatch(dependencies["value"])
-        value, after = (split["value"], split["after"]) if split else (dependencies["value"], "")
+        value, after = value_and_after(dependencies["value"])
         self.open.entry_note = " ".join(
             part for part in (rest[: dependencies.start()].strip(), after or "") if part
         )
-        ids = parse_id_list(value)
+        ids = parse_id_list(value, budget=self.ids)
         if ids is None:
             self.doc.problems.append(
                 Problem(
@@ -327,6 +385,8 @@ class _Parser:
             self.doc.escalate_to = escalate["v"].strip().strip("*").strip().rstrip(".").strip()
         if stripped.startswith("|"):
             self._end_paragraph()
+            if not self.table:
+                self.table_line = self.number
             self.table.append(stripped)
             return
         self._end_table()
@@ -356,7 +416,9 @@ class _Parser:
 
     def _end_table(self) -> None:
         rows, self.table = self.table, []
-        self.doc.ownership += orders.ownership(rows)
+        if rows:
+            self.ids.line = self.table_line
+            self.doc.ownership += orders.ownership(rows, self.ids)
 
     # -- what needs the whole document
 
