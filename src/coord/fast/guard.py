@@ -64,14 +64,15 @@ def blockers(
     others = [r for r in held if r.exclusive and r.agent != agent]
     if is_file is None:
         return [r for r in others if _covers(r, target, fold)]
-    reach = target if patterns.is_literal(target) else patterns.beneath(target)
+    # a glob reaches the paths it matches and all beneath those it matches as directories
+    reach = [target] if patterns.is_literal(target) else [target, patterns.beneath(target)]
     return [
         r
         for r in others
         if (
             patterns.overlaps_rule1(target, r.pattern, is_file=is_file, fold=fold)
             if getattr(r, "rule", 1) == 1
-            else patterns.overlaps(reach, r.pattern, is_dir=is_dir, fold=fold)
+            else any(patterns.overlaps(p, r.pattern, is_dir=is_dir, fold=fold) for p in reach)
         )
     ]
 

@@ -18,6 +18,7 @@ import os
 
 from coord.errors import InvalidInput
 from coord.fast import board_files, guard, holds, own_files, targets
+from coord.hooks import shell_reach as reach
 from coord.times import clock
 
 TYPE_CHECKING = False
@@ -29,11 +30,14 @@ _CLEAN_VALUE = frozenset({"-e", "--exclude"})
 
 
 def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str | None:
-    """Why ``agent`` may not run ``command``: it skips the pre-commit guard, or it writes a
-    file another agent holds. None allows (commands that write nothing never read a board)."""
+    """Why ``agent`` may not run ``command``: it skips the pre-commit guard, it writes a
+    file another agent holds, or it could reach one and the guard cannot tell what it
+    writes. None allows (commands that write nothing never read a board)."""
     from coord.hooks import shell
 
     found = shell.analyse(command, cwd)
+    if found.too_big is not None:
+        return None if home is None else f"coord: {found.too_big}; refusing it"
     if found.bypass and home is not None:
         return (
             f"coord: `{found.bypass[0]}` would skip coord's pre-commit guard (`coord guard "
@@ -42,26 +46,28 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
     own = _own_files_refusal(found, home)
     if own is not None:
         return own
-    placed: dict[tuple[str, str], targets.Target] = {}  # one per board and canonical name
-    for raw, where in found.targets:
-        if not raw or "$" in raw or "`" in raw:
-            continue  # the shell fills it in when it runs: coord cannot know it
+    # one per board and canonical name: (the target, the word as written, why it is unread)
+    placed: dict[tuple[str, str], tuple[targets.Target, str, str | None]] = {}
+    written: list[tuple[str, str, str | None]] = [
+        (raw, where, None) for raw, where in found.targets
+    ]
+    for raw, where, why in written + found.unread:
         try:
-            target = targets.place(os.path.expanduser(raw), where, home, shell=True)
+            reached = reach.placed(raw, where, cwd, home, why)
         except InvalidInput as err:
             return f"coord: this command writes {raw}: {err.message}; refusing it"
-        if target is not None:
-            placed.setdefault((target.board_dir, target.name), target)
+        for target, unread in reached:
+            placed.setdefault((target.board_dir, target.name), (target, raw, unread))
     if not placed:
         return None
     try:
-        judged = guard.judge(list(placed.values()), agent)
+        judged = guard.judge([t for t, _, _ in placed.values()], agent)
     except holds.BoardUnreadable as err:
         return f"coord: cannot check the board ({err}); refusing the command"
     lines: list[str] = []
-    for target, blocking in judged:
+    for (_, blocking), (_, raw, why) in zip(judged, placed.values(), strict=True):
         for r in blocking:
-            line = _shell_line(target.raw, r)
+            line = _shell_line(raw, r) if why is None else _unread_line(why, r)
             if line not in lines:
                 lines.append(line)
     return "\n".join(lines) or None
@@ -73,6 +79,16 @@ def _shell_line(raw: str, r: holds.Held) -> str:
     return (
         f"coord: this command writes {raw}, and {r.agent} holds {r.pattern}{item} until {until}; "
         f"do not change it: pick other work or ask {r.agent}"
+    )
+
+
+def _unread_line(why: str, r: holds.Held) -> str:
+    until = clock(r.expires_at)
+    item = f" for item {r.item_id}" if r.item_id is not None else ""
+    return (
+        f"coord: {why}: the guard cannot tell what it writes, and it could reach "
+        f"{r.pattern}, which {r.agent} holds{item} until {until}; refusing it: name the "
+        "files it writes in the command itself (>, cp, sed -i ...), or wait until they are free"
     )
 
 
