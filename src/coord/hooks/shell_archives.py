@@ -48,17 +48,17 @@ def _tar(args: list[str], cwd: str, out: Writes) -> None:
     takes = frozenset({"-f", "--file", "-C", "--directory", "-T", "--files-from", "-X"})
     rest = args[1:] if mode else args
     members = operands(rest, takes)
-    if mode and "f" in mode and members:
-        members = members[1:]  # the archive
+    archive = option_values(rest, ("-f", "--file"))
+    if mode and "f" in mode and not archive:
+        archive = members[:1]  # the old style's f takes the first operand
+    members = [m for m in members if m not in archive]
     if "x" in short or "--extract" in longs or "--get" in longs:
         for t in [os.path.join(directory, m) for m in members] or [directory]:
             out.write(t, cwd)
     elif "c" in short or "r" in short or "u" in short or "--create" in longs:
-        archive = option_values(args, ("-f", "--file"))
-        if mode and "f" in mode and not archive:
-            archive = operands(rest, takes)[:1]
         for t in archive:
-            out.write(t, cwd)
+            if t != "-":
+                out.write(t, cwd)
         if "--remove-files" in longs:
             for t in members:
                 out.remove(t, cwd)

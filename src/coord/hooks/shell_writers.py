@@ -173,13 +173,21 @@ def _uniq(args: list[str], cwd: str, out: Writes) -> None:
         out.write(found[1], cwd)
 
 
-def _editor(args: list[str], cwd: str, out: Writes) -> None:
+def _editor(name: str) -> Writer:
     """ex, vi, vim, nvim, ed, nano, emacs: they may write every file they open."""
-    takes = frozenset({"-c", "--cmd", "-S", "-u", "-U", "-i", "-s", "-w", "-W", "-T", "-t",
-                       "-q", "-p", "--eval", "-l", "--load", "-f", "--funcall"})  # fmt: skip
-    for t in operands(args, takes):
-        if not t.startswith("+"):
-            out.write(t, cwd)
+    takes = {"-c", "--cmd", "-S", "-u", "-U", "-i", "-s", "-w", "-W", "-T", "-t", "-q",
+             "--eval", "-l", "--load", "-f", "--funcall"}  # fmt: skip
+    if name in ("ed", "red"):
+        takes = {"-p", "--prompt"}
+
+    def editor(args: list[str], cwd: str, out: Writes) -> None:
+        ex_mode = name == "ex" or any(a.startswith("-") and "e" in a[1:2] for a in args)
+        skip = frozenset(takes - {"-s"} if ex_mode else takes)  # in ex mode -s is silent
+        for t in operands(args, skip):
+            if not t.startswith("+"):
+                out.write(t, cwd)
+
+    return editor
 
 
 def _dos2unix(args: list[str], cwd: str, out: Writes) -> None:
@@ -308,15 +316,15 @@ WRITERS: dict[str, Writer] = {
     "setfacl": _chmod,
     "sort": _sort,
     "uniq": _uniq,
-    "ex": _editor,
-    "vi": _editor,
-    "vim": _editor,
-    "nvim": _editor,
-    "view": _editor,
-    "ed": _editor,
-    "red": _editor,
-    "nano": _editor,
-    "emacs": _editor,
+    "ex": _editor("ex"),
+    "vi": _editor("vi"),
+    "vim": _editor("vim"),
+    "nvim": _editor("nvim"),
+    "view": _editor("view"),
+    "ed": _editor("ed"),
+    "red": _editor("red"),
+    "nano": _editor("nano"),
+    "emacs": _editor("emacs"),
     "dos2unix": _dos2unix,
     "unix2dos": _dos2unix,
     "mac2unix": _dos2unix,
