@@ -45,6 +45,9 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path(__file__).parent / "hooks"
+CORPORA = Path(__file__).parent / "guard_corpus"  # every corpus file: *.txt
+README = Path(__file__).parent.parent / "README.md"
+LIST_TITLE = "**Harmless commands the shell hook refuses.**"
 CLIENTS = ("claude", "codex", "gemini", "cursor")
 # each client's shell guard: the event and the documented input it is sent (tests/hooks/)
 HOOKS = {
@@ -723,6 +726,79 @@ def run_corpus(
         run.disagreements = list(judges.disagreements)
     run.seconds = time.monotonic() - started
     return run
+
+
+def place(outcome: Outcome) -> str:
+    e = outcome.entry
+    where = f" (in {e.cwd})" if e.cwd != "." else ""
+    return f"line {e.line} [{e.category}] {e.command!r}{where}"
+
+
+def escape_report(run: CorpusRun) -> list[str]:
+    """One line per allowed command that changed a held file: which clients, which files."""
+    clients: dict[int, list[str]] = {}
+    outcomes: dict[int, Outcome] = {}
+    for outcome, client in run.escapes():
+        clients.setdefault(outcome.entry.line, []).append(client)
+        outcomes[outcome.entry.line] = outcome
+    return [
+        f"{place(outcomes[n])}: allowed by {', '.join(who)}; "
+        f"it changed {', '.join(outcomes[n].execution.changed)}"
+        for n, who in sorted(clients.items())
+    ]
+
+
+def accepted_refusals(readme: Path = README) -> list[str]:
+    """The README's list (section "Files: reservations and the guard"): the harmless commands
+    coord refuses, each a bullet naming the command in backticks (``- none`` for none)."""
+    import re
+
+    text = readme.read_text(encoding="utf-8")
+    if LIST_TITLE not in text:
+        raise AssertionError(f"the README has lost its {LIST_TITLE} paragraph")
+    bullets: list[str] = []
+    for line in text.split(LIST_TITLE, 1)[1].splitlines():
+        if line.startswith("- "):
+            bullets.append(line)
+        elif bullets and not line.startswith("  "):  # past the list (a reason may wrap)
+            break
+    if not bullets:
+        raise AssertionError(f"no list under {LIST_TITLE} in the README")
+    if bullets == ["- none"]:
+        return []
+    commands = []
+    for bullet in bullets:
+        found = re.match(r"- (`+) ?(.+?) ?\1(?::|$)", bullet)
+        if not found:
+            raise AssertionError(
+                f"README: a bullet under {LIST_TITLE} names no command: {bullet!r}"
+            )
+        commands.append(found.group(2))
+    return commands
+
+
+def refusal_report(run: CorpusRun, accepted: Sequence[str]) -> list[str]:
+    """What is wrong with this run's refusals of harmless commands: one the README's list does
+    not name, or one it names (and this corpus holds) that some client no longer refuses."""
+    refused: dict[str, list[str]] = {}
+    reasons: dict[str, str] = {}
+    for outcome, client in run.false_refusals():
+        refused.setdefault(outcome.entry.command, []).append(client)
+        reasons[outcome.entry.command] = f"{place(outcome)}: {outcome.verdicts[client].reason}"
+    problems = [
+        f"refused, and not in the README's list: {reasons[c]} (by {', '.join(refused[c])})"
+        for c in refused
+        if c not in accepted
+    ]
+    judged = {
+        o.entry.command: len(o.verdicts) for o in run.outcomes if o.entry.expect != "writes-held"
+    }
+    problems += [
+        f"in the README's list, yet allowed by some client: {c!r} (refused by {refused.get(c, [])})"
+        for c in accepted
+        if c in judged and len(refused.get(c, [])) != judged[c]
+    ]
+    return problems
 
 
 def _remove(root: Path) -> None:
