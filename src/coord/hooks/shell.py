@@ -74,6 +74,17 @@ UNKNOWN_DIR = shell_programs.UNKNOWN_DIR
 _DECLARERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _RUNNER_HARMLESS = frozenset({"--version", "-v", "-V", "--help", "-h", "help", "version"})
 _CODE_STRING = re.compile(r"\"((?:[^\"\\\n]|\\.){1,300})\"|'((?:[^'\\\n]|\\.){1,300})'")
+# what program text must call to change a file (Python, Node, Perl, Ruby, awk...): code
+# without any of these writes nothing the guard could judge, and its strings are only read
+_CODE_WRITES = re.compile(
+    r"write|append|print\s*>|unlink|remove|rmdir|rmtree|rename|replace|copy|move|truncate|"
+    r"chmod|chown|utime|system|subprocess|popen|spawn|exec|eval|touch|mkdir|makedirs|link|"
+    r"dump|save|to_csv|to_json|FileUtils|child_process|import\s*\(|__import__|getattr|"
+    r"open\s*\([^)]*,|open\s*\(\s*[A-Z]+\s*,|>|`|\brm|\bmv\b|\bcp\b",
+    re.IGNORECASE,
+)
+# code that reads its own operands as paths: then they are judged too
+_CODE_ARGV = re.compile(r"argv|ARGV|\$ARGV|@ARGV|process\.argv|\$[0-9*@]|FILENAME")
 
 
 class Writes:
@@ -104,12 +115,20 @@ class Writes:
     def reach(self, raw: str, cwd: str, why: str) -> None:
         self.unread.append((raw, cwd, why))
 
-    def code(self, text: str, cwd: str, why: str) -> None:
-        """Program text the guard does not run: judged by the paths its strings name."""
+    def code(self, text: str, cwd: str, why: str, argv: list[str] | None = None) -> None:
+        """Program text the guard does not run (``python -c``, ``perl -e``, awk's): when it
+        calls anything that could change a file, each path its strings name is judged, and
+        the operands ``argv`` it is given when it reads them."""
+        if not _CODE_WRITES.search(text):
+            return
         for match in _CODE_STRING.finditer(text):
             value = match.group(1) if match.group(1) is not None else match.group(2)
-            if value.strip() and "\n" not in value and not value.startswith(("%", "\\")):
-                self.reach(value.strip(), cwd, why)
+            value = value.strip().lstrip("+<>| ").strip()  # perl's open(F, ">x")
+            if value and "\n" not in value and not value.startswith(("%", "\\")):
+                self.reach(value, cwd, why)
+        if argv and _CODE_ARGV.search(text):
+            for operand in argv:
+                self.reach(operand, cwd, why)
 
 
 def analyse(command: str, cwd: str) -> Writes:
@@ -228,6 +247,12 @@ class _Reader(shell_runs.Runs):
             return cwd
         name, args = os.path.basename(words[i]), words[i + 1 :]
         program = words[i]
+        if "$" in program:
+            found.reach(WHOLE_TREE, cwd, f"the command's name `{program}` is computed")
+            return cwd
+        if name == "trap" and args and args[0] not in ("-l", "-p", "-", "--"):
+            self.run(args[0], cwd, depth + 1)  # it runs when the shell exits or is signalled
+            return cwd
         if name in ("cd", "pushd", "popd"):
             return self.cd(name, args, cwd, stack)
         if name in _DECLARERS:
@@ -262,6 +287,10 @@ class _Reader(shell_runs.Runs):
             if name == "perl":
                 WRITERS["perl"](args, cwd, found)
             self.interpreter(name, args, cwd, item, source)
+        elif name in ("ed", "red") and not shell_writers.ed_writes(
+            self.stdin_text(item, source, cwd)
+        ):
+            pass  # its script, read, has no w: it writes nothing
         elif name in WRITERS:
             WRITERS[name](args, cwd, found)
         elif name == "find":
@@ -275,6 +304,8 @@ class _Reader(shell_runs.Runs):
             self.run(" ".join(words[j:]), cwd, depth + 1)
         elif name == "patch":
             shell_writers.patch_files(args, cwd, found, self.stdin_text(item, source, cwd))
+        elif name in ("npm", "yarn", "pnpm", "bun") and self.package(name, args, cwd, depth):
+            pass  # a package.json script, read
         elif name in shell_programs.RUNNERS:
             if not args or not all(a in _RUNNER_HARMLESS for a in args):
                 sub = next((a for a in args if not a.startswith("-")), "")

@@ -65,11 +65,16 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
     except holds.BoardUnreadable as err:
         return f"coord: cannot check the board ({err}); refusing the command"
     lines: list[str] = []
+    unread: dict[str, dict[int, holds.Held]] = {}  # why -> the holds it could reach
     for (_, blocking), (_, raw, why) in zip(judged, placed.values(), strict=True):
         for r in blocking:
-            line = _shell_line(raw, r) if why is None else _unread_line(why, r)
+            if why is not None:
+                unread.setdefault(why, {})[r.id] = r
+                continue
+            line = _shell_line(raw, r)
             if line not in lines:
                 lines.append(line)
+    lines += [_unread_line(why, list(reached.values())) for why, reached in unread.items()]
     return "\n".join(lines) or None
 
 
@@ -82,13 +87,18 @@ def _shell_line(raw: str, r: holds.Held) -> str:
     )
 
 
-def _unread_line(why: str, r: holds.Held) -> str:
-    until = clock(r.expires_at)
-    item = f" for item {r.item_id}" if r.item_id is not None else ""
+def _unread_line(why: str, reached: list[holds.Held]) -> str:
+    held = ", ".join(
+        f"{r.pattern} ({r.agent}"
+        + (f", item {r.item_id}" if r.item_id is not None else "")
+        + f", until {clock(r.expires_at)})"
+        for r in reached[:5]
+    )
+    more = f" and {len(reached) - 5} more" if len(reached) > 5 else ""
     return (
-        f"coord: {why}: the guard cannot tell what it writes, and it could reach "
-        f"{r.pattern}, which {r.agent} holds{item} until {until}; refusing it: name the "
-        "files it writes in the command itself (>, cp, sed -i ...), or wait until they are free"
+        f"coord: {why}: the guard cannot tell what it writes, and it could reach what "
+        f"another agent holds: {held}{more}; refusing it: name the files it writes in the "
+        "command itself (>, cp, sed -i ...), or wait until they are free"
     )
 
 

@@ -80,8 +80,10 @@ READERS = frozenset(
     top htop free env printenv locale tput clear sleep wait jobs fg bg kill pkill seq yes
     jq yq xmllint od hexdump xxd strings md5sum sha1sum sha256sum sha512sum b2sum cksum
     sum base64 base32 zcat bzcat xzcat zless zmore lsof nproc getconf history alias
-    unalias set unset export declare typeset local readonly shift trap ulimit umask
+    unalias set unset export declare typeset local readonly shift ulimit umask
     let return break continue exit read mapfile readarray getopts times logout disown
+    mypy pyright flake8 pylint pyflakes pycodestyle pydocstyle shellcheck hadolint
+    yamllint markdownlint codespell vulture bandit
     shopt enable help caller compgen complete compopt dirs suspend
     """.split()  # noqa: SIM905 (a list of names reads better as words)
 )
@@ -101,6 +103,7 @@ LET_THROUGH: tuple[tuple[str, ...], ...] = (
     ("python", "-m", "pytest"),
     ("make", "test"),
     ("make", "check"),
+    ("make", "-n"),
     ("npm", "test"),
     ("yarn", "test"),
     ("pnpm", "test"),
@@ -130,11 +133,24 @@ def python_like(name: str) -> bool:
 
 
 def let_through(words: list[str]) -> bool:
-    """Is this command one of ``LET_THROUGH`` (any further words are its own operands)?"""
+    """Is this command one of ``LET_THROUGH`` (any further words are its own operands)?
+    A runner's options before its target are skipped (``make -s test``), a flag-only entry
+    (``make -n``) is found among them."""
     name = words[0].rsplit("/", 1)[-1]
     if python_like(name):
-        name = "python"
-    return any(e[0] == name and words[1 : len(e)] == list(e[1:]) for e in LET_THROUGH)
+        return any(words[1:3] == list(e[1:]) for e in LET_THROUGH if e[0] == "python")
+    rest = [w for w in words[1:] if not w.startswith("-")]
+    for entry in LET_THROUGH:
+        if entry[0] != name:
+            continue
+        if len(entry) == 1:
+            return True
+        if entry[1].startswith("-"):
+            if entry[1] in words[1:] or (name == "make" and "--dry-run" in words[1:]):
+                return True
+        elif rest[: len(entry) - 1] == list(entry[1:]):
+            return True
+    return False
 
 
 # a path that stands for the whole working tree a command runs in (what a script may reach)

@@ -53,7 +53,8 @@ def placed(
         absolute = os.path.normpath(os.path.join(where, directory or "/"))
         if home is not None and _holds(absolute, os.path.dirname(home)):
             return _whole(where, home, why)
-        raw = absolute.rstrip("/") + "/**"
+        target = _place(absolute.rstrip("/") + "/**", where, home, why)
+        return [] if target is None else [(target, why)]  # a pattern: links are not followed
     raw = os.path.expanduser(raw)
     found: list[tuple[targets.Target, str | None]] = []
     if not patterns.is_literal(raw):

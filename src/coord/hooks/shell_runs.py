@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from coord.hooks.shell import Writes
     from coord.hooks.shell_syntax import Simple
 
+# a package manager's own verbs (not the name of a script)
+_PACKAGE_VERBS = frozenset(
+    {"add", "install", "i", "remove", "rm", "up", "upgrade", "update", "dlx", "exec", "create",
+     "init", "link", "unlink", "publish", "pack", "why", "info", "list", "ls", "outdated",
+     "config", "cache", "global", "import", "audit", "dedupe", "prune", "patch", "x"}
+)  # fmt: skip
+
 
 class Runs:
     """The reader's methods for commands that run other commands."""
@@ -119,8 +126,9 @@ class Runs:
         if name == "echo":
             return " ".join(w for w in words[1:] if w not in ("-n", "-e", "-E")) + "\n"
         if name == "printf" and len(words) > 1:
-            text = " ".join(words[2:]) if words[1] == "%s\\n" or words[1] == "%s" else ""
-            return (text or words[1]).replace("\\n", "\n") + "\n"
+            if words[1] in ("%s\\n", "%s\n"):
+                return "".join(w + "\n" for w in words[2:])
+            return words[1].replace("\\n", "\n") + " ".join(words[2:]) + "\n"
         if name == "cat" and len(words) == 1 and simple.stdin is not None:
             return simple.stdin
         return None
@@ -149,9 +157,8 @@ class Runs:
                 and len(arg) > 2
             ):
                 code = args[j + 1] if j + 1 < len(args) else ""
-                found.code(code, cwd, f"`{name} {arg}` runs code the guard does not run")
-                for operand in args[j + 2 :]:
-                    found.reach(operand, cwd, f"`{name} {arg}` code is given {operand}")
+                why = f"`{name} {arg}` runs code the guard does not run"
+                found.code(code, cwd, why, args[j + 2 :])
                 return
             if arg == "-m" and j + 1 < len(args):
                 why = f"`{name} -m {args[j + 1]}` runs a module the guard does not read"
@@ -175,21 +182,46 @@ class Runs:
         else:
             found.code(text, cwd, f"`{name}` runs code from its input the guard does not run")
 
+    def package(self, name: str, args: list[str], cwd: str, depth: int) -> bool:
+        """``npm run SCRIPT`` (``test``, ``start``; yarn, pnpm, bun alike): the script in
+        ``package.json``, with its ``pre``/``post`` scripts, read as a command; ``npm pkg
+        set`` writes ``package.json``. False: not one of these, or not readable."""
+        words = [a for a in args if not a.startswith("-")]
+        if not words:
+            return False
+        sub = words[0]
+        if sub == "pkg":
+            if words[1:2] and words[1] in ("set", "delete", "fix"):
+                self.found.write("package.json", cwd)
+            return True
+        if sub in ("run", "run-script"):
+            script = words[1] if len(words) > 1 else ""
+        elif sub in ("test", "t", "start", "stop", "restart"):
+            script = {"t": "test"}.get(sub, sub)
+        elif name in ("yarn", "pnpm", "bun") and sub not in _PACKAGE_VERBS:
+            script = sub  # yarn lint is yarn run lint
+        else:
+            return False
+        text = read_script("package.json", cwd)
+        if not script or text is None:
+            return False
+        import json
+
+        try:
+            scripts = json.loads(text).get("scripts", {})
+        except (ValueError, AttributeError):
+            return False
+        if not isinstance(scripts, dict) or not isinstance(scripts.get(script), str):
+            return False
+        for step in (f"pre{script}", script, f"post{script}"):
+            if isinstance(scripts.get(step), str):
+                self.run(scripts[step], cwd, depth + 1)
+        return True
+
     def find(self, args: list[str], cwd: str, depth: int, item: Simple) -> None:
         """``find``'s starting points: removed by ``-delete``, handed to ``-exec``'s command
         as ``{}``; ``-fprint FILE`` writes FILE."""
-        j = 0
-        while j < len(args) and args[j] in ("-H", "-L", "-P", "-O", "-D"):
-            j += 2 if args[j] in ("-O", "-D") else 1
-        starts: list[str] = []
-        while j < len(args) and not args[j].startswith(("-", "(", "!")):
-            starts.append(args[j])
-            j += 1
-        starts = starts or ["."]
-        expression = args[j:]
-        names = [expression[k + 1] for k, e in enumerate(expression[:-1]) if e == "-name"]
-        alone = len(names) == 1 and not set(expression) & {"-o", "-or", "-not", "!", ","}
-        reached = [f"{s.rstrip('/')}/**/{names[0]}" for s in starts] if alone else starts
+        reached, expression = find_reach(args)
         k = 0
         while k < len(expression):
             e = expression[k]
@@ -253,8 +285,7 @@ class Runs:
         if text is not None:
             return text.split()
         if source is not None and source[0][:1] == ["find"]:
-            starts = [w for w in source[0][1:] if not w.startswith(("-", "(", "!"))][:1]
-            return starts or ["."]
+            return find_reach(source[0][1:])[0]
         return ["$"]  # what it reads: unknown
 
     def fed(
@@ -266,6 +297,23 @@ class Runs:
             else:
                 words = [*inner, value]
             self.command(words, cwd, depth + 1, item, None, [])
+
+
+def find_reach(args: list[str]) -> tuple[list[str], list[str]]:
+    """What ``find ARGS`` finds, as globs of paths (its starting points, or with one
+    ``-name NAME`` and no ``-o``, ``START/**/NAME``), and its expression."""
+    j = 0
+    while j < len(args) and args[j] in ("-H", "-L", "-P", "-O", "-D"):
+        j += 2 if args[j] in ("-O", "-D") else 1
+    starts: list[str] = []
+    while j < len(args) and not args[j].startswith(("-", "(", "!")):
+        starts.append(args[j])
+        j += 1
+    starts = starts or ["."]
+    expression = args[j:]
+    names = [expression[k + 1] for k, e in enumerate(expression[:-1]) if e == "-name"]
+    alone = len(names) == 1 and not set(expression) & {"-o", "-or", "-not", "!", ","}
+    return ([f"{s.rstrip('/')}/**/{names[0]}" for s in starts] if alone else starts), expression
 
 
 def skip_options(words: list[str], i: int, takes: frozenset[str]) -> int:

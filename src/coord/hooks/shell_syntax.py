@@ -210,11 +210,27 @@ def _tokens(text: str) -> list[str]:
 
 
 def _segments(tokens: list[str], bodies: list[str]) -> Iterator[Simple | str]:
-    """Each simple command, and each operator between two."""
+    """Each simple command, and each operator between two. A ``$( … )`` inside a word is
+    handed on as ``(``, its commands, ``)`` before the command whose word it is, which goes
+    on after it (``$(echo rm) src/a.py`` is one command, ``$ src/a.py``)."""
     simple = Simple()
+    outer: list[Simple | None] = []  # per open '(': the command a $( … ) is inside, or None
+    previous = ""
     stream = iter(tokens)
     for token in stream:
-        if token in SEPARATORS:
+        if token == "(" and previous.endswith("$"):
+            outer.append(simple)
+            yield "("
+            simple = Simple()
+        elif token == ")" and outer and outer[-1] is not None:
+            yield simple
+            yield ")"
+            simple = outer.pop() or Simple()
+        elif token in SEPARATORS:
+            if token == "(":
+                outer.append(None)
+            elif token == ")" and outer:
+                outer.pop()
             yield simple
             yield token
             simple = Simple()
@@ -231,8 +247,11 @@ def _segments(tokens: list[str], bodies: list[str]) -> Iterator[Simple | str]:
                 simple.stdin = bodies[int(marker.group(1))] if marker else target + "\n"
             elif token == "<":
                 simple.stdin_file = target
+            previous = target
+            continue
         else:
             simple.words.append(token)
+        previous = token
     yield simple
 
 

@@ -21,10 +21,25 @@ import os
 import re
 
 MAX_WORDS = 256
-_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_VARIABLE = re.compile(
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=]([^{}$`]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
+)
 _RANGE = re.compile(r"(-?[0-9]+)\.\.(-?[0-9]+)(?:\.\.(-?[0-9]+))?|([A-Za-z])\.\.([A-Za-z])")
 # not taken from the guard's own environment: the command's shell has its own
 _OWN = frozenset({"PWD", "OLDPWD", "IFS", "_"})
+# unset here, a directory outside any repository all the same (the shell's own value, or ''
+# then '/x'): the temporary and per-user directories
+_OUTSIDE = {
+    "TMPDIR": "/tmp",
+    "TMP": "/tmp",
+    "TEMP": "/tmp",
+    "TEMPDIR": "/tmp",
+    "XDG_RUNTIME_DIR": "/run/user",
+    "XDG_CACHE_HOME": "~/.cache",
+    "XDG_CONFIG_HOME": "~/.config",
+    "XDG_DATA_HOME": "~/.local/share",
+    "XDG_STATE_HOME": "~/.local/state",
+}
 
 
 def expand(
@@ -45,14 +60,19 @@ def _variables(
     results = [""]
     at = 0
     for match in _VARIABLE.finditer(word):
-        name = match.group(1) or match.group(2)
+        name = match.group(1) or match.group(3)
+        default = match.group(2)
         values: list[str] | None
         if name in variables:
             values = variables[name]
         elif name == "PWD" and not cwd.startswith("\0"):
             values = [cwd]
-        elif environ and name not in _OWN and name in os.environ:
+        elif environ and name not in _OWN and os.environ.get(name):
             values = [os.environ[name]]
+        elif default is not None and "$" not in default and name not in os.environ:
+            values = [default]  # ${NAME:-word}: unset here, the word
+        elif name in _OUTSIDE:
+            values = [os.path.expanduser(_OUTSIDE[name])]
         else:
             values = None
         text = word[at : match.start()]

@@ -97,8 +97,23 @@ def destinations(args: list[str], takes: frozenset[str], cwd: str) -> list[str]:
         directory = dest
     else:
         return []
-    names = [os.path.basename(s.rstrip("/")) for s in sources]
+    names = [n for s in sources for n in _source_names(s, cwd)]
     return [os.path.join(directory, n) for n in names if n] or [directory]
+
+
+def _source_names(source: str, cwd: str) -> list[str]:
+    """The names a source gives in a destination directory: a glob's matches' (``cp src/*.py
+    lib/`` writes ``lib/a.py``, not every ``lib/*.py``), else its own name."""
+    name = os.path.basename(source.rstrip("/"))
+    if not set(source) & set("*?[") or "$" in source:
+        return [name]
+    import glob
+
+    try:
+        matches = glob.glob(source, root_dir=cwd if os.path.isdir(cwd) else None)
+    except (OSError, ValueError):
+        matches = []
+    return [os.path.basename(m.rstrip("/")) for m in matches[:2000]] or [name]
 
 
 def _in_place(name: str) -> Writer:
@@ -153,9 +168,14 @@ def _dd(args: list[str], cwd: str, out: Writes) -> None:
 
 def _chmod(args: list[str], cwd: str, out: Writes) -> None:
     """chmod/chown/chgrp/chattr/setfacl: the files after the mode or owner (metadata)."""
-    found = operands(args, frozenset({"-m", "-M", "-x", "-X", "--set", "--set-file"}))
-    if not any(a.startswith("--reference") for a in args) and not option_values(
-        args, ("-m", "-x", "--set")
+    takes = frozenset({"-m", "-M", "-x", "-X", "--set", "--set-file"})
+    # chmod -x FILE: a mode may look like an option (letters of ugoa+-=rwxXst only)
+    modes = [a for a in args if a[:1] == "-" and len(a) > 1 and set(a[1:]) <= set("rwxXst")]
+    found = operands([a for a in args if a not in modes], takes)
+    if (
+        not modes
+        and not any(a.startswith("--reference") for a in args)
+        and not option_values(args, ("-m", "-x", "--set"))
     ):
         found = found[1:]
     for t in found:
@@ -188,6 +208,18 @@ def _editor(name: str) -> Writer:
                 out.write(t, cwd)
 
     return editor
+
+
+def ed_writes(script: str | None) -> bool:
+    """Could this ``ed`` script (None: unknown) write its file: a ``w``, ``W``, ``wq`` or
+    ``x`` command, after any address?"""
+    if script is None:
+        return True
+    for line in script.replace("\\n", "\n").splitlines():
+        command = line.strip().lstrip("0123456789.,;$+-'/ ")
+        if command[:1] in ("w", "W", "x", "!"):
+            return True
+    return False
 
 
 def _dos2unix(args: list[str], cwd: str, out: Writes) -> None:
@@ -289,7 +321,61 @@ def _read_text(path: str) -> str | None:
         return None
 
 
+# formatters and fixers: (do they write by default, the flags that say the other way)
+_FORMATTERS: dict[str, tuple[bool, frozenset[str]]] = {
+    "black": (True, frozenset({"--check", "--diff"})),
+    "isort": (True, frozenset({"--check-only", "--check", "-c", "--diff"})),
+    "rustfmt": (True, frozenset({"--check"})),
+    "stylua": (True, frozenset({"--check", "-c"})),
+    "prettier": (False, frozenset({"--write", "-w"})),
+    "eslint": (False, frozenset({"--fix"})),
+    "gofmt": (False, frozenset({"-w"})),
+    "goimports": (False, frozenset({"-w"})),
+    "clang-format": (False, frozenset({"-i"})),
+    "shfmt": (False, frozenset({"-w", "--write"})),
+    "autopep8": (False, frozenset({"-i", "--in-place"})),
+    "yapf": (False, frozenset({"-i", "--in-place"})),
+    "autoflake": (False, frozenset({"-i", "--in-place"})),
+}
+# ruff's subcommands: (writes by default, the flags that say the other way)
+_RUFF = {"format": (True, frozenset({"--check", "--diff"})), "check": (False, frozenset({"--fix"}))}
+
+
+def _formatter(name: str) -> Writer:
+    """A formatter or fixer: its operands (or the directory it runs in) when it writes."""
+
+    def formatter(args: list[str], cwd: str, out: Writes) -> None:
+        given = args
+        if name == "ruff":
+            sub = next((a for a in args if not a.startswith("-")), "check")
+            if sub not in _RUFF:
+                return
+            writes, flags = _RUFF[sub]
+            given = [a for a in args if a != sub]
+        else:
+            writes, flags = _FORMATTERS[name]
+        said = set(given) | {"-" + c for c in letters(given)} | {a.split("=")[0] for a in given}
+        if writes == bool(said & flags) or "--no-fix" in given:
+            return
+        for t in operands(given, frozenset({"--config", "--stdin-filename", "-c"})) or ["."]:
+            out.write(t, cwd)
+
+    return formatter
+
+
+def _zip(args: list[str], cwd: str, out: Writes) -> None:
+    """zip ARCHIVE FILES: the archive; with -m (move into it) the files go."""
+    found = operands(args, frozenset({"-b", "-n", "-t", "-tt", "-x", "-i", "-P", "-O"}))
+    for t in found[:1]:
+        out.write(t if t.endswith(".zip") or "." in os.path.basename(t) else t + ".zip", cwd)
+    if "m" in letters(args) or "--move" in args:
+        for t in found[1:]:
+            out.remove(t, cwd)
+
+
 WRITERS: dict[str, Writer] = {
+    **{name: _formatter(name) for name in (*_FORMATTERS, "ruff")},
+    "zip": _zip,
     **shell_archives.ARCHIVERS,
     "tee": _plain,
     "fallocate": _plain,
