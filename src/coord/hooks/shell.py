@@ -33,11 +33,19 @@ through a variable or substitution it cannot know (``> $OUT``: the directory bef
 ``$``, or the whole working tree), ``eval`` of such text, a script it cannot read or an
 interpreter's script file (``python x.py``), a runner of a build's or a package's code
 (``make``, ``npm run``, ``shell_programs.RUNNERS``) save ``shell_programs.LET_THROUGH``, an
-interpreter's ``-c``/``-e`` code (judged by the paths its string literals name), and a
-program it does not know (judged by its operands, as paths that reach all beneath). Readers
-(``cat``, ``grep``, ``ls``, …, ``shell_programs.READERS``) write only their redirections.
-Past ``MAX_COMMAND`` characters or ``MAX_SIMPLE_COMMANDS`` simple commands it reads nothing
-and says so (``too_big``): the guard refuses.
+interpreter's ``-c``/``-e`` code that calls anything able to write (judged by the paths its
+string literals name), and a program it does not know (judged by its operands, as paths
+that reach all beneath). Readers (``cat``, ``grep``, ``ls``, …, ``shell_programs.READERS``)
+write only their redirections.
+
+Let through unread (``shell_programs.LET_THROUGH``, with any options and operands; the
+README says the same, and tests/hooks/test_shell_limits.py holds both to the table):
+``pytest``, ``python -m pytest``, ``make test``, ``make check``, ``make -n``, ``npm test``,
+``yarn test``, ``pnpm test``, ``cargo test``, ``go test``. Beyond them only a program it does
+not know whose operands reach no held file, and interpreter code that calls nothing able to
+write or whose strings name no held file, are allowed unread.
+Past ``MAX_COMMAND`` characters, ``MAX_SIMPLE_COMMANDS`` simple commands or ``MAX_PATHS``
+paths it judges nothing and says so (``too_big``): the guard refuses.
 
 It is a guard rail against accidents, not a sandbox: coord's pre-commit guard (``coord guard
 --staged``) is the check that does not depend on parsing. Stdlib only; no board access here.
@@ -68,7 +76,11 @@ if TYPE_CHECKING:
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _MAX_DEPTH = 4
 MAX_COMMAND = 64 * 1024  # characters of one command line the guard reads
-MAX_SIMPLE_COMMANDS = 2_000
+# past these the guard judges nothing and refuses: each simple command and each path costs
+# a reading and a placement on the tree (~0.2-1 ms on a busy machine), and the guard runs
+# before every shell command (a 729 KB command of 20,001 cp's took 22-33 s unbounded)
+MAX_SIMPLE_COMMANDS = 1_000
+MAX_PATHS = 1_000
 WHOLE_TREE = shell_programs.WHOLE_TREE
 UNKNOWN_DIR = shell_programs.UNKNOWN_DIR
 _DECLARERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
@@ -144,8 +156,13 @@ def analyse(command: str, cwd: str) -> Writes:
     reader.run(command, cwd, 0)
     if reader.simple_commands > MAX_SIMPLE_COMMANDS:
         found.too_big = (
-            f"this command runs {reader.simple_commands:,} simple commands, past the guard's "
-            f"limit of {MAX_SIMPLE_COMMANDS:,}; split it or write a script file"
+            f"this command runs more than {MAX_SIMPLE_COMMANDS:,} simple commands, the "
+            "guard's limit; split it into smaller commands"
+        )
+    elif len(found.targets) + len(found.unread) > MAX_PATHS:
+        found.too_big = (
+            f"this command names {len(found.targets) + len(found.unread):,} paths to write "
+            f"or reach, past the guard's limit of {MAX_PATHS:,}; split it into smaller commands"
         )
     return found
 
