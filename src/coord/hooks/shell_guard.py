@@ -56,8 +56,8 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
             reached = reach.placed(raw, where, cwd, home, why)
         except InvalidInput as err:
             return f"coord: this command writes {raw}: {err.message}; refusing it"
-        for target, unread in reached:
-            placed.setdefault((target.board_dir, target.name), (target, raw, unread))
+        for target, unjudged in reached:
+            placed.setdefault((target.board_dir, target.name), (target, raw, unjudged))
     if not placed:
         return None
     try:
