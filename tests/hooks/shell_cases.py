@@ -48,6 +48,9 @@ def make_repo(root: Path) -> Path:
         "scripts/gen.py": "open('src/a.py', 'w').write('A = 3\\n')\n",
         "cmds.txt": "rm src/a.py\n",
         "names.txt": "src/a.py\n",
+        "Makefile": "OUT = free\n\nhello:\n\t@echo hello > $(OUT)/hello.txt\n\n"
+        "clean: hello\n\trm -f src/a.py\n",
+        "package.json": '{"scripts": {"wipe": "rm -f lib/core.py", "hi": "echo hi"}}\n',
     }.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)

@@ -125,6 +125,18 @@ REFUSED = [
     "perl -e 'unlink \"src/a.py\"'",
     "make -f /dev/stdin <<< $'all:\\n\\trm -f src/a.py'",
     "cd lib && cat > core.py <<< x",
+    "make clean",
+    "make hello OUT=src && make -s clean",
+    "make -f Makefile hello OUT=lib",
+    "npm run wipe --silent",
+    "mkdir lib/new",
+    "mktemp -p lib",
+    "trap 'rm src/a.py' EXIT",
+    "$(echo rm) src/a.py",
+    "\"${SHELL:-bash}\" -c 'rm src/a.py'",
+    "node -e \"require('fs').rmSync('lib', {recursive: true})\"",
+    "chmod -w src/a.py",
+    "find . -name a.py | xargs rm",
 ]
 
 ALLOWED = [
@@ -167,6 +179,16 @@ ALLOWED = [
     "echo 'rm src/a.py' > free/note.txt",
     "awk '{print $1}' src/a.py",
     "diff src/a.py src/b.py; true",
+    "make hello",
+    "npm run hi --silent",
+    "mkdir -p free/new/dir",
+    'echo x > "$TMPDIR/coord-x.txt"',
+    "python3 -c \"print(open('src/a.py').read())\"",
+    "perl -ne 'print if /A/' src/a.py",
+    "printf '%s\\n' ',p' q | ed -s src/a.py",
+    "find free -name '*.txt' | xargs cat",
+    "ruff check --no-cache src lib 2>/dev/null; true",
+    "cp src/*.py free/",
 ]
 
 

@@ -107,7 +107,7 @@ class Writes:
     ``unread``: (a path it could reach, its directory, why the guard cannot tell what it
     writes); ``too_big``: why it was not read at all."""
 
-    __slots__ = ("bypass", "git", "removed", "targets", "too_big", "unread")
+    __slots__ = ("bypass", "git", "removed", "replaced", "targets", "too_big", "unread")
 
     def __init__(self) -> None:
         self.targets: list[tuple[str, str]] = []
@@ -115,10 +115,17 @@ class Writes:
         self.removed: list[tuple[str, str]] = []
         self.git: list[tuple[list[str], str]] = []
         self.unread: list[tuple[str, str, str]] = []
+        self.replaced: list[tuple[str, str]] = []  # written by a rename over them: a link
         self.too_big: str | None = None
 
     def write(self, raw: str, cwd: str) -> None:
         self.targets.append((raw, cwd))
+
+    def replace(self, raw: str, cwd: str) -> None:
+        """``raw`` is rewritten by a new file renamed over it (``sed -i``): a symbolic link
+        there is replaced, not written through."""
+        self.targets.append((raw, cwd))
+        self.replaced.append((raw, cwd))
 
     def remove(self, raw: str, cwd: str) -> None:
         self.targets.append((raw, cwd))
@@ -321,6 +328,8 @@ class _Reader(shell_runs.Runs):
             self.run(" ".join(words[j:]), cwd, depth + 1)
         elif name == "patch":
             shell_writers.patch_files(args, cwd, found, self.stdin_text(item, source, cwd))
+        elif name in ("make", "gmake") and self.make(args, cwd, depth):
+            pass  # its Makefile's recipes, read
         elif name in ("npm", "yarn", "pnpm", "bun") and self.package(name, args, cwd, depth):
             pass  # a package.json script, read
         elif name in shell_programs.RUNNERS:

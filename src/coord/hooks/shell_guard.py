@@ -51,9 +51,11 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
     written: list[tuple[str, str, str | None]] = [
         (raw, where, None) for raw, where in found.targets
     ]
+    replaced = set(found.replaced)
     for raw, where, why in written + found.unread:
         try:
-            reached = reach.placed(raw, where, cwd, home, why)
+            follow = why is not None or (raw, where) not in replaced
+            reached = reach.placed(raw, where, cwd, home, why, follow=follow)
         except InvalidInput as err:
             return f"coord: this command writes {raw}: {err.message}; refusing it"
         for target, unjudged in reached:

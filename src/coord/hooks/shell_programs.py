@@ -73,7 +73,8 @@ SHELL_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 # programs that write nothing but what their redirections name (never their operands)
 READERS = frozenset(
     """
-    ls ll la dir vdir cat tac nl head tail less more most grep egrep fgrep rg ag ack zgrep
+    : ls ll la dir vdir cat tac nl head tail less more most grep egrep fgrep rg ag
+    ack zgrep
     wc cut tr paste join comm fold fmt column expand unexpand rev diff diff3 cmp colordiff
     file stat du df tree realpath readlink basename dirname pwd echo printf true false
     test [ which whereis type hash date cal uname hostname whoami id groups uptime ps pgrep

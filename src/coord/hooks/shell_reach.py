@@ -31,7 +31,7 @@ MAX_MATCHES = 2_000
 
 
 def placed(
-    raw: str, where: str, cwd: str, home: str | None, why: str | None
+    raw: str, where: str, cwd: str, home: str | None, why: str | None, *, follow: bool = True
 ) -> list[tuple[targets.Target, str | None]]:
     """The targets ``raw``, written in a command run in ``where`` (the agent is in ``cwd``),
     could reach, each with why the guard cannot read it (None: it is a write the guard read).
@@ -59,17 +59,29 @@ def placed(
     found: list[tuple[targets.Target, str | None]] = []
     if not patterns.is_literal(raw):
         for match in _matches(raw, where):
-            target = _place(match, where, home, why)
+            target = _place(match, where, home, why, follow)
             if target is not None:
                 found.append((target, why))
-    target = _place(raw, where, home, why)
+    target = _place(raw, where, home, why, follow)
     if target is not None:
         found.append((target, why))
     return found
 
 
-def _place(raw: str, where: str, home: str | None, why: str | None) -> targets.Target | None:
+def _place(
+    raw: str, where: str, home: str | None, why: str | None, follow: bool = True
+) -> targets.Target | None:
+    """``raw`` placed; with ``follow`` False a symbolic link is placed as itself (its
+    directory followed, its own name kept): a rename over it replaces the link."""
     try:
+        if not follow and os.path.islink(os.path.join(where, raw)):
+            head, name = os.path.split(raw.rstrip("/"))
+            parent = targets.place(head or ".", where, home, shell=True)
+            if parent is None:
+                return None
+            whole = parent.name == patterns.WHOLE_REPOSITORY
+            inside = name if whole else f"{parent.name}/{name}"
+            return targets.Target(raw, parent.board_dir, parent.root, inside, False)
         return targets.place(raw, where, home, shell=True)
     except InvalidInput:
         if why is not None:

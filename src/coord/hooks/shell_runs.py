@@ -182,6 +182,38 @@ class Runs:
         else:
             found.code(text, cwd, f"`{name}` runs code from its input the guard does not run")
 
+    def make(self, args: list[str], cwd: str, depth: int) -> bool:
+        """``make [-C DIR] [-f FILE] [VAR=value] GOALS``: the recipes its Makefile gives,
+        each read as a command run in the Makefile's directory. False: not readable."""
+        from coord.hooks import shell_make
+
+        directory, makefile, goals, overrides = cwd, "", [], {}
+        rest = iter(args)
+        for arg in rest:
+            if arg in ("-C", "--directory"):
+                directory = os.path.join(directory, next(rest, ""))
+            elif arg.startswith("-C") and len(arg) > 2:
+                directory = os.path.join(directory, arg[2:])
+            elif arg in ("-f", "--file", "--makefile"):
+                makefile = next(rest, "")
+            elif arg in ("-j", "-l", "-o", "-W", "-I"):
+                next(rest, None)
+            elif arg.startswith("-"):
+                continue
+            elif "=" in arg:
+                name, _, value = arg.partition("=")
+                overrides[name] = value
+            else:
+                goals.append(arg)
+        names = [makefile] if makefile else ["GNUmakefile", "makefile", "Makefile"]
+        text = next((t for t in (read_script(n, directory) for n in names) if t is not None), None)
+        lines = None if text is None else shell_make.recipes(text, goals, overrides)
+        if lines is None:
+            return False
+        for line in lines:
+            self.run(line, directory, depth + 1)
+        return True
+
     def package(self, name: str, args: list[str], cwd: str, depth: int) -> bool:
         """``npm run SCRIPT`` (``test``, ``start``; yarn, pnpm, bun alike): the script in
         ``package.json``, with its ``pre``/``post`` scripts, read as a command; ``npm pkg

@@ -38,6 +38,19 @@ def _remove(args: list[str], cwd: str, out: Writes) -> None:
         out.remove(t, cwd)
 
 
+def _mkdir(args: list[str], cwd: str, out: Writes) -> None:
+    for t in operands(args, frozenset({"-m", "--mode", "-Z", "--context"})):
+        out.write(t, cwd)
+
+
+def _mktemp(args: list[str], cwd: str, out: Writes) -> None:
+    """mktemp: a new file in ``-p DIR`` (or where its template says): any name there."""
+    directory = (option_values(args, ("-p", "--tmpdir")) or [""])[-1]
+    template = (operands(args, frozenset({"-p", "--suffix"})) or [""])[0]
+    if directory or "/" in template:
+        out.write(os.path.join(directory, os.path.dirname(template), "*"), cwd)
+
+
 def _touch(args: list[str], cwd: str, out: Writes) -> None:
     for t in operands(args, frozenset({"-d", "-t", "-r", "--date", "--reference"})):
         out.write(t, cwd)
@@ -154,8 +167,12 @@ def _in_place(name: str) -> Writer:
             else:
                 found.append(arg)
         if writing:
+            follows = "--follow-symlinks" in args
             for t in found if script_given else found[1:]:
-                out.write(t, cwd)
+                if follows:
+                    out.write(t, cwd)
+                else:
+                    out.replace(t, cwd)
 
     return in_place
 
@@ -385,6 +402,8 @@ WRITERS: dict[str, Writer] = {
     "unlink": _remove,
     "shred": _remove,
     "touch": _touch,
+    "mkdir": _mkdir,
+    "mktemp": _mktemp,
     "truncate": _truncate,
     "mv": _mv,
     "cp": _copy("cp"),
