@@ -1,10 +1,10 @@
 """A scratch repository where another agent holds files, and a command judged and then run in it.
 
-``tests/hooks/test_shell_*.py`` use it: ``alice`` holds ``src/a.py`` (a file) and ``lib/``
-(a directory, with ``lib/core.py``); ``bob`` asks. ``outcome`` asks the shell guard about a
-command as bob, then runs it with bash in the repository (unless told not to) and says
-whether alice's files changed: a refusal must be of a command that would change them, an
-allowed command must leave them alone.
+``tests/hooks/test_shell_*.py`` use it: ``alice`` holds ``src/a.py`` (a file), ``lib/``
+(a directory, with ``lib/core.py``) and ``docs/*.md`` (a glob); ``bob`` asks. ``verdict``
+asks the shell guard about a command as bob; ``run`` runs it with bash in the repository
+and says whether alice's files changed: a refusal must be of a command that would change
+them, an allowed command must leave them alone.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def make_repo(root: Path) -> Path:
         "src/b.py": "B = 1\n",
         "lib/core.py": "CORE = 1\n",
         "free/notes.txt": "notes\n",
+        "docs/guide.md": "guide\n",
         "fix.patch": PATCH,
         "scripts/clean.sh": "#!/bin/sh\nrm -f src/a.py\n",
         "scripts/hello.sh": "#!/bin/sh\necho hello\n",
@@ -66,7 +67,7 @@ def make_repo(root: Path) -> Path:
     (root / "src/a.py.gz").write_bytes(gzip.compress(b"A = 7\n"))
     board = Board.open(board_dir)
     try:
-        board.reserve(["src/a.py", "lib/"], agent="alice")
+        board.reserve(["src/a.py", "lib/", "docs/*.md"], agent="alice")
     finally:
         board.close()
     return board_dir
@@ -76,12 +77,9 @@ def fingerprint(root: Path) -> dict[str, tuple[int, str] | None]:
     """Each held file's mode and content hash (None: gone), and every file in the held
     directory ``lib/`` (a file created there is a change to what alice holds)."""
     out: dict[str, tuple[int, str] | None] = {}
-    lib = (
-        [str(p.relative_to(root)) for p in (root / "lib").rglob("*")]
-        if (root / "lib").exists()
-        else []
-    )
-    for name in sorted({*HELD, *lib}):
+    lib = [str(p.relative_to(root)) for p in (root / "lib").rglob("*")]
+    docs = [str(p.relative_to(root)) for p in (root / "docs").glob("*.md")]
+    for name in sorted({*HELD, *lib, *docs}):
         path = root / name
         try:
             out[name] = (path.stat().st_mode, hashlib.sha256(path.read_bytes()).hexdigest())

@@ -7,6 +7,7 @@ import re
 import shlex
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from shell_cases import make_repo, verdict
@@ -97,3 +98,32 @@ def test_a_command_past_the_size_limit_is_refused_with_the_reason(repo: Path) ->
     assert reason is not None and "writes src/a.py" in reason
     # where coord is not used, the hook stays out of the way, whatever the size
     assert shell_guard.refusal(None, big, "bob", str(repo / "free")) is None
+
+
+def test_a_batch_of_targets_is_judged_on_one_read_of_the_board(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file a command writes is judged on the board read once (and once more for the
+    held names a hard-linked file is compared with), however many are hard links: it was a
+    read of the board per linked file (issue 22: the guard's cost grew with the command)."""
+    import os
+    import sqlite3
+
+    root = tmp_path / "repo"
+    board_dir = make_repo(root)
+    for i in range(200):
+        (root / "free" / f"f{i}").write_text("x")
+        os.link(root / "free" / f"f{i}", root / "free" / f"g{i}")
+    os.link(root / "src" / "a.py", root / "free" / "alias.py")
+    opened: list[object] = []
+    connect = sqlite3.connect
+
+    def counting(database: str, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened.append(database)
+        return connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", counting)
+    command = "touch " + " ".join(f"free/f{i}" for i in range(200)) + " free/alias.py"
+    reason = verdict(board_dir, command)
+    assert reason is not None and "writes free/alias.py" in reason and "src/a.py" in reason
+    assert len(opened) <= 2, opened

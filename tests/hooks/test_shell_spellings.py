@@ -23,6 +23,8 @@ REFUSED = [
     "echo x | tee src/?.py",
     "cd src && sed -i 's/A/B/' *.py",
     "rm -f src/[a]*.py",
+    "echo x | tee docs/new?.md",
+    "sed -i 's/g/G/' docs/*.md",
     # keywords and compound commands
     "if true; then cp src/b.py src/a.py; fi",
     "if false; then :; elif true; then rm src/a.py; fi",
@@ -162,6 +164,7 @@ ALLOWED = [
     "bash scripts/hello.sh",
     "./scripts/hello.sh",
     "rm src/b.p{y,}",
+    "echo x | tee docs/new?.txt",
     "tar czf free/backup.tgz src",
     "gzip -c src/a.py > free/a.py.gz",
     "sort src/a.py -o free/sorted.txt",

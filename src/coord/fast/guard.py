@@ -97,6 +97,7 @@ def judge(
         db, now = mirror.source(board_dir)
         live = holds.read_live(db, [t.name for t in mine], now)
         fold = fsfold.board_fold(board_dir)  # recorded at init and daemon start, never probed here
+        held_files = hardlinks.HeldLiterals(db, agent, now)  # read once, if a link needs it
         for target in mine:
             if target.one_file:
                 blocking = blockers(target.name, live, agent, fold=fold)
@@ -109,7 +110,7 @@ def judge(
             # the file's other names; where case folds, its own name in another case is one
             # of them, already among the blockers
             named = {held.id for held in blocking}
-            aliases = hardlinks.held_aliases(target, db, agent, now)
+            aliases = hardlinks.held_aliases(target, db, agent, now, held_files)
             found.append((target, blocking + [a for a in aliases if a.id not in named]))
     return found
 
