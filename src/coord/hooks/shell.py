@@ -62,7 +62,6 @@ from coord.hooks import (
     shell_programs,
     shell_runs,
     shell_syntax,
-    shell_words,
     shell_writers,
 )
 from coord.hooks.shell_compound import Loop
@@ -85,18 +84,18 @@ WHOLE_TREE = shell_programs.WHOLE_TREE
 UNKNOWN_DIR = shell_programs.UNKNOWN_DIR
 _DECLARERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _RUNNER_HARMLESS = frozenset({"--version", "-v", "-V", "--help", "-h", "help", "version"})
-_CODE_STRING = re.compile(r"\"((?:[^\"\\\n]|\\.){1,300})\"|'((?:[^'\\\n]|\\.){1,300})'")
+_CODE_STRING = r"\"((?:[^\"\\\n]|\\.){1,300})\"|'((?:[^'\\\n]|\\.){1,300})'"
+# (patterns kept as text: compiled at first use, which most commands never reach)
 # what program text must call to change a file (Python, Node, Perl, Ruby, awk...): code
 # without any of these writes nothing the guard could judge, and its strings are only read
-_CODE_WRITES = re.compile(
+_CODE_WRITES = (
     r"write|append|print\s*>|unlink|remove|rmdir|rmtree|rename|replace|copy|move|truncate|"
     r"chmod|chown|utime|system|subprocess|popen|spawn|exec|eval|touch|mkdir|makedirs|link|"
     r"dump|save|to_csv|to_json|FileUtils|child_process|import\s*\(|__import__|getattr|"
-    r"open\s*\([^)]*,|open\s*\(\s*[A-Z]+\s*,|>|`|\brm|\bmv\b|\bcp\b",
-    re.IGNORECASE,
+    r"open\s*\([^)]*,|open\s*\(\s*[A-Z]+\s*,|>|`|\brm|\bmv\b|\bcp\b"
 )
 # code that reads its own operands as paths: then they are judged too
-_CODE_ARGV = re.compile(r"argv|ARGV|\$ARGV|@ARGV|process\.argv|\$[0-9*@]|FILENAME")
+_CODE_ARGV = r"argv|ARGV|\$ARGV|@ARGV|process\.argv|\$[0-9*@]|FILENAME"
 
 
 class Writes:
@@ -138,14 +137,14 @@ class Writes:
         """Program text the guard does not run (``python -c``, ``perl -e``, awk's): when it
         calls anything that could change a file, each path its strings name is judged, and
         the operands ``argv`` it is given when it reads them."""
-        if not _CODE_WRITES.search(text):
+        if not re.search(_CODE_WRITES, text, re.IGNORECASE):
             return
-        for match in _CODE_STRING.finditer(text):
+        for match in re.finditer(_CODE_STRING, text):
             value = match.group(1) if match.group(1) is not None else match.group(2)
             value = value.strip().lstrip("+<>| ").strip()  # perl's open(F, ">x")
             if value and "\n" not in value and not value.startswith(("%", "\\")):
                 self.reach(value, cwd, why)
-        if argv and _CODE_ARGV.search(text):
+        if argv and re.search(_CODE_ARGV, text):
             for operand in argv:
                 self.reach(operand, cwd, why)
 
@@ -226,6 +225,8 @@ class _Reader(shell_runs.Runs):
     def expand(self, word: str, cwd: str) -> list[str]:
         if "$" not in word and "{" not in word and not word.startswith("~"):
             return [word]
+        from coord.hooks import shell_words  # only for words the shell expands
+
         return shell_words.expand(word, self.variables, cwd)
 
     def command(
@@ -316,7 +317,7 @@ class _Reader(shell_runs.Runs):
         ):
             pass  # its script, read, has no w: it writes nothing
         elif name in WRITERS:
-            WRITERS[name](args, cwd, found)
+            shell_writers.writer(name)(args, cwd, found)
         elif name == "find":
             self.find(args, cwd, depth, item)
         elif name == "xargs":

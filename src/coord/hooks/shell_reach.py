@@ -19,7 +19,6 @@ Stdlib only: it runs before every shell command an agent runs.
 
 from __future__ import annotations
 
-import glob
 import os
 
 from coord.errors import InvalidInput
@@ -113,6 +112,8 @@ def _holds(directory: str, root: str) -> bool:
 
 def _matches(pattern: str, where: str) -> list[str]:
     """The paths bash expands ``pattern`` to from ``where``."""
+    import glob
+
     out: list[str] = []
     try:
         for match in glob.iglob(pattern, root_dir=where if os.path.isdir(where) else None):

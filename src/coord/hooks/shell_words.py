@@ -21,10 +21,8 @@ import os
 import re
 
 MAX_WORDS = 256
-_VARIABLE = re.compile(
-    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=]([^{}$`]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
-)
-_RANGE = re.compile(r"(-?[0-9]+)\.\.(-?[0-9]+)(?:\.\.(-?[0-9]+))?|([A-Za-z])\.\.([A-Za-z])")
+_VARIABLE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=]([^{}$`]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
+_RANGE = r"(-?[0-9]+)\.\.(-?[0-9]+)(?:\.\.(-?[0-9]+))?|([A-Za-z])\.\.([A-Za-z])"
 # not taken from the guard's own environment: the command's shell has its own
 _OWN = frozenset({"PWD", "OLDPWD", "IFS", "_"})
 # unset here, a directory outside any repository all the same (the shell's own value, or ''
@@ -59,7 +57,7 @@ def _variables(
 ) -> list[str]:
     results = [""]
     at = 0
-    for match in _VARIABLE.finditer(word):
+    for match in re.finditer(_VARIABLE, word):
         name = match.group(1) or match.group(3)
         default = match.group(2)
         values: list[str] | None
@@ -156,7 +154,7 @@ def _split_top(body: str) -> list[str]:
 
 
 def _sequence(body: str) -> list[str] | None:
-    match = _RANGE.fullmatch(body)
+    match = re.fullmatch(_RANGE, body)
     if match is None:
         return None
     if match.group(4):

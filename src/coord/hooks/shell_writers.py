@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 
-from coord.hooks import shell_archives
 from coord.hooks.shell_options import letters, operands, option_values
 
 TYPE_CHECKING = False
@@ -338,6 +337,44 @@ def _read_text(path: str) -> str | None:
         return None
 
 
+# the archivers, compressors and fetchers: coord.hooks.shell_archives, loaded when one runs
+_ARCHIVERS = (
+    "rsync",
+    "tar",
+    "gtar",
+    "bsdtar",
+    "unzip",
+    "curl",
+    "wget",
+    "gzip",
+    "pigz",
+    "gunzip",
+    "bzip2",
+    "bunzip2",
+    "xz",
+    "unxz",
+    "lzma",
+    "unlzma",
+    "zstd",
+    "unzstd",
+    "lz4",
+)
+
+
+def _archiver(args: list[str], cwd: str, out: Writes) -> None:
+    raise AssertionError("replaced by shell_archives' function in WRITERS")  # pragma: no cover
+
+
+def writer(name: str) -> Writer:
+    """The function that reads the writes of ``name`` (one of ``WRITERS``)."""
+    found = WRITERS[name]
+    if found is _archiver:
+        from coord.hooks import shell_archives
+
+        found = WRITERS[name] = shell_archives.ARCHIVERS[name]
+    return found
+
+
 # formatters and fixers: (do they write by default, the flags that say the other way)
 _FORMATTERS: dict[str, tuple[bool, frozenset[str]]] = {
     "black": (True, frozenset({"--check", "--diff"})),
@@ -393,7 +430,7 @@ def _zip(args: list[str], cwd: str, out: Writes) -> None:
 WRITERS: dict[str, Writer] = {
     **{name: _formatter(name) for name in (*_FORMATTERS, "ruff")},
     "zip": _zip,
-    **shell_archives.ARCHIVERS,
+    **dict.fromkeys(_ARCHIVERS, _archiver),
     "tee": _plain,
     "fallocate": _plain,
     "sponge": _sponge,
