@@ -291,7 +291,8 @@ class Runs:
         replace = (option_values(args, ("-I", "--replace")) or [""])[-1]
         j = skip_options(args, 0, takes)
         inner = args[j:] or ["echo"]
-        self.fed(inner, self.fed_words(source, cwd), replace, cwd, depth, item)
+        arg_file = (option_values(args, ("-a", "--arg-file")) or [""])[-1]
+        self.fed(inner, self.fed_words(source, cwd, item, arg_file), replace, cwd, depth, item)
 
     def parallel(
         self,
@@ -307,13 +308,23 @@ class Runs:
             at = rest.index(":::")
             inner, items = rest[:at], [w for w in rest[at + 1 :] if w not in (":::", ":::+")]
         else:
-            inner, items = rest, self.fed_words(source, cwd)
+            inner, items = rest, self.fed_words(source, cwd, item)
         if len(inner) == 1 and " " in inner[0]:
             inner = shell_syntax.split_words(inner[0])
         self.fed(inner, items, "{}", cwd, depth, item)
 
-    def fed_words(self, source: tuple[list[str], Simple] | None, cwd: str) -> list[str]:
-        text = self.piped_text(source)
+    def fed_words(
+        self, source: tuple[list[str], Simple] | None, cwd: str, item: Simple, arg_file: str = ""
+    ) -> list[str]:
+        """The words ``xargs``/``parallel`` read: from ``-a FILE``, a here-string, a file
+        on stdin, an ``echo`` or a ``find`` before the pipe; else ``$``, unknown."""
+        if arg_file:
+            text = read_script(arg_file, cwd)
+        elif item.stdin is not None or item.stdin_file is not None or source is None:
+            text = self.stdin_text(item, None, cwd) if source is None else None
+            text = None if text == "" else text
+        else:
+            text = self.piped_text(source)
         if text is not None:
             return text.split()
         if source is not None and source[0][:1] == ["find"]:
