@@ -7,8 +7,8 @@ The scene (``make_template``): a git repository with a coord board, where agent 
 (``HOLDER``) holds ``HELD`` through the real board API, with committed content *and*
 uncommitted work in those files (A's work a checkout or a stash would lose), an untracked
 held file, an executable held script, a held directory, a symlink from a free name to a held
-file, and B's free files beside them. Branches ``feature`` (changes a held file) and
-``free-only`` (changes only free files) are there for git's commands. Agent B is the client's
+file, and B's free files beside them. For git's commands: branches (``BRANCHES``) and a
+stash (``STASHED``). Agent B is the client's
 session (the fixture's ``session_id``): nobody gives B a name, as in real use.
 
 Every command gets its own copy (``Sandbox``) at its own path: the hooks judge it there with
@@ -105,11 +105,16 @@ UNTRACKED = {
     "docs/draft.md": "A's draft, not yet added\n",
     "notes/scratch.txt": "B's notes\n",
 }
-# branches for git's commands: one rewrites a held file, one only free files
+# branches for git's commands: one changes held files A is editing (git refuses to overwrite
+# that work), one a held file A has not touched (a checkout or merge rewrites it), one only
+# free files
 BRANCHES = {
     "feature": {"src/a.py": "def a():\n    return 100\n", "lib/free.py": "VALUE = 100\n"},
+    "docs-fix": {"docs/api/index.md": "# API\n\nFixed.\n"},
     "free-only": {"lib/free.py": "VALUE = 3\n", "notes/todo.md": "- [x] write more\n"},
 }
+# stash@{0}: an older change of a held file A has not touched since, and of a free one
+STASHED = {"docs/api/index.md": "# API (stashed)\n", "notes/todo.md": "- [ ] stashed\n"}
 
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "Dev",
@@ -167,7 +172,14 @@ def make_template(root: Path, prepare: Callable[[Path], None] | None = None) -> 
     home.mkdir(parents=True, exist_ok=True)
     repo.mkdir(parents=True)
     _git(repo, "init", "-q", "-b", "main", home=home)
-    for key, value in (("user.name", "Dev"), ("user.email", "dev@example.com")):
+    for key, value in (
+        ("user.name", "Dev"),
+        ("user.email", "dev@example.com"),
+        # a copy keeps sizes and mtimes, not inodes and ctimes: without these git would find
+        # every file of a fresh sandbox "not uptodate", which no real repository is
+        ("core.trustctime", "false"),
+        ("core.checkStat", "minimal"),
+    ):
         _git(repo, "config", key, value, home=home)
     for rel, (text, mode) in COMMITTED.items():
         _write(repo, rel, text, mode)
@@ -182,6 +194,9 @@ def make_template(root: Path, prepare: Callable[[Path], None] | None = None) -> 
             _write(repo, rel, text)
         _git(repo, "commit", "-q", "-am", f"on {branch}", home=home)
         _git(repo, "checkout", "-q", "main", home=home)
+    for rel, text in STASHED.items():
+        _write(repo, rel, text)
+    _git(repo, "stash", "-q", home=home)
     # fewer files to copy per command: objects in one pack, no sample hooks
     _git(repo, "gc", "-q", home=home)
     for sample in (repo / ".git" / "hooks").glob("*.sample"):
