@@ -22,7 +22,8 @@ Judging 4 clients x 300 commands as fresh processes costs ~35 ms each (about 45 
 cores), so ``Judges`` keeps one driver process per client that feeds each hook input, as real
 stdin, to the same entry the ``coord hook`` command calls (``coord.hooks.run_hook``); a sample
 of the calls is also made as a real ``coord hook CLIENT EVENT`` process, and both answers must
-agree (``verdict`` is that real process, for one command).
+agree (``verdict`` is that real process, for one command). ``GUARD_ORACLE_REAL_HOOKS=1`` makes
+every call a real process as well (about 2 minutes more for the shell corpus).
 """
 
 from __future__ import annotations
@@ -724,6 +725,8 @@ def run_corpus(
         else:
             runnable.append(entry)
 
+    if os.environ.get("GUARD_ORACLE_REAL_HOOKS") == "1":  # every call a real process too
+        samples = len(runnable)
     sample_every = max(1, len(runnable) // max(1, samples))
     with Judges(workdir / "template" / "home", clients, sample_every) as judges:
 
