@@ -639,6 +639,20 @@ def load_corpus(path: Path) -> list[Entry]:
     return entries
 
 
+# absolute words a corpus may use: programs run by path, the null device, and words that are
+# not paths (a URL's `//`, a regular expression in awk or perl)
+_NOT_OUTSIDE = ("/dev/null", "/bin/rm", "/usr/bin/env", "//", "/def/", "/1/")
+
+
+def outside_paths(command: str) -> list[str]:
+    """The absolute paths ``command`` names outside the sandbox: a corpus must have none (it
+    runs as this user, and only the sandbox is thrown away)."""
+    import re
+
+    words = re.findall(r"""(?:^|[\s'"=<>|;&(:])(/[^\s'";|&)]*)""", command)
+    return [w for w in words if not w.startswith(_NOT_OUTSIDE)]
+
+
 def missing_programs(entry: Entry) -> list[str]:
     return [p for p in entry.needs if p != "root" and shutil.which(p) is None] + (
         ["root"] if "root" in entry.needs and os.geteuid() != 0 else []

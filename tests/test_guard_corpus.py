@@ -127,6 +127,17 @@ def test_the_corpus_covers_what_the_issue_lists(entries: list[oracle.Entry]) -> 
         assert piece in spelled, piece
 
 
+def test_no_corpus_names_a_path_outside_its_sandbox() -> None:
+    outside = [
+        f"{path.name}:{e.line}: {e.command!r} names {oracle.outside_paths(e.command)}"
+        for path in sorted(oracle.CORPORA.glob("*.txt"))
+        for e in oracle.load_corpus(path)
+        if oracle.outside_paths(e.command)
+    ]
+    assert not outside, "use @TMP@, @HOME@ or @REPO@:\n" + "\n".join(outside)
+    assert oracle.outside_paths("echo x > /etc/x; cp a /tmp/b") == ["/etc/x", "/tmp/b"]
+
+
 def test_every_program_the_corpus_runs_is_installed(corpus: oracle.CorpusRun) -> None:
     """An entry whose program is missing is not run: under CI=true that fails (.ci/run
     installs them), elsewhere the entries are skipped, named."""
