@@ -649,7 +649,7 @@ def outside_paths(command: str) -> list[str]:
     runs as this user, and only the sandbox is thrown away)."""
     import re
 
-    words = re.findall(r"""(?:^|[\s'"=<>|;&(:])(/[^\s'";|&)]*)""", command)
+    words = re.findall(r"""(?:^|[\s=<>|;&(:]['"]?)(/[^\s'";|&)]*)""", command)
     return [w for w in words if not w.startswith(_NOT_OUTSIDE)]
 
 

@@ -135,7 +135,10 @@ def test_no_corpus_names_a_path_outside_its_sandbox() -> None:
         if oracle.outside_paths(e.command)
     ]
     assert not outside, "use @TMP@, @HOME@ or @REPO@:\n" + "\n".join(outside)
-    assert oracle.outside_paths("echo x > /etc/x; cp a /tmp/b") == ["/etc/x", "/tmp/b"]
+    assert oracle.outside_paths("echo x >/etc/x; cp a '/tmp/b' s\"rc\"/a.py") == [
+        "/etc/x",
+        "/tmp/b",
+    ]
 
 
 def test_every_program_the_corpus_runs_is_installed(corpus: oracle.CorpusRun) -> None:
