@@ -22,11 +22,12 @@ directory outside the repository, and its HOME: a corpus never names a path outs
 sandbox.
 
 A fresh ``coord hook`` process costs ~35 ms on an idle two-core machine (an in-process call
-~2 ms): 4 clients x 800 commands would take two minutes of hooks alone, so ``Judges`` keeps one driver process per client that feeds each hook input, as real
-stdin, to the same entry the ``coord hook`` command calls (``coord.hooks.run_hook``); a sample
-of the calls is also made as a real ``coord hook CLIENT EVENT`` process, and both answers must
-agree (``verdict`` is that real process, for one command). ``GUARD_ORACLE_REAL_HOOKS=1`` makes
-every call a real process as well (about 2 minutes more for the shell corpus).
+~2 ms): 4 clients x 800 commands would take two minutes of hooks alone, so ``Judges`` keeps
+one driver process per client that feeds each hook input, as real stdin, to the same entry
+the ``coord hook`` command calls (``coord.hooks.run_hook``); a sample of the calls is also
+made as a real ``coord hook CLIENT EVENT`` process, and both answers must agree (``verdict``
+is that real process, for one command). ``GUARD_ORACLE_REAL_HOOKS=1`` makes every call a
+real process as well (minutes more for the shell corpus).
 """
 
 from __future__ import annotations
