@@ -217,6 +217,8 @@ def test_the_reports_name_escapes_and_unlisted_refusals() -> None:
         "line 11 [made by hand] 'rm src/a.py'",
     ]
     assert len(run.mislabelled()) == 1 and "'echo x' is labelled harmless" in run.mislabelled()[0]
+    absent = oracle.Entry("x", "harmless", "made by hand", needs=("sh", "no-such-program-here"))
+    assert oracle.missing_programs(absent) == ["no-such-program-here"]
     problems = oracle.refusal_report(run, ["cat x", "pwd"])
     assert len(problems) == 2
     assert problems[0].startswith(
