@@ -127,6 +127,20 @@ def test_the_corpus_covers_what_the_issue_lists(entries: list[oracle.Entry]) -> 
         assert piece in spelled, piece
 
 
+def test_no_corpus_names_a_path_outside_its_sandbox() -> None:
+    outside = [
+        f"{path.name}:{e.line}: {e.command!r} names {oracle.outside_paths(e.command)}"
+        for path in sorted(oracle.CORPORA.glob("*.txt"))
+        for e in oracle.load_corpus(path)
+        if oracle.outside_paths(e.command)
+    ]
+    assert not outside, "use @TMP@, @HOME@ or @REPO@:\n" + "\n".join(outside)
+    assert oracle.outside_paths("echo x >/etc/x; cp a '/tmp/b' s\"rc\"/a.py") == [
+        "/etc/x",
+        "/tmp/b",
+    ]
+
+
 def test_every_program_the_corpus_runs_is_installed(corpus: oracle.CorpusRun) -> None:
     """An entry whose program is missing is not run: under CI=true that fails (.ci/run
     installs them), elsewhere the entries are skipped, named."""
@@ -203,6 +217,8 @@ def test_the_reports_name_escapes_and_unlisted_refusals() -> None:
         "line 11 [made by hand] 'rm src/a.py'",
     ]
     assert len(run.mislabelled()) == 1 and "'echo x' is labelled harmless" in run.mislabelled()[0]
+    absent = oracle.Entry("x", "harmless", "made by hand", needs=("sh", "no-such-program-here"))
+    assert oracle.missing_programs(absent) == ["no-such-program-here"]
     problems = oracle.refusal_report(run, ["cat x", "pwd"])
     assert len(problems) == 2
     assert problems[0].startswith(
@@ -226,3 +242,40 @@ def test_the_readme_list_is_read_as_written(tmp_path: Path) -> None:
     readme.write_text("# nothing\n")
     with pytest.raises(AssertionError, match="has lost"):
         oracle.accepted_refusals(readme)
+
+
+def test_each_client_is_sent_its_own_documented_input(tmp_path: Path) -> None:
+    """The hooks see each client's shape: its session field, and where the command runs said
+    the client's way (Gemini: the project's root and a directory relative to it)."""
+    box = oracle.Sandbox(tmp_path)
+    (box.repo / "src").mkdir(parents=True)
+    repo, sub = str(box.repo), str(box.repo / "src")
+    claude = oracle.hook_input("claude", box, "ls", "src")
+    assert (claude["tool_name"], claude["tool_input"]["command"], claude["cwd"]) == (
+        "Bash",
+        "ls",
+        sub,
+    )
+    assert claude["session_id"] and claude["hook_event_name"] == "PreToolUse"
+    codex = oracle.hook_input("codex", box, "ls", "src")
+    assert (codex["tool_name"], codex["cwd"], codex["turn_id"]) == ("Bash", sub, "1")
+    gemini = oracle.hook_input("gemini", box, "ls", "src")
+    assert (gemini["tool_name"], gemini["cwd"]) == ("run_shell_command", repo)
+    assert gemini["tool_input"] == {**gemini["tool_input"], "command": "ls", "dir_path": "src"}
+    assert "dir_path" not in oracle.hook_input("gemini", box, "ls")["tool_input"]
+    cursor = oracle.hook_input("cursor", box, "ls", "src")
+    assert (cursor["command"], cursor["cwd"], cursor["workspace_roots"]) == ("ls", sub, [repo])
+    assert cursor["conversation_id"] and "tool_name" not in cursor
+    # and each answer is read as that client reads it
+    deny = {
+        "claude": '{"hookSpecificOutput": {"permissionDecision": "deny", '
+        '"permissionDecisionReason": "no"}}',
+        "gemini": '{"decision": "deny", "reason": "no"}',
+        "cursor": '{"permission": "deny", "agent_message": "no"}',
+    }
+    for client, answer in deny.items():
+        assert oracle.read_answer(client, 0, answer, "") == oracle.Verdict(True, "no")
+        assert oracle.read_answer(client, 0, "", "") == oracle.Verdict(False, "")
+        assert "UNCLEAR" in oracle.read_answer(client, 1, "", "boom").reason
+        assert oracle.read_answer(client, 2, "", "no").refused
+    assert "UNCLEAR" in oracle.read_answer("claude", 0, '{"decision": "deny"}', "").reason
