@@ -3,8 +3,8 @@
 Each case is judged by the shell guard as bob while alice holds ``src/a.py`` and ``lib/``,
 then run with bash in a scratch repository: a command that must be refused must also be
 one that really changes alice's files (else the case proves nothing), and a command that
-must be allowed must leave them alone. Cases marked ``judged only`` need what a test must
-not use (the network, another user) and are only judged.
+must be allowed must leave them alone. The ``JUDGED_ONLY`` cases need a program this
+machine may lack or another user, and are only judged.
 """
 
 from __future__ import annotations
@@ -139,6 +139,20 @@ REFUSED = [
     "node -e \"require('fs').rmSync('lib', {recursive: true})\"",
     "chmod -w src/a.py",
     "find . -name a.py | xargs rm",
+    "source <(echo rm src/a.py)",
+    "bash <(echo rm src/a.py)",
+    "xargs -I{} rm {} <<< src/a.py",
+    "xargs -a names.txt rm",
+]
+
+# refused, and only judged: they need a program this machine may lack (ruby), or another
+# user (su to someone else)
+JUDGED_ONLY = [
+    "ruby -i -pe 'sub(/A/, \"B\")' src/a.py",
+    "ruby -pi.bak -e 'x' src/a.py",
+    'ruby -e \'File.write("src/a.py", "x")\'',
+    "su nobody -s /bin/sh -c 'rm src/a.py'",
+    "sudo -u nobody rm -f lib/core.py",
 ]
 
 ALLOWED = [
@@ -215,6 +229,14 @@ def test_a_command_that_changes_a_held_file_is_refused(repo: Path, command: str)
     assert reason is not None and "alice" in reason, command
     assert "\n" not in reason or all(line.startswith("coord: ") for line in reason.splitlines())
     assert run(repo, command), f"the case proves nothing: {command!r} left alice's files alone"
+
+
+@pytest.mark.parametrize("command", JUDGED_ONLY)
+def test_a_command_that_would_change_a_held_file_is_refused_judged_only(
+    repo: Path, command: str
+) -> None:
+    reason = verdict(repo / ".coord", command)
+    assert reason is not None and "alice" in reason, command
 
 
 @pytest.mark.parametrize("command", ALLOWED)

@@ -309,7 +309,7 @@ class _Reader(shell_runs.Runs):
         elif name in shell_programs.SHELLS:
             self.shell(name, args, cwd, depth, item, source)
         elif name in shell_programs.INTERPRETERS or shell_programs.python_like(name):
-            if name == "perl":
+            if name in ("perl", "ruby"):  # -i rewrites the files after the code
                 WRITERS["perl"](args, cwd, found)
             self.interpreter(name, args, cwd, item, source)
         elif name in ("ed", "red") and not shell_writers.ed_writes(

@@ -216,8 +216,16 @@ def _segments(tokens: list[str], bodies: list[str]) -> Iterator[Simple | str]:
     simple = Simple()
     outer: list[Simple | None] = []  # per open '(': the command a $( … ) is inside, or None
     previous = ""
-    stream = iter(tokens)
-    for token in stream:
+    at = -1
+    while at + 1 < len(tokens):
+        at += 1
+        token = tokens[at]
+        if token in ("<", ">") and tokens[at + 1 : at + 2] == ["("]:
+            # <( … ) and >( … ): a file the shell makes of the commands' output or input,
+            # a word the guard cannot know
+            simple.words.append("$")
+            previous = "$"
+            continue
         if token == "(" and previous.endswith("$"):
             outer.append(simple)
             yield "("
@@ -237,9 +245,10 @@ def _segments(tokens: list[str], bodies: list[str]) -> Iterator[Simple | str]:
         elif token in _WRITES or token in _READS or token == ">&" or token == "<<":
             if simple.words and simple.words[-1].isdigit():  # 2> file: a descriptor
                 simple.words.pop()
-            target = next(stream, None)
-            if target is None:
+            if at + 1 >= len(tokens):
                 break
+            at += 1
+            target = tokens[at]
             if token in _WRITES or (token == ">&" and not (target.isdigit() or target == "-")):
                 simple.writes.append(target)
             elif token == "<<<":
