@@ -52,10 +52,13 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
         (raw, where, None) for raw, where in found.targets
     ]
     replaced = set(found.replaced)
+    directories = reach.Directories(home)
     for raw, where, why in written + found.unread:
         try:
             follow = why is not None or (raw, where) not in replaced
-            reached = reach.placed(raw, where, cwd, home, why, follow=follow)
+            reached = reach.placed(
+                raw, where, cwd, home, why, follow=follow, directories=directories
+            )
         except InvalidInput as err:
             return f"coord: this command writes {raw}: {err.message}; refusing it"
         for target, unjudged in reached:
