@@ -139,6 +139,8 @@ REFUSED = [
     "node -e \"require('fs').rmSync('lib', {recursive: true})\"",
     "chmod -w src/a.py",
     "find . -name a.py | xargs rm",
+    "touch free/x free/y && echo x > free/link.py",  # the link, beside files placed before
+    "cp src/b.py free/z && cat src/b.py > free/link.py",
     "source <(echo rm src/a.py)",
     "bash <(echo rm src/a.py)",
     "xargs -I{} rm {} <<< src/a.py",
@@ -206,6 +208,7 @@ ALLOWED = [
     "find free -name '*.txt' | xargs cat",
     "ruff check --no-cache src lib 2>/dev/null; true",
     "cp src/*.py free/",
+    "sed -i 's/A/B/' free/link.py",  # sed -i replaces the link, the held file stays
 ]
 
 
