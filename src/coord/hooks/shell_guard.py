@@ -6,7 +6,11 @@ the command would write; each is placed as an edit tool's path is (``coord.fast.
 and judged by the same rule on the same read-only look at the board
 (``coord.fast.guard.judge``), so an edit tool and a shell command writing the same file get
 the same answer. Whoever holds what, a command that writes into coord's board directory or
-deletes it (``rm -rf .coord``, ``git clean -fdx``) is refused (``coord.fast.own_files``). A
+deletes it (``rm -rf .coord``, ``git clean -fdx``) is refused (``coord.fast.own_files``).
+What the command could reach without the guard knowing what it writes (a script, ``$OUT``,
+a program it does not know) is placed by ``coord.hooks.shell_reach`` and refused when
+another agent holds a file there, saying why; a command past the reader's bounds is refused
+with the reason. All targets of one command are judged on one read of each board. A
 refusal is the reason to show the agent; ``None`` allows.
 
 Stdlib only and no daemon: it runs before every shell command.
