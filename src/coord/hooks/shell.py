@@ -3,8 +3,10 @@
 A best-effort reading of the command text, for the hooks that run before an agent's ``Bash``
 tool. The syntax (separators, quotes, heredocs, redirections) is ``coord.hooks.shell_syntax``'s
 and the keywords ``coord.hooks.shell_compound``'s; the programs it knows are in
-``coord.hooks.shell_programs`` and ``coord.hooks.shell_writers``; words are expanded by
-``coord.hooks.shell_words``. What it reads:
+``coord.hooks.shell_programs``, ``shell_writers``, ``shell_rewriters`` and ``shell_archives``,
+the commands that run commands in ``shell_runs`` (and ``shell_make``), the commits that skip
+the guard in ``shell_bypass``; words are expanded by ``shell_words``; what it finds is a
+``shell_writes.Writes``. What it reads:
 
 - redirections: ``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>`` and ``>&`` to a path;
 - the commands inside ``if``/``for``/``while``/``until``/``case``, ``{ …; }``, ``( … )``,
@@ -58,8 +60,10 @@ import re
 
 from coord.hooks import (
     patch,
+    shell_bypass,
     shell_compound,
     shell_programs,
+    shell_rewriters,
     shell_runs,
     shell_syntax,
     shell_writers,
@@ -67,6 +71,9 @@ from coord.hooks import (
 from coord.hooks.shell_compound import Loop
 from coord.hooks.shell_options import letters
 from coord.hooks.shell_writers import WRITERS
+from coord.hooks.shell_writes import Writes
+
+__all__ = ["Writes", "analyse"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,69 +91,6 @@ WHOLE_TREE = shell_programs.WHOLE_TREE
 UNKNOWN_DIR = shell_programs.UNKNOWN_DIR
 _DECLARERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _RUNNER_HARMLESS = frozenset({"--version", "-v", "-V", "--help", "-h", "help", "version"})
-_CODE_STRING = r"\"((?:[^\"\\\n]|\\.){1,300})\"|'((?:[^'\\\n]|\\.){1,300})'"
-# (patterns kept as text: compiled at first use, which most commands never reach)
-# what program text must call to change a file (Python, Node, Perl, Ruby, awk...): code
-# without any of these writes nothing the guard could judge, and its strings are only read
-_CODE_WRITES = (
-    r"write|append|print\s*>|unlink|remove|rmdir|rmtree|rename|replace|copy|move|truncate|"
-    r"chmod|chown|utime|system|subprocess|popen|spawn|exec|eval|touch|mkdir|makedirs|link|"
-    r"dump|save|to_csv|to_json|FileUtils|child_process|import\s*\(|__import__|getattr|"
-    r"open\s*\([^)]*,|open\s*\(\s*[A-Z]+\s*,|>|`|\brm|\bmv\b|\bcp\b"
-)
-# code that reads its own operands as paths: then they are judged too
-_CODE_ARGV = r"argv|ARGV|\$ARGV|@ARGV|process\.argv|\$[0-9*@]|FILENAME"
-
-
-class Writes:
-    """What a command would do to files: ``targets`` as (path as written, directory it is
-    relative to); ``bypass``: why it would skip coord's pre-commit guard; ``removed``: the
-    targets that ``rm`` and its kin delete, with all beneath them; ``git``: each ``git``
-    command's arguments and directory (``coord.hooks.shell_guard`` reads ``git clean``);
-    ``unread``: (a path it could reach, its directory, why the guard cannot tell what it
-    writes); ``too_big``: why it was not read at all."""
-
-    __slots__ = ("bypass", "git", "removed", "replaced", "targets", "too_big", "unread")
-
-    def __init__(self) -> None:
-        self.targets: list[tuple[str, str]] = []
-        self.bypass: list[str] = []
-        self.removed: list[tuple[str, str]] = []
-        self.git: list[tuple[list[str], str]] = []
-        self.unread: list[tuple[str, str, str]] = []
-        self.replaced: list[tuple[str, str]] = []  # written by a rename over them: a link
-        self.too_big: str | None = None
-
-    def write(self, raw: str, cwd: str) -> None:
-        self.targets.append((raw, cwd))
-
-    def replace(self, raw: str, cwd: str) -> None:
-        """``raw`` is rewritten by a new file renamed over it (``sed -i``): a symbolic link
-        there is replaced, not written through."""
-        self.targets.append((raw, cwd))
-        self.replaced.append((raw, cwd))
-
-    def remove(self, raw: str, cwd: str) -> None:
-        self.targets.append((raw, cwd))
-        self.removed.append((raw, cwd))
-
-    def reach(self, raw: str, cwd: str, why: str) -> None:
-        self.unread.append((raw, cwd, why))
-
-    def code(self, text: str, cwd: str, why: str, argv: list[str] | None = None) -> None:
-        """Program text the guard does not run (``python -c``, ``perl -e``, awk's): when it
-        calls anything that could change a file, each path its strings name is judged, and
-        the operands ``argv`` it is given when it reads them."""
-        if not re.search(_CODE_WRITES, text, re.IGNORECASE):
-            return
-        for match in re.finditer(_CODE_STRING, text):
-            value = match.group(1) if match.group(1) is not None else match.group(2)
-            value = value.strip().lstrip("+<>| ").strip()  # perl's open(F, ">x")
-            if value and "\n" not in value and not value.startswith(("%", "\\")):
-                self.reach(value, cwd, why)
-        if argv and re.search(_CODE_ARGV, text):
-            for operand in argv:
-                self.reach(operand, cwd, why)
 
 
 def analyse(command: str, cwd: str) -> Writes:
@@ -305,14 +249,14 @@ class _Reader(shell_runs.Runs):
             return cwd
         if name == "git":
             found.git.append((args, cwd))
-            _git(args, found)
+            shell_bypass.check(args, found)
         elif name in shell_programs.SHELLS:
             self.shell(name, args, cwd, depth, item, source)
         elif name in shell_programs.INTERPRETERS or shell_programs.python_like(name):
             if name in ("perl", "ruby"):  # -i rewrites the files after the code
                 WRITERS["perl"](args, cwd, found)
             self.interpreter(name, args, cwd, item, source)
-        elif name in ("ed", "red") and not shell_writers.ed_writes(
+        elif name in ("ed", "red") and not shell_rewriters.ed_writes(
             self.stdin_text(item, source, cwd)
         ):
             pass  # its script, read, has no w: it writes nothing
@@ -328,7 +272,7 @@ class _Reader(shell_runs.Runs):
             j = shell_runs.skip_options(words, i + 1, shell_programs.WATCH_VALUE)
             self.run(" ".join(words[j:]), cwd, depth + 1)
         elif name == "patch":
-            shell_writers.patch_files(args, cwd, found, self.stdin_text(item, source, cwd))
+            shell_rewriters.patch_files(args, cwd, found, self.stdin_text(item, source, cwd))
         elif name in ("make", "gmake") and self.make(args, cwd, depth):
             pass  # its Makefile's recipes, read
         elif name in ("npm", "yarn", "pnpm", "bun") and self.package(name, args, cwd, depth):
@@ -428,69 +372,3 @@ def _chdir(cwd: str, target: str) -> str:
     if set(target) & set("$`*?[") or (cwd == UNKNOWN_DIR and not target.startswith("/")):
         return UNKNOWN_DIR
     return os.path.normpath(os.path.join(cwd, target))
-
-
-# git's global options that take the next word as their value
-_GIT_GLOBAL_VALUE = frozenset(
-    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"}
-)
-# git commit's options that take a value: as the rest of a short cluster, or the next word
-_COMMIT_SHORT_VALUE = frozenset("mFCct")
-_COMMIT_SHORT_ATTACHED = frozenset("Su")  # optional value, attached only
-_COMMIT_LONG_VALUE = frozenset(
-    {
-        "--message",
-        "--file",
-        "--author",
-        "--date",
-        "--reuse-message",
-        "--reedit-message",
-        "--fixup",
-        "--squash",
-        "--template",
-        "--cleanup",
-        "--trailer",
-        "--pathspec-from-file",
-    }
-)
-
-
-def _git(args: list[str], found: Writes) -> None:
-    i = 0
-    hooks_path = False
-    while i < len(args) and args[i].startswith("-"):
-        arg = args[i]
-        if arg in _GIT_GLOBAL_VALUE and i + 1 < len(args):
-            value = args[i + 1]
-            if arg == "-c" and value.lower().startswith("core.hookspath="):
-                hooks_path = True
-            i += 2
-        else:
-            if arg.lower().startswith("-ccore.hookspath="):
-                hooks_path = True
-            i += 1
-    if i >= len(args) or args[i] != "commit":
-        return
-    if hooks_path:
-        found.bypass.append("git -c core.hooksPath=... commit")
-    rest = iter(args[i + 1 :])
-    for arg in rest:
-        if arg == "--":
-            return
-        if arg.startswith("--"):
-            if len(arg) >= len("--no-veri") and "--no-verify".startswith(arg):
-                found.bypass.append(f"git commit {arg}")
-            elif arg in _COMMIT_LONG_VALUE:
-                next(rest, None)
-        elif arg.startswith("-") and arg != "-":
-            cluster = arg[1:]
-            for k, letter in enumerate(cluster):
-                if letter == "n":
-                    found.bypass.append(f"git commit {arg}")
-                    break
-                if letter in _COMMIT_SHORT_VALUE:
-                    if k == len(cluster) - 1:
-                        next(rest, None)
-                    break
-                if letter in _COMMIT_SHORT_ATTACHED:
-                    break
