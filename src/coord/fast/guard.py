@@ -64,14 +64,15 @@ def blockers(
     others = [r for r in held if r.exclusive and r.agent != agent]
     if is_file is None:
         return [r for r in others if _covers(r, target, fold)]
-    reach = target if patterns.is_literal(target) else patterns.beneath(target)
+    # a glob reaches the paths it matches and all beneath those it matches as directories
+    reach = [target] if patterns.is_literal(target) else [target, patterns.beneath(target)]
     return [
         r
         for r in others
         if (
             patterns.overlaps_rule1(target, r.pattern, is_file=is_file, fold=fold)
             if getattr(r, "rule", 1) == 1
-            else patterns.overlaps(reach, r.pattern, is_dir=is_dir, fold=fold)
+            else any(patterns.overlaps(p, r.pattern, is_dir=is_dir, fold=fold) for p in reach)
         )
     ]
 
@@ -96,6 +97,7 @@ def judge(
         db, now = mirror.source(board_dir)
         live = holds.read_live(db, [t.name for t in mine], now)
         fold = fsfold.board_fold(board_dir)  # recorded at init and daemon start, never probed here
+        held_files = hardlinks.HeldLiterals(db, agent, now)  # read once, if a link needs it
         for target in mine:
             if target.one_file:
                 blocking = blockers(target.name, live, agent, fold=fold)
@@ -108,7 +110,7 @@ def judge(
             # the file's other names; where case folds, its own name in another case is one
             # of them, already among the blockers
             named = {held.id for held in blocking}
-            aliases = hardlinks.held_aliases(target, db, agent, now)
+            aliases = hardlinks.held_aliases(target, db, agent, now, held_files)
             found.append((target, blocking + [a for a in aliases if a.id not in named]))
     return found
 

@@ -25,6 +25,8 @@ from coord.fast import holds, patterns
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from coord.fast.targets import Target
 
 # held literal paths compared per linked file: beyond this a board holds thousands of single
@@ -33,11 +35,16 @@ MAX_CANDIDATES = 500
 
 
 def held_aliases(
-    target: Target, db: str, agent: str | None, now: float | None = None
+    target: Target,
+    db: str,
+    agent: str | None,
+    now: float | None = None,
+    held_files: Callable[[], list[holds.Held]] | None = None,
 ) -> list[holds.Held]:
     """Live exclusive holds (at ``now`` on the board's clock, default this one's) of agents
     other than ``agent`` on another name of the file ``target`` names (a hard link to it).
-    Empty unless it is an existing linked file."""
+    Empty unless it is an existing linked file. ``held_files`` gives the candidates when
+    the caller reads them once for many targets (``coord.fast.guard.judge``)."""
     if not patterns.is_literal(target.name):
         return []
     try:
@@ -48,7 +55,10 @@ def held_aliases(
         return []
     roots = {target.root, os.path.realpath(os.path.dirname(target.board_dir))}
     found = []
-    for held in _held_files(db, agent, time.time() if now is None else now):
+    candidates = held_files() if held_files is not None else None
+    if candidates is None:
+        candidates = held_literals(db, agent, time.time() if now is None else now)
+    for held in candidates:
         if held.pattern == target.name or not patterns.is_literal(held.pattern):
             continue
         for root in roots:
@@ -62,7 +72,22 @@ def held_aliases(
     return found
 
 
-def _held_files(db: str, agent: str | None, now: float) -> list[holds.Held]:
+class HeldLiterals:
+    """``held_literals`` of one board, read at the first call and kept: a batch of targets
+    (a shell command's) costs one read of the board however many are linked files."""
+
+    def __init__(self, db: str, agent: str | None, now: float | None) -> None:
+        self.db, self.agent = db, agent
+        self.now = time.time() if now is None else now
+        self.read: list[holds.Held] | None = None
+
+    def __call__(self) -> list[holds.Held]:
+        if self.read is None:
+            self.read = held_literals(self.db, self.agent, self.now)
+        return self.read
+
+
+def held_literals(db: str, agent: str | None, now: float) -> list[holds.Held]:
     """Other agents' live exclusive holds whose pattern is a literal path (no glob
     character: ``patterns.is_literal``; the stored prefix is a folded key, not the pattern),
     newest first, at most ``MAX_CANDIDATES``."""

@@ -1,39 +1,56 @@
 """Which files a shell command would write, and whether it skips coord's pre-commit guard.
 
 A best-effort reading of the command text, for the hooks that run before an agent's ``Bash``
-tool: it catches the common ways of writing a file from a shell, not every way. The syntax
-(separators, quotes, heredocs, redirections) is ``coord.hooks.shell_syntax``'s; this module
-knows what the commands do. What it reads:
+tool. The syntax (separators, quotes, heredocs, redirections) is ``coord.hooks.shell_syntax``'s
+and the keywords ``coord.hooks.shell_compound``'s; the programs it knows are in
+``coord.hooks.shell_programs``, ``shell_writers``, ``shell_rewriters`` and ``shell_archives``,
+the commands that run commands in ``shell_runs`` (and ``shell_make``), the commits that skip
+the guard in ``shell_bypass``; words are expanded by ``shell_words``; what it finds is a
+``shell_writes.Writes``. What it reads:
 
-- redirections: ``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>`` and ``>&`` to a path (not to a
-  descriptor like ``2>&1``); paths in no coord repository (``/dev/null``, ``/tmp/x``) are
-  left alone, as for an edit tool (``coord.fast.targets``);
-- ``tee``, ``touch``, ``truncate``, ``rm``, ``rmdir``, ``unlink``, ``shred``: their operands;
-- ``mv``: every operand (the sources disappear, the destination is written); ``cp``, ``install``
-  and ``ln``: the destination (``DIR/name`` of each source when it is a directory, or ``-t DIR``),
-  and the sources of a hard link (``ln`` without ``-s``, ``cp -l``): the link makes the source
-  writable under another name;
-- ``sed -i`` / ``perl -i``: the files after the script; ``dd of=FILE``;
-- ``git commit --no-verify`` / ``-n`` (also ``-anm msg``, abbreviations like ``--no-veri``) and
-  ``git -c core.hooksPath=... commit``: they would skip coord's pre-commit guard;
-- the commands inside ``bash -c '...'`` / ``sh -c``, ``$(...)``, backticks and ``( ... )``;
-  ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines separate commands; ``cd DIR`` moves the
-  directory later relative paths are read from; heredoc bodies are data, not commands; an
-  ``apply_patch`` heredoc (``*** Update File: ...``) is read as a patch;
-- wrappers before the command: ``VAR=value``, ``sudo``, ``env``, ``command``, ``nohup``,
-  ``time``, ``nice``, ``timeout``, ``exec``, ``stdbuf``, ``doas``.
+- redirections: ``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>`` and ``>&`` to a path;
+- the commands inside ``if``/``for``/``while``/``until``/``case``, ``{ …; }``, ``( … )``,
+  ``!``, ``coproc``, function bodies, ``$( … )`` and backticks (inside double quotes too),
+  ``bash -c`` and the other shells (with options before ``-c``: ``bash -eu -o pipefail -c``),
+  a script fed to a shell on stdin (``bash <<< 'CMD'``, ``bash -s <<EOF``, ``echo CMD |
+  bash``), a shell script run (``bash x.sh``, ``./x.sh``, ``source x``) when it can be read,
+  ``eval`` of literal text;
+- ``cd``, ``pushd``, ``popd``, ``env -C DIR``: the directory later relative paths are read
+  from (a ``cd`` inside ``( … )`` ends there); variables assigned in the command (``f=x; rm
+  $f``), ``for f in …`` loops, and the environment's (``$HOME``); brace expansion
+  (``src/{a,b}.py``, ``a.p{y,}``);
+- wrappers that run the next command (``sudo``, ``env``, ``nice``, ``timeout``, ``flock``,
+  ``setsid``, ``taskset``, ``ionice``, ``chrt``, ``strace``, …, ``shell_programs.WRAPPERS``),
+  and the ones that run a string (``su -c``, ``runuser -c``, ``script -c``, ``watch``) or
+  add operands (``xargs``, ``parallel``, ``find -exec``);
+- the programs that write (``shell_writers.WRITERS``: ``rm``, ``cp``, ``mv``, ``sed -i``,
+  ``perl -i``, ``rsync``, ``tar x``, ``unzip``, ``curl -o``, ``wget``, ``sort -o``,
+  ``gzip``, ``chmod``, editors, …, ``find -delete``, ``awk -i inplace``, ``patch``);
+- ``git commit --no-verify`` / ``-n`` and ``git -c core.hooksPath=... commit``: they would
+  skip coord's pre-commit guard.
 
-Its limits (what it does not see, so does not refuse): writes by programs it does not know
-(``python -c``, ``npm``, formatters, ``git checkout -- FILE``, ``patch``, ``find -delete``,
-``xargs rm``), targets named through variables or substitutions (``> $OUT``), ``$(...)``
-inside double quotes, ``eval``, shell functions and aliases (a ``git ci`` alias), ``cd`` to
-anything but a plain path, and ``git`` options given through the environment. A quoted
-operator (``echo ">" f``) reads as a redirection. Globs are judged as patterns, so ``rm *.py``
-is refused if another agent holds any ``.py`` file in that directory. It is a guard rail
-against accidents, not a sandbox: coord's pre-commit guard (``coord guard --staged``) is the
-check that does not depend on parsing.
+What it cannot read it records as *unread* with what it could reach, and
+``coord.hooks.shell_guard`` refuses it when another agent holds a file there: a target named
+through a variable or substitution it cannot know (``> $OUT``: the directory before the
+``$``, or the whole working tree), ``eval`` of such text, a script it cannot read or an
+interpreter's script file (``python x.py``), a runner of a build's or a package's code
+(``make``, ``npm run``, ``shell_programs.RUNNERS``) save ``shell_programs.LET_THROUGH``, an
+interpreter's ``-c``/``-e`` code that calls anything able to write (judged by the paths its
+string literals name), and a program it does not know (judged by its operands, as paths
+that reach all beneath). Readers (``cat``, ``grep``, ``ls``, …, ``shell_programs.READERS``)
+write only their redirections.
 
-Stdlib only; no board access here (``coord.hooks.shell_guard`` judges the targets).
+Let through unread (``shell_programs.LET_THROUGH``, with any options and operands; the
+README says the same, and tests/hooks/test_shell_limits.py holds both to the table):
+``pytest``, ``python -m pytest``, ``make test``, ``make check``, ``make -n``, ``npm test``,
+``yarn test``, ``pnpm test``, ``cargo test``, ``go test``. Beyond them only a program it does
+not know whose operands reach no held file, and interpreter code that calls nothing able to
+write or whose strings name no held file, are allowed unread.
+Past ``MAX_COMMAND`` characters, ``MAX_SIMPLE_COMMANDS`` simple commands or ``MAX_PATHS``
+paths it judges nothing and says so (``too_big``): the guard refuses.
+
+It is a guard rail against accidents, not a sandbox: coord's pre-commit guard (``coord guard
+--staged``) is the check that does not depend on parsing. Stdlib only; no board access here.
 """
 
 from __future__ import annotations
@@ -41,304 +58,317 @@ from __future__ import annotations
 import os
 import re
 
-from coord.hooks import patch, shell_syntax
+from coord.hooks import (
+    patch,
+    shell_bypass,
+    shell_compound,
+    shell_programs,
+    shell_rewriters,
+    shell_runs,
+    shell_syntax,
+    shell_writers,
+)
+from coord.hooks.shell_compound import Loop
+from coord.hooks.shell_options import letters
+from coord.hooks.shell_writers import WRITERS
+from coord.hooks.shell_writes import Writes
+
+__all__ = ["Writes", "analyse"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coord.hooks.shell_syntax import Simple
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-
-# command words that run the next word as the command; the options that take a value
-_WRAPPERS: dict[str, frozenset[str]] = {
-    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-R", "-T"}),
-    "doas": frozenset({"-u", "-C"}),
-    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir", "--split-string"}),
-    "command": frozenset(),
-    "builtin": frozenset(),
-    "exec": frozenset({"-a"}),
-    "nohup": frozenset(),
-    "time": frozenset({"-f", "-o", "--format", "--output"}),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "stdbuf": frozenset({"-i", "-o", "-e"}),
-    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
-}
-_COPY_VALUE = frozenset({"-S", "-t", "--suffix", "--target-directory"})
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
-_REMOVERS = frozenset({"rm", "rmdir", "unlink", "shred"})
 _MAX_DEPTH = 4
-
-
-class Writes:
-    """What a command would do to files: ``targets`` as (path as written, directory it is
-    relative to); ``bypass``: why it would skip coord's pre-commit guard; ``removed``: the
-    targets that ``rm`` and its kin delete, with all beneath them; ``git``: each ``git``
-    command's arguments and directory (``coord.hooks.shell_guard`` reads ``git clean``)."""
-
-    __slots__ = ("bypass", "git", "removed", "targets")
-
-    def __init__(self) -> None:
-        self.targets: list[tuple[str, str]] = []
-        self.bypass: list[str] = []
-        self.removed: list[tuple[str, str]] = []
-        self.git: list[tuple[list[str], str]] = []
+MAX_COMMAND = 64 * 1024  # characters of one command line the guard reads
+# past these the guard judges nothing and refuses: each simple command and each path costs
+# a reading and a placement on the tree (~0.2-1 ms on a busy machine), and the guard runs
+# before every shell command (a 729 KB command of 20,001 cp's took 22-33 s unbounded)
+MAX_SIMPLE_COMMANDS = 1_000
+MAX_PATHS = 1_000
+WHOLE_TREE = shell_programs.WHOLE_TREE
+UNKNOWN_DIR = shell_programs.UNKNOWN_DIR
+_DECLARERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
+_RUNNER_HARMLESS = frozenset({"--version", "-v", "-V", "--help", "-h", "help", "version"})
 
 
 def analyse(command: str, cwd: str) -> Writes:
     """The files ``command`` would write when run in ``cwd``, and any guard bypass."""
     found = Writes()
-    _analyse(command, cwd, found, 0)
+    if len(command) > MAX_COMMAND:
+        found.too_big = (
+            f"this command is {len(command):,} characters long, past the guard's limit of "
+            f"{MAX_COMMAND:,}; write large files with the edit tool, or split the command"
+        )
+        return found
+    reader = _Reader(found)
+    reader.run(command, cwd, 0)
+    if reader.simple_commands > MAX_SIMPLE_COMMANDS:
+        found.too_big = (
+            f"this command runs more than {MAX_SIMPLE_COMMANDS:,} simple commands, the "
+            "guard's limit; split it into smaller commands"
+        )
+    elif len(found.targets) + len(found.unread) > MAX_PATHS:
+        found.too_big = (
+            f"this command names {len(found.targets) + len(found.unread):,} paths to write "
+            f"or reach, past the guard's limit of {MAX_PATHS:,}; split it into smaller commands"
+        )
     return found
 
 
-def _analyse(command: str, cwd: str, found: Writes, depth: int) -> None:
-    if "*** Begin Patch" in command:  # an apply_patch heredoc: the patch names its files
-        found.targets += [(p, cwd) for p in patch.paths(command)]
-    for words, redirects in shell_syntax.commands(command):
-        found.targets += [(t, cwd) for t in redirects]
-        cwd = _command(words, cwd, found, depth)
+class _Reader(shell_runs.Runs):
+    """One command line read through, with the state the shell keeps between its simple
+    commands: the directory, the variables, the ``pushd`` stack."""
 
+    def __init__(self, found: Writes) -> None:
+        self.found = found
+        self.variables: dict[str, list[str] | None] = {}
+        self.simple_commands = 0
+        self.last: tuple[list[str], Simple] | None = None  # the command before a pipe
+        self.oldpwd = UNKNOWN_DIR
 
-def _command(words: list[str], cwd: str, found: Writes, depth: int) -> str:
-    """Record what one simple command writes; returns the directory after it (``cd``)."""
-    i = 0
-    while i < len(words):
-        word = words[i]
-        name = os.path.basename(word)
-        if _ASSIGNMENT.match(word):
-            i += 1
-        elif name in _WRAPPERS:
-            i = _skip_options(words, i + 1, _WRAPPERS[name], assignments=name == "env")
-            if name == "timeout" and i < len(words):
-                i += 1  # the duration
-        else:
-            break
-    if i >= len(words):
+    def run(self, text: str, cwd: str, depth: int) -> str:
+        """Read ``text`` run in ``cwd``; the directory after it."""
+        if depth > _MAX_DEPTH:
+            self.found.reach(WHOLE_TREE, cwd, "this command nests shells too deep to read")
+            return cwd
+        if "*** Begin Patch" in text:  # an apply_patch heredoc: the patch names its files
+            for p in patch.paths(text):
+                self.found.write(p, cwd)
+        opened: list[str] = []  # the directory at each '(' (a subshell's cd ends with it)
+        stack: list[str] = []  # pushd's
+        piped = False
+        for item in shell_compound.commands(text):
+            if isinstance(item, str):
+                if item == "(":
+                    opened.append(cwd)
+                elif item == ")":
+                    cwd = opened.pop() if opened else cwd
+                else:
+                    piped = True
+                continue
+            if isinstance(item, Loop):
+                self.variables[item.name] = [
+                    w for word in item.words for w in self.expand(word, cwd)
+                ]
+                continue
+            self.simple_commands += 1
+            if self.simple_commands > MAX_SIMPLE_COMMANDS:
+                break
+            source = self.last if piped else None
+            piped = False
+            words = [w for word in item.words for w in self.expand(word, cwd)]
+            for raw in item.writes:
+                for target in self.expand(raw, cwd):
+                    self.found.write(target, cwd)
+            self.last = (words, item)
+            cwd = self.command(words, cwd, depth, item, source, stack)
         return cwd
-    name, args = os.path.basename(words[i]), words[i + 1 :]
-    if name == "cd":
-        operands = [a for a in args if not a.startswith("-")]
-        if len(operands) == 1 and not set(operands[0]) & set("$`~*?"):
-            return os.path.normpath(os.path.join(cwd, operands[0]))
+
+    def expand(self, word: str, cwd: str) -> list[str]:
+        if "$" not in word and "{" not in word and not word.startswith("~"):
+            return [word]
+        from coord.hooks import shell_words  # only for words the shell expands
+
+        return shell_words.expand(word, self.variables, cwd)
+
+    def command(
+        self,
+        words: list[str],
+        cwd: str,
+        depth: int,
+        item: Simple,
+        source: tuple[list[str], Simple] | None,
+        stack: list[str],
+    ) -> str:
+        """Record what one simple command writes; returns the directory after it."""
+        found = self.found
+        if words and all(_ASSIGNMENT.match(w) for w in words):
+            self.assign(words)
+            return cwd
+        i = 0
+        while i < len(words):
+            word = words[i]
+            name = os.path.basename(word)
+            if _ASSIGNMENT.match(word):
+                i += 1
+            elif name == "env":
+                i, cwd, split = self.env(words, i + 1, cwd)
+                if split is not None:
+                    words = words[:i] + split + words[i:]
+            elif name in shell_programs.STRING_WRAPPERS and _string_option(words[i + 1 :]):
+                self.run(_string_option(words[i + 1 :]) or "", cwd, depth + 1)
+                return cwd
+            elif name in shell_programs.WRAPPERS:
+                takes, before = shell_programs.WRAPPERS[name]
+                j = shell_runs.skip_options(words, i + 1, takes)
+                rest = words[j + before :]
+                if name == "flock" and rest[:1] in (["-c"], ["--command"]) and len(rest) > 1:
+                    self.run(rest[1], cwd, depth + 1)
+                    return cwd
+                if name in ("taskset", "chrt") and "p" in letters(words[i + 1 : j]):
+                    return cwd  # it changes a running process: no command
+                i = j + before
+            else:
+                break
+        if i >= len(words):
+            return cwd
+        name, args = os.path.basename(words[i]), words[i + 1 :]
+        program = words[i]
+        if "$" in program:
+            found.reach(WHOLE_TREE, cwd, f"the command's name `{program}` is computed")
+            return cwd
+        if name == "trap" and args and args[0] not in ("-l", "-p", "-", "--"):
+            self.run(args[0], cwd, depth + 1)  # it runs when the shell exits or is signalled
+            return cwd
+        if name in ("cd", "pushd", "popd"):
+            return self.cd(name, args, cwd, stack)
+        if name in _DECLARERS:
+            self.assign([a for a in args if not a.startswith("-")])
+            return cwd
+        if name in ("read", "mapfile", "readarray", "getopts", "unset"):
+            for a in args:
+                if not a.startswith("-"):
+                    self.variables[a] = None if name != "unset" else [""]
+            return cwd
+        if shell_programs.let_through(words[i:]):
+            return cwd
+        if "/" in program and not program.startswith("/") and not _known(name):
+            return self.script(program, args, cwd, depth, f"`{program}` runs a script")
+        if name in ("source", "."):
+            if not args:
+                return cwd
+            return self.script(args[0], [], cwd, depth, f"`{name} {args[0]}` runs a script")
+        if name == "eval":
+            text = " ".join(args)
+            if "$" in text:
+                found.reach(WHOLE_TREE, cwd, "`eval` runs text the guard cannot know")
+            else:
+                self.run(text, cwd, depth + 1)
+            return cwd
+        if name == "git":
+            found.git.append((args, cwd))
+            shell_bypass.check(args, found)
+        elif name in shell_programs.SHELLS:
+            self.shell(name, args, cwd, depth, item, source)
+        elif name in shell_programs.INTERPRETERS or shell_programs.python_like(name):
+            if name in ("perl", "ruby"):  # -i rewrites the files after the code
+                WRITERS["perl"](args, cwd, found)
+            self.interpreter(name, args, cwd, item, source)
+        elif name in ("ed", "red") and not shell_rewriters.ed_writes(
+            self.stdin_text(item, source, cwd)
+        ):
+            pass  # its script, read, has no w: it writes nothing
+        elif name in WRITERS:
+            shell_writers.writer(name)(args, cwd, found)
+        elif name == "find":
+            self.find(args, cwd, depth, item)
+        elif name == "xargs":
+            self.xargs(args, cwd, depth, item, source)
+        elif name == "parallel":
+            self.parallel(args, cwd, depth, item, source)
+        elif name in shell_programs.JOINING_WRAPPERS:
+            j = shell_runs.skip_options(words, i + 1, shell_programs.WATCH_VALUE)
+            self.run(" ".join(words[j:]), cwd, depth + 1)
+        elif name == "patch":
+            shell_rewriters.patch_files(args, cwd, found, self.stdin_text(item, source, cwd))
+        elif name in ("make", "gmake") and self.make(args, cwd, depth):
+            pass  # its Makefile's recipes, read
+        elif name in ("npm", "yarn", "pnpm", "bun") and self.package(name, args, cwd, depth):
+            pass  # a package.json script, read
+        elif name in shell_programs.RUNNERS:
+            if not args or not all(a in _RUNNER_HARMLESS for a in args):
+                sub = next((a for a in args if not a.startswith("-")), "")
+                what = f"{name} {sub}".strip()
+                found.reach(WHOLE_TREE, cwd, f"`{what}` runs code the guard does not read")
+        elif name not in shell_programs.READERS:
+            why = f"`{name}` is a program the guard does not know"
+            for arg in args:
+                value = arg.partition("=")[2] if arg.startswith("-") else arg
+                if value and value != "--":
+                    found.reach(value, cwd, why)
         return cwd
-    targets: list[str] = []
-    if name in _REMOVERS or name == "tee":
-        targets = _operands(args, frozenset())
-        if name in _REMOVERS:
-            found.removed += [(t, cwd) for t in targets]
-    elif name == "touch":
-        targets = _operands(args, frozenset({"-d", "-t", "-r", "--date", "--reference"}))
-    elif name == "truncate":
-        targets = _operands(args, frozenset({"-s", "-r", "--size", "--reference"}))
-    elif name == "mv":
-        targets = _operands(args, _COPY_VALUE) + _option_values(args, ("-t", "--target-directory"))
-    elif name in ("cp", "ln"):
-        targets = _destinations(args, _COPY_VALUE, cwd)
-        if _hard_links(name, args):
-            # a hard link is the source under another name, writable there: making one
-            # writes the source (a symbolic link resolves back to it, so is judged there)
-            sources = _operands(args, _COPY_VALUE)
-            into = _option_values(args, ("-t", "--target-directory"))
-            targets += sources if into else sources[:-1]
-    elif name == "install":
-        takes = _COPY_VALUE | {"-m", "-o", "-g", "--mode", "--owner", "--group"}
-        if "-d" in args or "--directory" in args:
-            targets = _operands(args, takes)  # the directories it creates
-        else:
-            targets = _destinations(args, takes, cwd)
-    elif name in ("sed", "perl"):
-        targets = _in_place(name, args)
-    elif name == "dd":
-        targets = [a[3:] for a in args if a.startswith("of=")]
-    elif name == "git":
-        found.git.append((args, cwd))
-        _git(args, found)
-    elif name in _SHELLS and depth < _MAX_DEPTH:
-        script = _shell_script(args)
-        if script is not None:
-            _analyse(script, cwd, found, depth + 1)
-    found.targets += [(t, cwd) for t in targets]
-    return cwd
+
+    def assign(self, words: list[str]) -> None:
+        for word in words:
+            name, _, value = word.partition("=")
+            if not _ASSIGNMENT.match(word):
+                continue
+            values = self.expand(value, "") if value else [""]
+            self.variables[name] = None if any("$" in v for v in values) else values[:1]
+
+    def env(self, words: list[str], i: int, cwd: str) -> tuple[int, str, list[str] | None]:
+        """Past ``env``'s options and assignments: (where its command starts, the directory
+        it runs in, the words of ``-S STRING``)."""
+        while i < len(words):
+            word = words[i]
+            if word == "--":
+                return i + 1, cwd, None
+            if word in ("-C", "--chdir") and i + 1 < len(words):
+                cwd, i = _chdir(cwd, words[i + 1]), i + 2
+            elif word.startswith("--chdir="):
+                cwd, i = _chdir(cwd, word.partition("=")[2]), i + 1
+            elif word.startswith("-C") and len(word) > 2:
+                cwd, i = _chdir(cwd, word[2:]), i + 1
+            elif word in ("-S", "--split-string") and i + 1 < len(words):
+                return i + 2, cwd, shell_syntax.split_words(words[i + 1])
+            elif word.startswith(("--split-string=", "-S")) and len(word) > 2:
+                text = word.partition("=")[2] if word.startswith("--") else word[2:]
+                return i + 1, cwd, shell_syntax.split_words(text)
+            elif word in ("-u", "--unset", "-a", "--argv0"):
+                i += 2
+            elif (word.startswith("-") and word != "-") or _ASSIGNMENT.match(word):
+                i += 1
+            else:
+                break
+        return i, cwd, None
+
+    def cd(self, name: str, args: list[str], cwd: str, stack: list[str]) -> str:
+        if name == "popd":
+            return stack.pop() if stack else cwd
+        targets = [a for a in args if not a.startswith(("-", "+")) or a == "-"]
+        if name == "pushd":
+            if not targets:
+                return cwd
+            stack.append(cwd)
+        if not targets:
+            return os.path.expanduser("~")
+        new = self.oldpwd if targets[0] == "-" else _chdir(cwd, targets[0])
+        self.oldpwd = cwd
+        return new
 
 
-def _skip_options(words: list[str], i: int, takes: frozenset[str], *, assignments: bool) -> int:
-    while i < len(words):
-        word = words[i]
-        if word == "--":
-            return i + 1
-        if word in takes:
-            i += 2
-        elif (word.startswith("-") and word != "-") or (assignments and _ASSIGNMENT.match(word)):
-            i += 1
-        else:
-            break
-    return i
+def _known(name: str) -> bool:
+    """A program the guard reads by name wherever it lives (``.venv/bin/python``)."""
+    return (
+        name in WRITERS
+        or name in shell_programs.READERS
+        or name in shell_programs.SHELLS
+        or name in shell_programs.INTERPRETERS
+        or shell_programs.python_like(name)
+        or name in shell_programs.RUNNERS
+        or name in shell_programs.WRAPPERS
+        or name in shell_programs.LET_THROUGH_NAMES
+        or name in ("git", "find", "xargs", "env", "awk", "gawk", "patch")
+    )
 
 
-def _operands(args: list[str], takes: frozenset[str]) -> list[str]:
-    """The arguments that are not options (nor an option's value); all of them after --."""
-    found: list[str] = []
-    rest = iter(args)
-    for arg in rest:
-        if arg == "--":
-            found += list(rest)
-        elif arg in takes:
-            next(rest, None)
-        elif not arg.startswith("-") or arg == "-":
-            found.append(arg)
-    return [a for a in found if a != "-"]
-
-
-def _option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
-    """Values of these options, given as ``-t DIR``, ``-tDIR`` or ``--target-directory=DIR``."""
-    found: list[str] = []
-    for i, arg in enumerate(args):
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                found.append(args[i + 1])
-            elif name.startswith("--") and arg.startswith(name + "="):
-                found.append(arg[len(name) + 1 :])
-            elif not name.startswith("--") and arg.startswith(name) and len(arg) > len(name):
-                found.append(arg[len(name) :])
-    return found
-
-
-def _shell_script(args: list[str]) -> str | None:
-    """The command string of ``bash -c 'CMD'`` (also ``-lc``, ``-ec``...)."""
-    expecting = False
-    for arg in args:
-        if arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
-            expecting = expecting or "c" in arg[1:]
-        elif arg.startswith("--"):
-            continue
-        elif expecting:
-            return arg
-        else:
-            return None  # a script file: not read
+def _string_option(args: list[str]) -> str | None:
+    """The command string of ``su -c CMD``, ``script -qc CMD``, ``--command=CMD``."""
+    for k, arg in enumerate(args):
+        if arg.startswith("--command="):
+            return arg.partition("=")[2]
+        if arg == "--command" or (
+            arg.startswith("-") and not arg.startswith("--") and arg.endswith("c")
+        ):
+            return args[k + 1] if k + 1 < len(args) else ""
     return None
 
 
-def _destinations(args: list[str], takes: frozenset[str], cwd: str) -> list[str]:
-    """What cp/install/ln write: the destination, or DIR/name for each source."""
-    operands = _operands(args, takes)
-    target_dir = _option_values(args, ("-t", "--target-directory"))
-    if target_dir:
-        sources, directory = operands, target_dir[-1]
-    elif len(operands) >= 2:
-        sources, dest = operands[:-1], operands[-1]
-        into = (
-            "-T" not in args
-            and "--no-target-directory" not in args
-            and (len(sources) > 1 or dest.endswith("/") or os.path.isdir(os.path.join(cwd, dest)))
-        )
-        if not into:
-            return [dest]
-        directory = dest
-    else:
-        return []
-    names = [os.path.basename(s.rstrip("/")) for s in sources]
-    return [os.path.join(directory, n) for n in names if n] or [directory]
-
-
-def _hard_links(name: str, args: list[str]) -> bool:
-    """Does this ``ln`` (not ``-s``) or ``cp -l`` / ``--link`` make hard links?"""
-    short = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
-    if name == "ln":
-        return "s" not in short and "--symbolic" not in args
-    return "l" in short or "--link" in args
-
-
-def _in_place(name: str, args: list[str]) -> list[str]:
-    """The files ``sed -i`` / ``perl -i`` rewrite: the operands after the script."""
-    in_place = False
-    script_given = False
-    operands: list[str] = []
-    rest = iter(args)
-    for arg in rest:
-        if arg == "--":
-            operands += list(rest)
-        elif arg.startswith("--"):
-            in_place = in_place or arg == "--in-place" or arg.startswith("--in-place=")
-            if arg in ("--expression", "--file", "--line-length"):
-                next(rest, None)
-            script_given = script_given or arg.startswith(("--expression", "--file"))
-        elif arg.startswith("-") and arg != "-":
-            cluster = arg[1:]
-            for k, letter in enumerate(cluster):
-                if letter == "i":
-                    in_place = True
-                    break  # the rest of the cluster is the backup suffix
-                if letter in ("ef" if name == "sed" else "eE") or (name == "sed" and letter == "l"):
-                    script_given = script_given or letter != "l"
-                    if k == len(cluster) - 1:
-                        next(rest, None)
-                    break
-                if name == "perl" and letter in "MmIlx0":
-                    break  # its value is attached
-        else:
-            operands.append(arg)
-    if not in_place:
-        return []
-    return operands if script_given else operands[1:]
-
-
-# git's global options that take the next word as their value
-_GIT_GLOBAL_VALUE = frozenset(
-    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"}
-)
-# git commit's options that take a value: as the rest of a short cluster, or the next word
-_COMMIT_SHORT_VALUE = frozenset("mFCct")
-_COMMIT_SHORT_ATTACHED = frozenset("Su")  # optional value, attached only
-_COMMIT_LONG_VALUE = frozenset(
-    {
-        "--message",
-        "--file",
-        "--author",
-        "--date",
-        "--reuse-message",
-        "--reedit-message",
-        "--fixup",
-        "--squash",
-        "--template",
-        "--cleanup",
-        "--trailer",
-        "--pathspec-from-file",
-    }
-)
-
-
-def _git(args: list[str], found: Writes) -> None:
-    i = 0
-    hooks_path = False
-    while i < len(args) and args[i].startswith("-"):
-        arg = args[i]
-        if arg in _GIT_GLOBAL_VALUE and i + 1 < len(args):
-            value = args[i + 1]
-            if arg == "-c" and value.lower().startswith("core.hookspath="):
-                hooks_path = True
-            i += 2
-        else:
-            if arg.lower().startswith("-ccore.hookspath="):
-                hooks_path = True
-            i += 1
-    if i >= len(args) or args[i] != "commit":
-        return
-    if hooks_path:
-        found.bypass.append("git -c core.hooksPath=... commit")
-    rest = iter(args[i + 1 :])
-    for arg in rest:
-        if arg == "--":
-            return
-        if arg.startswith("--"):
-            if len(arg) >= len("--no-veri") and "--no-verify".startswith(arg):
-                found.bypass.append(f"git commit {arg}")
-            elif arg in _COMMIT_LONG_VALUE:
-                next(rest, None)
-        elif arg.startswith("-") and arg != "-":
-            cluster = arg[1:]
-            for k, letter in enumerate(cluster):
-                if letter == "n":
-                    found.bypass.append(f"git commit {arg}")
-                    break
-                if letter in _COMMIT_SHORT_VALUE:
-                    if k == len(cluster) - 1:
-                        next(rest, None)
-                    break
-                if letter in _COMMIT_SHORT_ATTACHED:
-                    break
+def _chdir(cwd: str, target: str) -> str:
+    """The directory ``cd TARGET`` leads to from ``cwd``; ``UNKNOWN_DIR`` when the guard
+    cannot know it (a variable, a substitution, a glob, or a relative path from there)."""
+    if set(target) & set("$`*?[") or (cwd == UNKNOWN_DIR and not target.startswith("/")):
+        return UNKNOWN_DIR
+    return os.path.normpath(os.path.join(cwd, target))

@@ -6,7 +6,11 @@ the command would write; each is placed as an edit tool's path is (``coord.fast.
 and judged by the same rule on the same read-only look at the board
 (``coord.fast.guard.judge``), so an edit tool and a shell command writing the same file get
 the same answer. Whoever holds what, a command that writes into coord's board directory or
-deletes it (``rm -rf .coord``, ``git clean -fdx``) is refused (``coord.fast.own_files``). A
+deletes it (``rm -rf .coord``, ``git clean -fdx``) is refused (``coord.fast.own_files``).
+What the command could reach without the guard knowing what it writes (a script, ``$OUT``,
+a program it does not know) is placed by ``coord.hooks.shell_reach`` and refused when
+another agent holds a file there, saying why; a command past the reader's bounds is refused
+with the reason. All targets of one command are judged on one read of each board. A
 refusal is the reason to show the agent; ``None`` allows.
 
 Stdlib only and no daemon: it runs before every shell command.
@@ -18,6 +22,7 @@ import os
 
 from coord.errors import InvalidInput
 from coord.fast import board_files, guard, holds, own_files, targets
+from coord.hooks import shell_reach as reach
 from coord.times import clock
 
 TYPE_CHECKING = False
@@ -29,11 +34,14 @@ _CLEAN_VALUE = frozenset({"-e", "--exclude"})
 
 
 def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str | None:
-    """Why ``agent`` may not run ``command``: it skips the pre-commit guard, or it writes a
-    file another agent holds. None allows (commands that write nothing never read a board)."""
+    """Why ``agent`` may not run ``command``: it skips the pre-commit guard, it writes a
+    file another agent holds, or it could reach one and the guard cannot tell what it
+    writes. None allows (commands that write nothing never read a board)."""
     from coord.hooks import shell
 
     found = shell.analyse(command, cwd)
+    if found.too_big is not None:
+        return None if home is None else f"coord: {found.too_big}; refusing it"
     if found.bypass and home is not None:
         return (
             f"coord: `{found.bypass[0]}` would skip coord's pre-commit guard (`coord guard "
@@ -42,28 +50,40 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
     own = _own_files_refusal(found, home)
     if own is not None:
         return own
-    placed: dict[tuple[str, str], targets.Target] = {}  # one per board and canonical name
-    for raw, where in found.targets:
-        if not raw or "$" in raw or "`" in raw:
-            continue  # the shell fills it in when it runs: coord cannot know it
+    # one per board and canonical name: (the target, the word as written, why it is unread)
+    placed: dict[tuple[str, str], tuple[targets.Target, str, str | None]] = {}
+    written: list[tuple[str, str, str | None]] = [
+        (raw, where, None) for raw, where in found.targets
+    ]
+    replaced = set(found.replaced)
+    directories = reach.Directories(home)
+    for raw, where, why in written + found.unread:
         try:
-            target = targets.place(os.path.expanduser(raw), where, home, shell=True)
+            follow = why is not None or (raw, where) not in replaced
+            reached = reach.placed(
+                raw, where, cwd, home, why, follow=follow, directories=directories
+            )
         except InvalidInput as err:
             return f"coord: this command writes {raw}: {err.message}; refusing it"
-        if target is not None:
-            placed.setdefault((target.board_dir, target.name), target)
+        for target, unjudged in reached:
+            placed.setdefault((target.board_dir, target.name), (target, raw, unjudged))
     if not placed:
         return None
     try:
-        judged = guard.judge(list(placed.values()), agent)
+        judged = guard.judge([t for t, _, _ in placed.values()], agent)
     except holds.BoardUnreadable as err:
         return f"coord: cannot check the board ({err}); refusing the command"
     lines: list[str] = []
-    for target, blocking in judged:
+    unread: dict[str, dict[int, holds.Held]] = {}  # why -> the holds it could reach
+    for (_, blocking), (_, raw, why) in zip(judged, placed.values(), strict=True):
         for r in blocking:
-            line = _shell_line(target.raw, r)
+            if why is not None:
+                unread.setdefault(why, {})[r.id] = r
+                continue
+            line = _shell_line(raw, r)
             if line not in lines:
                 lines.append(line)
+    lines += [_unread_line(why, list(reached.values())) for why, reached in unread.items()]
     return "\n".join(lines) or None
 
 
@@ -73,6 +93,21 @@ def _shell_line(raw: str, r: holds.Held) -> str:
     return (
         f"coord: this command writes {raw}, and {r.agent} holds {r.pattern}{item} until {until}; "
         f"do not change it: pick other work or ask {r.agent}"
+    )
+
+
+def _unread_line(why: str, reached: list[holds.Held]) -> str:
+    held = ", ".join(
+        f"{r.pattern} ({r.agent}"
+        + (f", item {r.item_id}" if r.item_id is not None else "")
+        + f", until {clock(r.expires_at)})"
+        for r in reached[:5]
+    )
+    more = f" and {len(reached) - 5} more" if len(reached) > 5 else ""
+    return (
+        f"coord: {why}: the guard cannot tell what it writes, and it could reach what "
+        f"another agent holds: {held}{more}; refusing it: name the files it writes in the "
+        "command itself (>, cp, sed -i ...), or wait until they are free"
     )
 
 
