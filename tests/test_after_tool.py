@@ -76,12 +76,22 @@ def after_payload(client: str, event: str, before: dict[str, Any], out: str) -> 
 
 
 def run_allowed_call(
-    client: str, guard_event: str, guard_fixture: str, board_dir: Path, writers: list[str]
+    client: str,
+    guard_event: str,
+    guard_fixture: str,
+    board_dir: Path,
+    writers: list[str],
+    *,
+    succeeds: bool = True,
 ) -> tuple[dict[str, Any], str]:
     """Send the guard each spelling until one is allowed; run that command as the client
-    would. The guard's input and the command."""
+    would (it must succeed, or fail when not ``succeeds``). The guard's input and the
+    command."""
     repo = board_dir.parent
-    for command in writers:
+    # the guard refuses what it cannot read near a held file; a test runner it lets through
+    # unread (README: "let through unread") is how such a write still gets past it
+    (repo / "Makefile").write_text("test:\n\t$(RUN)\n")
+    for command in [*writers, *(f"make -s test RUN='{w}'" for w in writers)]:
         payload = with_command(client, fixture(guard_fixture, repo), command)
         answer = hook(client, guard_event, payload, board_dir=board_dir, cwd=repo)
         if (answer.returncode, answer.stdout) == (0, ""):
@@ -89,7 +99,7 @@ def run_allowed_call(
     else:
         pytest.fail(f"the guard refused every spelling of the write: {writers}")
     done = subprocess.run(["sh", "-c", command], cwd=repo, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert (done.returncode == 0) == succeeds, done.stderr
     return payload, command
 
 
@@ -212,11 +222,14 @@ def test_a_failing_command_claude_code_reports_as_a_failure_is_checked_too(
     (repo / "tools/regen_fail.py").write_text(
         f"open({HELD!r}, 'w').write('TIMEOUT = 60\\n')\nraise SystemExit(1)\n"
     )
-    payload = with_command(
-        "claude", fixture("claude/pre_tool_use_bash.json", repo), "python3 tools/regen_fail.py"
+    payload, _ = run_allowed_call(
+        "claude",
+        "PreToolUse",
+        "claude/pre_tool_use_bash.json",
+        board_dir,
+        ["python3 tools/regen_fail.py"],
+        succeeds=False,
     )
-    allowed(hook("claude", "PreToolUse", payload, board_dir=board_dir, cwd=repo))
-    assert subprocess.run(["python3", "tools/regen_fail.py"], cwd=repo).returncode == 1
     failure = {**payload, "hook_event_name": "PostToolUseFailure", "error": "exit 1"}
     result = hook("claude", "PostToolUseFailure", failure, board_dir=board_dir, cwd=repo)
     assert result.returncode == 0, result.stderr

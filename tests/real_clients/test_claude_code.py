@@ -334,9 +334,16 @@ def test_without_coord_on_path_an_edit_is_refused(
     assert [h["exit_code"] for h in guards] == [2, 2]  # the Edit's and the Bash command's
 
 
-# Spellings of "overwrite src/held.py" that the guard lets through (a script in a free path):
-# whichever it allows (a stricter guard may refuse some), the after-tool hook must catch.
-WRITERS = ("python3 tools/regen.py", "sh tools/regen.sh")
+# Spellings of "overwrite src/held.py": a script in a free path, which the guard refuses near a
+# held file as a script it does not read, and the same script run by `make test`, a test
+# runner the guard lets through unread (README): whichever gets past, the after-tool hook
+# must catch.
+WRITERS = (
+    "python3 tools/regen.py",
+    "sh tools/regen.sh",
+    "make -s test RUN='python3 tools/regen.py'",
+)
+MAKEFILE = "test:\n\t$(RUN)\n"
 
 
 def test_a_held_file_an_allowed_command_changed_is_put_back_reported_and_told(
@@ -350,6 +357,7 @@ def test_a_held_file_an_allowed_command_changed_is_put_back_reported_and_told(
     (repo / "tools").mkdir()
     (repo / "tools/regen.py").write_text("open('src/held.py', 'w').write('clobbered\\n')\n")
     (repo / "tools/regen.sh").write_text("echo clobbered > src/held.py\n")
+    (repo / "Makefile").write_text(MAKEFILE)
     fake.script("s", [[bash(command)] for command in WRITERS])
 
     run = run_claude(claude, repo, fake, "s")
@@ -387,12 +395,14 @@ def test_a_failing_command_that_changed_a_held_file_is_caught_by_post_tool_use_f
     (repo / "tools/regen.py").write_text(
         "open('src/held.py', 'w').write('clobbered\\n')\nraise SystemExit(3)\n"
     )
-    fake.script("s", [[bash("python3 tools/regen.py")]])
+    (repo / "Makefile").write_text(MAKEFILE)
+    failing = "make -s test RUN='python3 tools/regen.py'"  # let through unread, then fails
+    fake.script("s", [[bash(failing)]])
 
     run = run_claude(claude, repo, fake, "s")
 
     assert_hooks_clean(run)
-    assert outcome(fake, "s", "Bash", "command", "python3 tools/regen.py").is_error
+    assert outcome(fake, "s", "Bash", "command", failing).is_error
     assert "PostToolUseFailure" in run.hook_events()
     assert (repo / "src/held.py").read_text() == FILES["src/held.py"]
     later = json.dumps(fake.main_requests("s")[-1])

@@ -186,9 +186,15 @@ def test_init_with_another_command_untrusts_the_hooks_and_says_so(
     assert {h["trustStatus"] for h in codex.hooks()} == {"modified"}
 
 
-# Spellings of "overwrite src/held.py" that the guard lets through (a script in a free path):
-# whichever it allows (a stricter guard may refuse some), the after-tool hook must catch.
-WRITERS = {"regen-py": "python3 tools/regen.py", "regen-sh": "sh tools/regen.sh"}
+# Spellings of "overwrite src/held.py": a script in a free path, which the guard refuses near a
+# held file as a script it does not read, and the same script run by `make test`, a test
+# runner the guard lets through unread (README): whichever gets past, the after-tool hook
+# must catch.
+WRITERS = {
+    "regen-py": "python3 tools/regen.py",
+    "regen-sh": "sh tools/regen.sh",
+    "regen-make": "make -s test RUN='python3 tools/regen.py'",
+}
 
 
 def test_a_held_file_an_allowed_command_changed_is_put_back_reported_and_told(
@@ -202,6 +208,7 @@ def test_a_held_file_an_allowed_command_changed_is_put_back_reported_and_told(
     (repo / "tools").mkdir()
     (repo / "tools/regen.py").write_text(f"open({HELD!r}, 'w').write('clobbered\\n')\n")
     (repo / "tools/regen.sh").write_text(f"echo clobbered > {HELD}\n")
+    (repo / "Makefile").write_text("test:\n\t$(RUN)\n")
     fake.scripts["SCRIPT-AFTER"] = [[shell(call_id, c)] for call_id, c in WRITERS.items()]
 
     codex.run("SCRIPT-AFTER: regenerate")
