@@ -42,6 +42,13 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
     own = _own_files_refusal(found, home)
     if own is not None:
         return own
+    if found.git:  # stash, reset --hard, checkout ., clean...: judged by what they change
+        from coord.hooks import git_rewrites
+
+        for args, where in found.git:
+            rewrite = git_rewrites.refusal(args, where, home, agent)
+            if rewrite is not None:
+                return rewrite
     placed: dict[tuple[str, str], targets.Target] = {}  # one per board and canonical name
     for raw, where in found.targets:
         if not raw or "$" in raw or "`" in raw:

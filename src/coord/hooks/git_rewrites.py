@@ -1,0 +1,171 @@
+"""git commands that rewrite the working tree, judged by the files they could change.
+
+``git stash``, ``git reset --hard``, ``git checkout .``, ``git clean -fd`` and their kin
+(``coord.hooks.git_reach`` lists them, from git's documentation) write no path the shell
+parser can see, yet each can put away, overwrite or delete another agent's uncommitted work.
+So for each ``git`` command the shell guard found (``coord.hooks.shell.Writes.git``):
+
+1. A command that changes nothing in the working tree (``status``, ``diff``, ``log``,
+   ``add``, ``commit``...) is allowed at once: no git process, no board read.
+2. Otherwise the board is read once for what other agents hold in this working tree; when
+   they hold nothing, it is allowed, still without running git.
+3. Otherwise git is asked which files the command would change (``git status``, ``git diff
+   --name-only``, ``git clean -n``...), and each is placed and judged as a shell command's
+   target is (``coord.fast.targets.place``, ``coord.fast.guard.judge``): refused when another
+   agent holds one, with what to do instead.
+4. When coord cannot tell (a revision git does not know, a patch on standard input, a rebase
+   under way, an alias that runs a shell, git failing), it refuses, naming what is held.
+
+Stdlib only; git runs only for commands that rewrite the tree while others hold files.
+"""
+
+from __future__ import annotations
+
+import os
+
+from coord.errors import InvalidInput
+from coord.fast import guard, holds, targets
+from coord.hooks.git_options import Unsure, read_call
+from coord.times import clock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coord.hooks.git_options import Call
+    from coord.hooks.git_oracle import Found, Reach
+
+_SHOWN_FILES = 3  # files named per refusal line; the rest are counted
+# past this many (files x holds) pairs the files are first narrowed to those a hold is near
+_NARROW_FROM = 20_000
+
+
+def refusal(args: list[str], where: str, home: str | None, agent: str | None) -> str | None:
+    """Why ``agent`` may not run ``git ARGS`` in ``where``; None allows. ``home``: the board
+    found from where the agent stands (None: none)."""
+    from coord.hooks import git_oracle, git_reach
+
+    call = read_call(args, where)
+    plan: Reach | None = None
+    unsure: str | None = None
+    try:
+        plan = git_reach.reach(call)
+    except Unsure as err:
+        unsure = str(err)
+    if plan is None and unsure is None:
+        return None
+    root = git_oracle.top(call)
+    try:
+        held = _held_here(root, home, agent)
+    except holds.BoardUnreadable as err:
+        return f"coord: cannot check the board ({err}); refusing the command"
+    if not held:
+        return None
+    if plan is not None:
+        try:
+            found = plan.find()
+        except Unsure as err:
+            unsure = str(err)
+        else:
+            try:
+                return _judged(call, plan, found, root, home, agent, held)
+            except holds.BoardUnreadable as err:
+                return f"coord: cannot check the board ({err}); refusing the command"
+    return _unsure_line(call, unsure or "", held)
+
+
+def _held_here(root: str, home: str | None, agent: str | None) -> list[holds.Held]:
+    """Other agents' live exclusive holds on the board of the working tree at ``root``."""
+    spots = [root]
+    if home is not None:  # a board in a directory beneath the git working tree's top
+        repo, real_root = os.path.realpath(os.path.dirname(home)), os.path.realpath(root)
+        if repo.startswith(real_root.rstrip("/") + "/"):
+            spots.append(repo)
+    placed = []
+    for spot in spots:
+        try:
+            target = targets.place(spot, spot, home, shell=True)
+        except InvalidInput:
+            continue
+        if target is not None:
+            placed.append(target)
+    if not placed:
+        return []
+    unique: dict[int, holds.Held] = {}
+    for _, blocking in guard.judge(placed, agent):
+        for r in blocking:
+            unique.setdefault(r.id, r)
+    return list(unique.values())
+
+
+def _judged(
+    call: Call,
+    plan: Reach,
+    found: Found,
+    root: str,
+    home: str | None,
+    agent: str | None,
+    held: list[holds.Held],
+) -> str | None:
+    placed: dict[tuple[str, str], targets.Target] = {}
+    for path, is_dir in found:
+        try:
+            target = targets.place(path, root, home, shell=is_dir)
+        except InvalidInput:
+            continue  # what coord never lets anyone hold (.git/...)
+        if target is not None:
+            placed.setdefault((target.board_dir, target.name), target)
+    chosen = list(placed.values())
+    if len(chosen) * len(held) > _NARROW_FROM:
+        chosen = _near_a_hold(chosen, held)
+    by_hold: dict[int, tuple[holds.Held, list[str]]] = {}
+    for target, blocking in guard.judge(chosen, agent):
+        for r in blocking:
+            by_hold.setdefault(r.id, (r, []))[1].append(target.name)
+    lines = []
+    for r, names in by_hold.values():
+        shown = ", ".join(names[:_SHOWN_FILES])
+        if len(names) > _SHOWN_FILES:
+            shown += f" and {len(names) - _SHOWN_FILES} more"
+        item = f" for item {r.item_id}" if r.item_id is not None else ""
+        lines.append(
+            f"coord: `{call.shown}` {plan.verb} {shown}, and {r.agent} holds {r.pattern}{item} "
+            f"until {clock(r.expires_at)}; {plan.instead} {r.agent}"
+        )
+    return "\n".join(lines) or None
+
+
+def _near_a_hold(placed: list[targets.Target], held: list[holds.Held]) -> list[targets.Target]:
+    """The targets a hold could cover (by literal prefix, as the board's query narrows), and
+    those with other names (a hard link is judged by its other names too)."""
+    from coord.fast.prefix_index import PrefixIndex
+
+    index = PrefixIndex((r.pattern, r) for r in held)
+    kept = []
+    for target in placed:
+        if index.near(target.name):
+            kept.append(target)
+            continue
+        try:
+            linked = os.lstat(os.path.join(target.root, target.name)).st_nlink > 1
+        except OSError:
+            linked = False
+        if linked:
+            kept.append(target)
+    return kept
+
+
+def _unsure_line(call: Call, why: str, held: list[holds.Held]) -> str:
+    agents: dict[str, list[str]] = {}
+    for r in held:
+        agents.setdefault(r.agent, []).append(r.pattern)
+    said = []
+    for name, patterns in agents.items():
+        shown = ", ".join(patterns[:_SHOWN_FILES])
+        if len(patterns) > _SHOWN_FILES:
+            shown += f" and {len(patterns) - _SHOWN_FILES} more"
+        said.append(f"{name} holds {shown}")
+    who = " and ".join(agents)
+    return (
+        f"coord: cannot tell which files `{call.shown}` would change ({why}), while "
+        f"{'; '.join(said)} in this working tree; refusing it: run git commands that name only "
+        f"your own files, or ask {who}"
+    )
