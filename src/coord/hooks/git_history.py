@@ -127,7 +127,13 @@ def merge(call: Call) -> Reach | None:
     if parsed.has("quit") or parsed.has("continue"):
         return None
     if parsed.has("abort"):  # git reset --merge: a staged change is lost
-        return Reach("would overwrite", _HISTORY_INSTEAD, lambda: diff(call, "HEAD", cached=True))
+
+        def aborted() -> Found:
+            if not _under_way(call, "MERGE_HEAD"):
+                return []  # no merge to abort: git says so and changes nothing
+            return diff(call, "HEAD", cached=True)
+
+        return Reach("would overwrite", _HISTORY_INSTEAD, aborted)
     revs = ["@{-1}" if r == "-" else r for r in parsed.operands] or ["@{upstream}"]
     explicit = parsed.opts.get("autostash")
 
@@ -139,6 +145,13 @@ def merge(call: Call) -> Reach | None:
         return found
 
     return Reach("would change", _HISTORY_INSTEAD, merged)
+
+
+def _under_way(call: Call, *marks: str) -> bool:
+    """Is a merge or rebase under way: does one of these exist in the git directory?"""
+    asked = [a for mark in marks for a in ("--git-path", mark)]
+    where = git(call, "rev-parse", *asked).decode().splitlines()
+    return any(os.path.exists(os.path.join(call.cwd, w)) for w in where)
 
 
 def _setting(call: Call, name: str) -> bool:
@@ -156,7 +169,13 @@ def rebase(call: Call) -> Reach | None:
     if parsed.has("quit") or parsed.has("show-current-patch"):
         return None
     if parsed.has("abort"):  # back to where it started: git reset --hard
-        return Reach("would overwrite", _HISTORY_INSTEAD, lambda: diff(call, "ORIG_HEAD"))
+
+        def aborted() -> Found:
+            if not _under_way(call, "rebase-merge", "rebase-apply"):
+                return []  # no rebase to abort: git says so and changes nothing
+            return diff(call, "ORIG_HEAD")
+
+        return Reach("would overwrite", _HISTORY_INSTEAD, aborted)
     if parsed.has("continue") or parsed.has("skip") or parsed.has("edit-todo"):
         raise Unsure("it goes on with a rebase already under way")
     if parsed.values("exec"):

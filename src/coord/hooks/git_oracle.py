@@ -10,6 +10,7 @@ Paths come back NUL-separated (``-z``), so any file name reads as it is. When gi
 from __future__ import annotations
 
 import os
+import re
 
 from coord.fast import worktree
 from coord.hooks.git_options import Call, Unsure
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 ORACLE_TIMEOUT = 10.0  # seconds for one git run of the guard's; past it, cannot tell
 ASK = "or ask"  # every refusal ends "..., or ask HOLDER"
+# what bash's brace expansion expands: a list or a range (stash@{1} it leaves alone)
+_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 
 
 class Reach:
@@ -148,7 +151,8 @@ def union(*finds: Callable[[], Found]) -> Callable[[], Found]:
 
 
 def unread(words: list[str]) -> None:
-    """``Unsure`` for a word the shell fills in (``$f``, `` `cmd` ``) or expands (``{a,b}``)."""
+    """``Unsure`` for a word the shell fills in (``$f``, `` `cmd` ``) or expands
+    (``{a,b}``, ``{1..3}``; not ``stash@{1}``, which it leaves as it is)."""
     for word in words:
-        if "$" in word or "`" in word or ("{" in word and "}" in word):
+        if "$" in word or "`" in word or _BRACES.search(word):
             raise Unsure(f"the shell fills in `{word}` when it runs")

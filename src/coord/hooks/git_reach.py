@@ -71,6 +71,11 @@ READERS = frozenset(
 # readers whose --output=FILE writes that file
 _OUTPUT = frozenset({"diff", "diff-files", "diff-index", "diff-tree", "log", "show"})
 _OUTPUT |= {"format-patch", "range-diff", "whatchanged"}
+# the subcommands of those that only read
+_QUIET = {
+    "bisect": frozenset({"log", "visualize", "view", "terms", "help"}),
+    "sparse-checkout": frozenset({"list", "check-rules"}),
+}
 _CANNOT_TELL = {
     "bisect": "it checks out the commits it tests",
     "sparse-checkout": "it changes which files are checked out",
@@ -105,6 +110,8 @@ def reach(call: Call, depth: int = 0) -> Reach | None:
     if planner is not None:
         return planner(call)
     if sub in _CANNOT_TELL:
+        if call.args[:1] and call.args[0] in _QUIET.get(sub, ()):
+            return None
         raise Unsure(_CANNOT_TELL[sub])
     expansion = _alias(call, sub)
     if expansion is None or depth >= _MAX_ALIASES:
