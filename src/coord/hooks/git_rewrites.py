@@ -122,6 +122,7 @@ def _judged(
             by_hold.setdefault(r.id, (r, []))[1].append(target.name)
     lines = []
     for r, names in by_hold.values():
+        names.sort()
         shown = ", ".join(names[:_SHOWN_FILES])
         if len(names) > _SHOWN_FILES:
             shown += f" and {len(names) - _SHOWN_FILES} more"
