@@ -24,7 +24,7 @@ knows what the commands do. What it reads:
   ``time``, ``nice``, ``timeout``, ``exec``, ``stdbuf``, ``doas``.
 
 Its limits (what it does not see, so does not refuse): writes by programs it does not know
-(``python -c``, ``npm``, formatters, ``git checkout -- FILE``, ``patch``, ``find -delete``,
+(``python -c``, ``npm``, formatters, ``patch``, ``find -delete``,
 ``xargs rm``), targets named through variables or substitutions (``> $OUT``), ``$(...)``
 inside double quotes, ``eval``, shell functions and aliases (a ``git ci`` alias), ``cd`` to
 anything but a plain path, and ``git`` options given through the environment. A quoted

@@ -7,6 +7,8 @@ and judged by the same rule on the same read-only look at the board
 (``coord.fast.guard.judge``), so an edit tool and a shell command writing the same file get
 the same answer. Whoever holds what, a command that writes into coord's board directory or
 deletes it (``rm -rf .coord``, ``git clean -fdx``) is refused (``coord.fast.own_files``). A
+git command that rewrites the working tree (``git stash``, ``git reset --hard``, ``git checkout
+.``...) is judged by the files git says it would change (``coord.hooks.git_rewrites``). A
 refusal is the reason to show the agent; ``None`` allows.
 
 Stdlib only and no daemon: it runs before every shell command.
