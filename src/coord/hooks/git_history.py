@@ -30,7 +30,8 @@ _APPLY_PASSED = "p= R|reverse directory= include= exclude= unidiff-zero recount 
 _APPLY = Spec(
     f"{_APPLY_PASSED} no-add stat numstat summary check index N|intent-to-add cached "
     "unsafe-paths apply 3|3way build-fake-ancestor= z C= whitespace= ignore-space-change "
-    "ignore-whitespace reject allow-overlap v|verbose q|quiet allow-empty"
+    "ignore-whitespace reject allow-overlap v|verbose q|quiet allow-empty binary "
+    "allow-binary-replacement"
 )
 _AM = Spec(
     "i|interactive 3|3way q|quiet s|signoff u|utf8 k|keep keep-non-patch m|message-id "
@@ -229,7 +230,9 @@ def pull(call: Call) -> Reach:
     )
 
 
-_WORKTREE_ADD = Spec("f|force detach checkout lock reason= q|quiet track guess-remote orphan b= B=")
+_WORKTREE_ADD = Spec(
+    "f|force d|detach checkout lock reason= q|quiet track guess-remote orphan b= B="
+)
 _WORKTREE_REMOVE = Spec("f|force")
 
 

@@ -101,9 +101,9 @@ def read_call(args: list[str], where: str) -> Call:
             elif arg.startswith("-c") and len(arg) > 2:
                 arg, value = "-c", arg[2:]
             i += 1
-        if arg == "-C":
+        if arg == "-C":  # the shell expanded a leading ~ before git saw it
             call.cwd = os.path.join(call.cwd, os.path.expanduser(value or ""))
-            call.oracle += ["-C", value or ""]
+            call.oracle += ["-C", os.path.expanduser(value or "")]
         elif arg == "-c":
             name, _, setting = (value or "").partition("=")
             call.settings[name.lower()] = setting
