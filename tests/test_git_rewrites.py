@@ -122,6 +122,9 @@ def test_the_advice_fits_the_command(scene: Path) -> None:
         ("git sparse-checkout list", "."),
         ("git bisect log", "."),
         ("git checkout no-such-branch-anywhere", "."),  # a path then; git refuses it
+        ("git --help stash", "."),
+        ("git stash --help", "."),
+        ("git stage docs", "."),
     ],
 )
 def test_rewrites_of_free_files_only_are_allowed(scene: Path, command: str, cwd: str) -> None:
@@ -349,10 +352,12 @@ def test_submodule_update_force_over_held_work(tmp_path: Path) -> None:
     _git(repo, "commit", "-qm", "submodules")
     (repo / "libs" / "sub" / "x.c").write_text("int x = 1;  /* A's work */\n")
     (repo / "libs" / "other" / "y.c").write_text("int y = 1;  /* B's work */\n")
-    _board(repo, ["libs/sub/"])
+    _board(repo, ["libs/sub/x.c"])
     reason = str(refusal(repo, "git submodule update --force"))
     assert "would check out libs/sub" in reason, reason
     assert "libs/sub" in str(refusal(repo, "git submodule deinit -f libs/sub"))
+    # git rm of a submodule deletes its working tree: the gitlink is judged as a directory
+    assert "would delete libs/sub" in str(refusal(repo, "git rm -f libs/sub"))
     assert refusal(repo, "git submodule update --force libs/other") is None
     assert refusal(repo, "git submodule status") is None
     _git(repo, "submodule", "update", "--force", "libs/other")

@@ -119,6 +119,8 @@ def read_call(args: list[str], where: str) -> Call:
             call.oracle.append(arg)
     if i < len(args):
         call.sub, call.args = args[i], args[i + 1 :]
+    if "--help" in args[:i] or "-h" in args[:i]:
+        call.sub = "help"  # git --help stash: the manual, nothing run
     words = " ".join(["git", *args])
     call.shown = words if len(words) <= 72 else words[:69] + "..."
     return call

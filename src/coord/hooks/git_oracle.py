@@ -70,7 +70,14 @@ def top(call: Call) -> str:
 
 
 def names(out: bytes, root: str) -> Found:
-    return [(os.path.join(root, os.fsdecode(n)), n.endswith(b"/")) for n in out.split(b"\0") if n]
+    """Paths git printed NUL-separated, relative to ``root``; a directory (``dir/``, or a
+    submodule's, which a checkout may recurse into) is judged with all beneath it."""
+    found = []
+    for name in out.split(b"\0"):
+        if name:
+            path = os.path.join(root, os.fsdecode(name))
+            found.append((path, name.endswith(b"/") or os.path.isdir(path)))
+    return found
 
 
 def diff(call: Call, *revs: str, cached: bool = False, paths: list[str] | None = None) -> Found:

@@ -55,12 +55,12 @@ _MAX_ALIASES = 5  # an alias of an alias...: git itself stops a loop
 
 # commands that change no file of the working tree (their own --output aside)
 READERS = frozenset(
-    """add annotate blame branch bugreport bundle cat-file check-attr check-ignore
+    """add stage annotate blame branch bugreport bundle cat-file check-attr check-ignore
     check-mailmap check-ref-format cherry column commit commit-graph commit-tree config
     count-objects credential credential-cache credential-store describe diagnose diff
     diff-files diff-index diff-tree difftool fast-export fast-import fetch fetch-pack
     fmt-merge-msg for-each-ref format-patch fsck gc get-tar-commit-id grep hash-object
-    help index-pack init interpret-trailers log ls-files ls-remote ls-tree mailinfo
+    help index-pack init init-db interpret-trailers log ls-files ls-remote ls-tree mailinfo
     mailsplit maintenance merge-base merge-tree mktag mktree multi-pack-index name-rev
     notes pack-objects pack-redundant pack-refs patch-id prune prune-packed push
     range-diff reflog remote repack replace request-pull rev-list rev-parse send-email
@@ -100,7 +100,7 @@ def reach(call: Call, depth: int = 0) -> Reach | None:
     """What ``call`` could change in the working tree; None: nothing. ``Unsure`` when coord
     cannot tell (raised now, or by ``find``)."""
     sub = call.sub
-    if sub is None or any(a in ("-h", "--help") for a in call.args[:1]):
+    if sub is None or call.args[:1] == ["-h"] or "--help" in _before_dashes(call.args):
         return None
     if sub in READERS:
         return git_history.output(call) if sub in _OUTPUT or sub in ("archive", "bundle") else None
@@ -128,6 +128,10 @@ def reach(call: Call, depth: int = 0) -> Reach | None:
         return None
     call.sub, call.args = words[0], words[1:] + call.args
     return reach(call, depth + 1)
+
+
+def _before_dashes(args: list[str]) -> list[str]:
+    return args[: args.index("--")] if "--" in args else args
 
 
 def _alias(call: Call, name: str) -> str | None:
