@@ -240,6 +240,7 @@ def test_a_rewrite_that_cannot_be_told_is_refused_while_others_hold(scene: Path)
         ("git bisect start HEAD v1", "checks out the commits"),
         ("git stash push --frobnicate", "does not know the option"),
         ("git checkout --sta", "does not know the option"),
+        ("cd no-such-dir && git stash", "where it runs"),
     ):
         reason = str(refusal(scene, command))
         assert "cannot tell" in reason and why in reason, (command, reason)

@@ -53,6 +53,8 @@ def git(call: Call, *args: str, where: str | None = None) -> bytes:
         done = Git(Path(where or call.where)).run(*command, check=False, timeout=ORACLE_TIMEOUT)
     except GitError as err:
         raise Unsure(err.message) from None
+    except (OSError, ValueError) as err:  # a directory that is none (a NUL in it)
+        raise Unsure(f"git could not be run there ({err})") from None
     if done.returncode != 0:
         said = stderr(done) or f"exit {done.returncode}"
         raise Unsure(f"`git {' '.join(args[:2])}` could not say: {said}")

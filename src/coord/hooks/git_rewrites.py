@@ -53,6 +53,10 @@ def refusal(args: list[str], where: str, home: str | None, agent: str | None) ->
     if plan is None and unsure is None:
         return None
     root = git_oracle.top(call)
+    if not os.path.isdir(call.cwd):  # `cd "$X" && git stash`: the shell knows where, not coord
+        if home is None:
+            return None
+        root, plan, unsure = os.path.dirname(home), None, "coord cannot tell where it runs"
     try:
         held = _held_here(root, home, agent)
     except holds.BoardUnreadable as err:
