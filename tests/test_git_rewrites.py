@@ -383,3 +383,61 @@ def test_git_am_of_a_held_file(tmp_path: Path) -> None:
     assert (repo / "src" / "a.py").read_text() == "a = 1\n"
     _git(repo, "am", "-q", str(tmp_path / "held.mbox"))  # what was refused changes it
     assert (repo / "src" / "a.py").read_text() == "changed = True\n"
+
+
+# --- a whole tree against many holds ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """2,000 tracked files; other agents hold 300 files, directories and globs among them."""
+    repo = _repo(
+        tmp_path_factory.mktemp("big") / "repo",
+        {
+            f"pkg{d}/{kind}{f}.{ext}": "x\n"
+            for d in range(20)
+            for f in range(50)
+            for kind, ext in (("m", "py"), ("d", "md"))
+        },
+    )
+    board_files.init_board_files(repo / ".coord")
+    board = Board.open(repo / ".coord", create=True)
+    try:
+        board.reserve([f"pkg{d}/m{f}.py" for d in range(3) for f in range(40)], agent="carol")
+        board.reserve([f"pkg{d}/d{f}.md" for d in range(3, 6) for f in range(50)], agent="dave")
+        board.reserve(["pkg7/", "pkg8/**/*.md", "**/m49.py", "pkg9/[dm]1?.*"], agent="erin")
+        board.reserve([f"PKG1{d}/M1.PY" for d in range(5)], agent="fay")  # another case
+    finally:
+        board.close()
+    return repo
+
+
+def test_narrowing_many_files_to_those_near_a_hold_changes_no_verdict(
+    big_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git rm -r .` names every tracked file: the guard compares each with the holds near
+    it only. The verdict must be the one a comparison with every hold gives."""
+    from coord.fast import guard
+    from coord.hooks import git_rewrites
+
+    commands = ("git rm -r .", "git rm -r pkg1 pkg8 pkg9", "git rm -r -- '*.md'", "git rm -r pkg19")
+    narrowed = {c: refusal(big_tree, c) for c in commands}
+    monkeypatch.setattr(git_rewrites, "_NARROW_FROM", 10**12)
+    monkeypatch.setattr(guard, "_INDEX_FROM", 10**12)
+    monkeypatch.setattr(git_rewrites, "_SHOWN_LINES", 10**6)
+    whole = {c: refusal(big_tree, c) for c in commands}
+    monkeypatch.setattr(git_rewrites, "_NARROW_FROM", 0)
+    monkeypatch.setattr(guard, "_INDEX_FROM", 0)
+    assert {c: refusal(big_tree, c) for c in commands} == whole
+    assert "carol" in str(whole["git rm -r ."]) and "erin holds pkg9/[dm]1?.*" in str(
+        whole["git rm -r ."]
+    )
+    assert "erin holds **/m49.py" in str(whole["git rm -r pkg19"])
+    assert whole["git rm -r -- '*.md'"] is not None and "carol" not in str(
+        whole["git rm -r -- '*.md'"]
+    )
+    for command in commands:  # the same lines, ten of them shown
+        full, shown = str(whole[command]).splitlines(), str(narrowed[command]).splitlines()
+        assert shown[:10] == full[:10], command
+        if len(full) > 10:
+            assert shown[10].startswith(f"coord: and {len(full) - 10} more held files `git rm")

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from coord.hooks.git_oracle import Found, Reach
 
 _SHOWN_FILES = 3  # files named per refusal line; the rest are counted
+_SHOWN_LINES = 10  # holds named per refusal; the rest are counted
 # past this many (files x holds) pairs the files are first narrowed to those a hold is near
 _NARROW_FROM = 20_000
 
@@ -109,6 +110,8 @@ def _judged(
     agent: str | None,
     held: list[holds.Held],
 ) -> str | None:
+    if len(found) * len(held) > _NARROW_FROM:
+        found = _near_a_hold(found, root, home, held)
     placed: dict[tuple[str, str], targets.Target] = {}
     for path, is_dir in found:
         try:
@@ -118,8 +121,6 @@ def _judged(
         if target is not None:
             placed.setdefault((target.board_dir, target.name), target)
     chosen = list(placed.values())
-    if len(chosen) * len(held) > _NARROW_FROM:
-        chosen = _near_a_hold(chosen, held)
     by_hold: dict[int, tuple[holds.Held, list[str]]] = {}
     for target, blocking in guard.judge(chosen, agent):
         for r in blocking:
@@ -135,27 +136,42 @@ def _judged(
             f"coord: `{call.shown}` {plan.verb} {shown}, and {r.agent} holds {r.pattern}{item} "
             f"until {clock(r.expires_at)}; {plan.instead} {r.agent}"
         )
+    if len(lines) > _SHOWN_LINES:  # one line per hold: a whole tree would be thousands
+        more = len(lines) - _SHOWN_LINES
+        lines[_SHOWN_LINES:] = [f"coord: and {more} more held files `{call.shown}` would touch"]
     return "\n".join(lines) or None
 
 
-def _near_a_hold(placed: list[targets.Target], held: list[holds.Held]) -> list[targets.Target]:
-    """The targets a hold could cover (by literal prefix, as the board's query narrows), and
-    those with other names (a hard link is judged by its other names too)."""
+def _near_a_hold(found: Found, root: str, home: str | None, held: list[holds.Held]) -> Found:
+    """The paths a hold could cover, before each is placed (``git rm -r .`` names every
+    tracked file): those whose repository path has a hold's literal prefix on it or beneath
+    it (the board's own narrowing, ``coord.fast.prefix_index``), those outside the tree, and
+    linked files (a hard link is judged by its other names too). git names the paths it
+    changes as they are in the tree, never through a symlink, so no path is resolved."""
     from coord.fast.prefix_index import PrefixIndex
 
     index = PrefixIndex((r.pattern, r) for r in held)
+    base = os.path.realpath(root)
+    if home is not None:  # a board in a directory beneath the git working tree's top
+        repo = os.path.realpath(os.path.dirname(home))
+        base = repo if repo.startswith(base.rstrip("/") + "/") else base
+    real_dirs: dict[str, str] = {}
     kept = []
-    for target in placed:
-        if index.near(target.name):
-            kept.append(target)
-            continue
-        try:
-            linked = os.lstat(os.path.join(target.root, target.name)).st_nlink > 1
-        except OSError:
-            linked = False
-        if linked:
-            kept.append(target)
+    for path, is_dir in found:
+        parent, name = os.path.split(path)
+        if parent not in real_dirs:
+            real_dirs[parent] = os.path.realpath(parent)
+        rel = os.path.relpath(os.path.join(real_dirs[parent], name), base)
+        if rel.startswith("..") or index.near(rel) or (not is_dir and _linked(path)):
+            kept.append((path, is_dir))
     return kept
+
+
+def _linked(path: str) -> bool:
+    try:
+        return os.lstat(path).st_nlink > 1
+    except OSError:
+        return False
 
 
 def _unsure_line(call: Call, why: str, held: list[holds.Held]) -> str:
