@@ -221,6 +221,21 @@ def test_a_program_named_on_the_command_line_is_never_run_by_the_hook(
     assert not marker.exists()
 
 
+def test_an_option_given_as_a_revision_never_reaches_the_guards_own_git(
+    scene: Path, tmp_path: Path
+) -> None:
+    """`--source=--output=FILE` would make the guard's `git diff` write FILE before it has
+    judged anything: a revision that starts with `-` is not passed on."""
+    marker = tmp_path / "written"
+    for command in (
+        f"git restore --source=--output={marker} src/a.py",
+        f"git rebase --onto=--output={marker} v1",
+    ):
+        reason = str(refusal(scene, command))
+        assert "alice" in reason, (command, reason)
+    assert not marker.exists()
+
+
 def test_an_unreadable_board_refuses_a_rewrite(tmp_path: Path) -> None:
     repo = oracle.make_template(tmp_path / "broken", prepare)
     (repo / ".coord" / "board.db").write_bytes(b"this is not a database")

@@ -16,6 +16,7 @@ from coord.hooks.git_oracle import (
     git,
     here,
     names,
+    revisions,
     status,
     top,
     tracked,
@@ -217,7 +218,7 @@ def pick(call: Call) -> Reach | None:
 
     def picked() -> Found:
         log = ["log", "--no-walk", "--diff-merges=separate", "--name-only", "--no-renames"]
-        out = git(call, *log, "--no-relative", "--format=", "-z", *revs, "--")
+        out = git(call, *log, "--no-relative", "--format=", "-z", *revisions(revs), "--")
         return names(out, top(call))
 
     return Reach("would change", _HISTORY_INSTEAD, picked)

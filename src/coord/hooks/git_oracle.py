@@ -86,8 +86,19 @@ def diff(call: Call, *revs: str, cached: bool = False, paths: list[str] | None =
     """The files ``git diff`` names between these revisions (one: it and the working tree;
     none: the index and the working tree), within ``paths``."""
     args = ["diff", "--name-only", "-z", "--no-renames", "--no-relative", "--no-ext-diff"]
-    out = git(call, *args, *(["--cached"] if cached else []), *revs, "--", *(paths or []))
+    out = git(
+        call, *args, *(["--cached"] if cached else []), *revisions(revs), "--", *(paths or [])
+    )
     return names(out, top(call))
+
+
+def revisions(given: tuple[str, ...] | list[str]) -> list[str]:
+    """Revisions to hand git after its options: one that starts with ``-`` would be read as
+    an option (``--source=--output=FILE`` would make the guard's own diff write FILE)."""
+    for rev in given:
+        if rev.startswith("-"):
+            raise Unsure(f"`{rev}` is no revision coord will pass to git")
+    return list(given)
 
 
 def status(

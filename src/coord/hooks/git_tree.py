@@ -17,6 +17,7 @@ from coord.hooks.git_oracle import (
     remote_branch,
     rev_or_none,
     revision,
+    revisions,
     status,
     top,
     tracked,
@@ -49,7 +50,7 @@ def stash(call: Call) -> Reach | None:
         show = ["stash", "show", "--include-untracked", "--name-only", "-z", "--no-renames"]
 
         def stashed() -> Found:
-            return names(git(call, *show, "--no-relative", entry), top(call))
+            return names(git(call, *show, "--no-relative", *revisions([entry])), top(call))
 
         find = stashed
         if sub == "branch":  # it checks out the commit the stash was made on first
