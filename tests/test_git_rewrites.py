@@ -212,13 +212,21 @@ def test_with_nobody_else_holding_rewrites_run_no_git_and_are_allowed(tmp_path: 
 def test_a_program_named_on_the_command_line_is_never_run_by_the_hook(
     scene: Path, tmp_path: Path
 ) -> None:
-    """`-c core.fsmonitor=CMD` (or a filter) would make git run CMD: the guard's own git runs
-    must not, since the command has not been judged yet."""
+    """`-c core.fsmonitor=CMD` (or a filter) makes git run CMD, even in `git status`: such a
+    command is refused while others hold files, and the guard's own git never runs CMD."""
     marker = tmp_path / "ran"
     for setting in (f"core.fsmonitor=touch {marker}", f"filter.x.clean=touch {marker}"):
-        command = f"git -c '{setting}' stash"
-        assert "would put away" in str(refusal(scene, command))
+        for command in (f"git -c '{setting}' stash", f"git -c '{setting}' status"):
+            reason = str(refusal(scene, command))
+            assert "can make git run a program" in reason and "alice holds" in reason, reason
     assert not marker.exists()
+    # settings that run nothing are read as before; `git config` of one that does is refused
+    assert "would put away" in str(refusal(scene, "git -c user.name=Bob -c color.ui=never stash"))
+    assert refusal(scene, "git -c color.ui=always status") is None
+    assert refusal(scene, "git config user.name Bob") is None
+    assert refusal(scene, "git config --get core.fsmonitor") is None
+    for command in ("git config core.fsmonitor ./watch", "git config --local core.hooksPath h"):
+        assert "can make git run a program" in str(refusal(scene, command)), command
 
 
 def test_an_option_given_as_a_revision_never_reaches_the_guards_own_git(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from coord.fast import worktree
-from coord.hooks.git_options import Call, Parsed, Spec, Unsure, parse
+from coord.hooks.git_options import Call, Parsed, Spec, Unsure, parse, runs_a_program
 from coord.hooks.git_oracle import (
     ASK,
     Reach,
@@ -378,6 +378,34 @@ def mergetool(call: Call) -> Reach | None:
         return found + [(p + ".orig", False) for p, _ in found]
 
     return Reach("would write", f"resolve only your own files, {ASK}", resolved)
+
+
+_CONFIG_VALUE = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment"})
+_CONFIG_READS = ("--get", "--list", "--unset", "--remove-section", "--rename-section", "-l")
+
+
+def config(call: Call) -> Reach | None:
+    """``git config KEY VALUE`` changes no file of the tree, but a key under which git runs a
+    program (``core.fsmonitor``, ``core.hooksPath``, a filter) makes the next git command run
+    it: ``Unsure``, as ``-c KEY=VALUE`` is."""
+    args = call.args
+    if "-e" in args or "--edit" in args:
+        raise Unsure("it opens an editor on git's settings")
+    if any(a.startswith(_CONFIG_READS) for a in args):
+        return None
+    operands, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _CONFIG_VALUE:
+            skip = True
+        elif not arg.startswith("-"):
+            operands.append(arg)
+    if operands[:1] == ["set"]:  # git 2.46's `git config set KEY VALUE`
+        operands = operands[1:]
+    if len(operands) >= 2 and runs_a_program(operands[0], operands[1]):
+        raise Unsure(f"`git config {operands[0]}` can make git run a program coord cannot read")
+    return None
 
 
 def output(call: Call) -> Reach | None:

@@ -40,6 +40,61 @@ _KEPT_SETTINGS = (
     "merge.autostash",
     "rebase.autostash",
 )
+# settings under which git runs no program of its own choosing. Any other given with `-c` (or
+# written by `git config`) may: core.fsmonitor, core.hooksPath, filters, diff drivers and
+# textconv, editors, pagers, ssh and credential helpers run what the guard cannot read.
+_INERT_SETTINGS = (
+    "alias.",  # expanded where used, and one that runs a shell is refused there
+    "user.",
+    "author.",
+    "committer.",
+    "color.",
+    "advice.",
+    "init.",
+    "log.",
+    "pretty.",
+    "column.",
+    "i18n.",
+    "status.",
+    "core.quotepath",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.excludesfile",
+    "core.abbrev",
+    "core.filemode",
+    "core.hookspath=/dev/null",  # no hooks at all
+    "diff.renames",
+    "diff.algorithm",
+    "diff.context",
+    "diff.noprefix",
+    "diff.relative",
+    "merge.ff",
+    "merge.conflictstyle",
+    "merge.autostash",
+    "rebase.autostash",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "push.autosetupremote",
+    "fetch.prune",
+    "tag.sort",
+    "branch.sort",
+    "commit.gpgsign=false",
+    "gc.auto",
+    "safe.directory",
+    "protocol.version",
+    "http.sslverify",
+)
+
+
+def runs_a_program(name: str, value: str) -> bool:
+    """Could git run a program of the setting's choosing under ``name=value``?"""
+    return not f"{name.lower()}={value}".startswith(_INERT_SETTINGS)
+
+
 _KEPT_FLAGS = frozenset(
     {
         "--bare",
@@ -83,6 +138,13 @@ class Call:
         self.git_dir: str | None = None
         self.work_tree: str | None = None
         self.shown = "git"
+
+    def program_setting(self) -> str | None:
+        """A ``-c`` setting under which git could run a program (``core.fsmonitor=CMD``)."""
+        for name, value in self.settings.items():
+            if runs_a_program(name, value):
+                return name
+        return None
 
 
 def read_call(args: list[str], where: str) -> Call:

@@ -56,7 +56,7 @@ _MAX_ALIASES = 5  # an alias of an alias...: git itself stops a loop
 # commands that change no file of the working tree (their own --output aside)
 READERS = frozenset(
     """add stage annotate blame branch bugreport bundle cat-file check-attr check-ignore
-    check-mailmap check-ref-format cherry column commit commit-graph commit-tree config
+    check-mailmap check-ref-format cherry column commit commit-graph commit-tree
     count-objects credential credential-cache credential-store describe diagnose diff
     diff-files diff-index diff-tree difftool fast-export fast-import fetch fetch-pack
     fmt-merge-msg for-each-ref format-patch fsck gc get-tar-commit-id grep hash-object
@@ -168,4 +168,5 @@ _PLANNERS: dict[str, Callable[[Call], Reach | None]] = {
     "clone": git_history.clone,
     "merge-file": git_history.merge_file,
     "mergetool": git_history.mergetool,
+    "config": git_history.config,
 }

@@ -51,6 +51,9 @@ def refusal(args: list[str], where: str, home: str | None, agent: str | None) ->
         plan = git_reach.reach(call)
     except Unsure as err:
         unsure = str(err)
+    setting = call.program_setting()
+    if setting is not None:  # even `git -c core.fsmonitor=CMD status` runs CMD
+        plan, unsure = None, f"`-c {setting}=...` can make git run a program coord cannot read"
     if plan is None and unsure is None:
         return None
     root = git_oracle.top(call)
