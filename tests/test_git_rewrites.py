@@ -244,6 +244,23 @@ def test_an_option_given_as_a_revision_never_reaches_the_guards_own_git(
     assert not marker.exists()
 
 
+def test_git_moved_elsewhere_by_its_environment_is_refused_while_others_hold(scene: Path) -> None:
+    """`GIT_WORK_TREE=docs git checkout -f` writes the whole tree into docs/: the guard asks
+    git about another tree than the one the command works in, so it cannot tell."""
+    for command, name in (
+        ("GIT_WORK_TREE=docs git checkout -f", "GIT_WORK_TREE"),
+        ("env GIT_DIR=.git git status", "GIT_DIR"),
+        ("export GIT_INDEX_FILE=/tmp/i; git checkout-index -a", "GIT_INDEX_FILE"),
+        ("GIT_EXTERNAL_DIFF=./d git diff", "GIT_EXTERNAL_DIFF"),
+        ("GIT_EDITOR=vim git commit", "GIT_EDITOR"),
+    ):
+        reason = str(refusal(scene, command))
+        assert f"it sets {name} for git" in reason and "alice holds" in reason, reason
+    for command in ("GIT_PAGER=cat git log", "GIT_EDITOR=true git commit -m x lib/free.py"):
+        assert refusal(scene, command) is None, command
+    assert "would put away" in str(refusal(scene, "GIT_PAGER=cat git stash"))
+
+
 def test_an_unreadable_board_refuses_a_rewrite(tmp_path: Path) -> None:
     repo = oracle.make_template(tmp_path / "broken", prepare)
     (repo / ".coord" / "board.db").write_bytes(b"this is not a database")

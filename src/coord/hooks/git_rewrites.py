@@ -22,6 +22,7 @@ Stdlib only; git runs only for commands that rewrite the tree while others hold 
 from __future__ import annotations
 
 import os
+import re
 
 from coord.errors import InvalidInput
 from coord.fast import guard, holds, targets
@@ -33,15 +34,43 @@ if TYPE_CHECKING:
     from coord.hooks.git_options import Call
     from coord.hooks.git_oracle import Found, Reach
 
+# git's environment that moves its repository, tree, index or settings, or names a program
+_GIT_ENVIRONMENT = re.compile(
+    r"\b(GIT_(?:DIR|WORK_TREE|INDEX_FILE|COMMON_DIR|OBJECT_DIRECTORY|NAMESPACE|CONFIG\w*|"
+    r"EXEC_PATH|EXTERNAL_DIFF|EDITOR|SEQUENCE_EDITOR|PAGER|SSH\w*|ASKPASS|PROXY_COMMAND))"
+    r"=(['\"]?)([^\s'\";&|]*)"
+)
+# the programs agents name to keep git from waiting on a person: they change no file
+_QUIET_PROGRAMS = frozenset({"", "true", ":", "cat", "less", "more"})
+_PROGRAM_VARIABLES = frozenset({"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER"})
+
+
+def _git_environment(command: str) -> str | None:
+    """The git variable ``command`` sets that could change what a git command does to
+    files (``GIT_WORK_TREE=docs``, ``GIT_DIR=...``, ``GIT_EXTERNAL_DIFF=CMD``); None if none
+    (``GIT_EDITOR=true`` and ``GIT_PAGER=cat`` are fine)."""
+    if "GIT_" not in command:
+        return None
+    for found in _GIT_ENVIRONMENT.finditer(command):
+        name, value = found.group(1), found.group(3)
+        if name in _PROGRAM_VARIABLES and value in _QUIET_PROGRAMS:
+            continue
+        return name
+    return None
+
+
 _SHOWN_FILES = 3  # files named per refusal line; the rest are counted
 _SHOWN_LINES = 10  # holds named per refusal; the rest are counted
 # past this many (files x holds) pairs the files are first narrowed to those a hold is near
 _NARROW_FROM = 20_000
 
 
-def refusal(args: list[str], where: str, home: str | None, agent: str | None) -> str | None:
+def refusal(
+    args: list[str], where: str, home: str | None, agent: str | None, command: str = ""
+) -> str | None:
     """Why ``agent`` may not run ``git ARGS`` in ``where``; None allows. ``home``: the board
-    found from where the agent stands (None: none)."""
+    found from where the agent stands (None: none); ``command``: the whole command line, for
+    the git environment it sets (``GIT_WORK_TREE=docs git checkout -f``)."""
     from coord.hooks import git_oracle, git_reach
 
     call = read_call(args, where)
@@ -54,6 +83,9 @@ def refusal(args: list[str], where: str, home: str | None, agent: str | None) ->
     setting = call.program_setting()
     if setting is not None:  # even `git -c core.fsmonitor=CMD status` runs CMD
         plan, unsure = None, f"`-c {setting}=...` can make git run a program coord cannot read"
+    environment = _git_environment(command)
+    if environment is not None:  # another tree, index or config than the one coord asks about
+        plan, unsure = None, f"it sets {environment} for git"
     if plan is None and unsure is None:
         return None
     root = git_oracle.top(call)

@@ -48,7 +48,7 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
         from coord.hooks import git_rewrites
 
         for args, where in found.git:
-            rewrite = git_rewrites.refusal(args, where, home, agent)
+            rewrite = git_rewrites.refusal(args, where, home, agent, command)
             if rewrite is not None:
                 return rewrite
     placed: dict[tuple[str, str], targets.Target] = {}  # one per board and canonical name
