@@ -34,8 +34,10 @@ tree (``coord.hooks.git_rewrites``):
   ``submodule update`` / ``deinit`` / ``add``: the submodules' directories; ``clone DIR``,
   ``worktree add DIR``: the directory it creates; ``merge-file``, ``--output=FILE``,
   ``archive -o FILE``, ``bundle create FILE``: the file it writes;
-- ``bisect``, ``sparse-checkout``, ``filter-branch``, a rebase going on (``--continue``),
-  ``rebase --exec``, an alias that runs a shell, a command git does not have: ``Unsure``.
+- ``git config KEY VALUE`` of a key under which git runs a program (``core.fsmonitor``,
+  ``core.hooksPath``, a filter: ``coord.hooks.git_options.runs_a_program``), ``bisect``,
+  ``sparse-checkout``, ``filter-branch``, a rebase going on (``--continue``), ``rebase
+  --exec``, an alias that runs a shell, a command git does not have: ``Unsure``.
 
 A command that changes nothing in the tree (``status``, ``diff``, ``log``, ``add``,
 ``commit``, ``fetch``...) is answered without running anything. Stdlib only.

@@ -14,7 +14,10 @@ So for each ``git`` command the shell guard found (``coord.hooks.shell.Writes.gi
    target is (``coord.fast.targets.place``, ``coord.fast.guard.judge``): refused when another
    agent holds one, with what to do instead.
 4. When coord cannot tell (a revision git does not know, a patch on standard input, a rebase
-   under way, an alias that runs a shell, git failing), it refuses, naming what is held.
+   under way, an alias that runs a shell, git failing), it refuses, naming what is held. So
+   it does, for any git command, readers too, given a ``-c`` setting under which git runs a
+   program (``git -c core.fsmonitor=CMD status`` runs CMD) or a command line that sets
+   ``GIT_WORK_TREE``, ``GIT_DIR`` and the like: git would then work elsewhere than coord asks.
 
 Stdlib only; git runs only for commands that rewrite the tree while others hold files.
 """
