@@ -11,7 +11,6 @@ command in its own copy); the tests below read that one run.
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,36 +19,7 @@ import pytest
 
 import guard_oracle as oracle
 
-CORPUS = Path(__file__).parent / "guard_corpus" / "shell.txt"
-README = Path(__file__).parent.parent / "README.md"
-LIST_TITLE = "**Harmless commands the shell hook refuses.**"
-
-
-def accepted_refusals() -> list[str]:
-    """The README's list (section "Files: reservations and the guard"): the harmless commands
-    coord refuses, each a bullet naming the command in backticks (``- none`` for none)."""
-    text = README.read_text(encoding="utf-8")
-    assert LIST_TITLE in text, f"the README has lost its {LIST_TITLE} paragraph"
-    after = text.split(LIST_TITLE, 1)[1]
-    bullets: list[str] = []
-    started = False
-    for line in after.splitlines():
-        if line.startswith("- "):
-            started = True
-            bullets.append(line)
-        elif line.startswith("  ") and started:
-            continue  # a bullet's reason, wrapped
-        elif started:
-            break
-    assert bullets, f"no list under {LIST_TITLE} in the README"
-    if bullets == ["- none"]:
-        return []
-    commands = []
-    for bullet in bullets:
-        found = re.match(r"- (`+) ?(.+?) ?\1(?::|$)", bullet)
-        assert found, f"README: a bullet under {LIST_TITLE} names no `command`: {bullet!r}"
-        commands.append(found.group(2))
-    return commands
+CORPUS = oracle.CORPORA / "shell.txt"
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +33,6 @@ def corpus(entries: list[oracle.Entry]) -> Iterator[oracle.CorpusRun]:
         run = oracle.run_corpus(entries, root)
     print("\n" + oracle.summary(run))
     yield run
-
-
-def _place(outcome: oracle.Outcome) -> str:
-    e = outcome.entry
-    where = f" (in {e.cwd})" if e.cwd != "." else ""
-    return f"line {e.line} [{e.category}] {e.command!r}{where}"
 
 
 def test_the_corpus_covers_what_the_issue_lists(entries: list[oracle.Entry]) -> None:
@@ -163,6 +127,20 @@ def test_the_corpus_covers_what_the_issue_lists(entries: list[oracle.Entry]) -> 
         assert piece in spelled, piece
 
 
+def test_no_corpus_names_a_path_outside_its_sandbox() -> None:
+    outside = [
+        f"{path.name}:{e.line}: {e.command!r} names {oracle.outside_paths(e.command)}"
+        for path in sorted(oracle.CORPORA.glob("*.txt"))
+        for e in oracle.load_corpus(path)
+        if oracle.outside_paths(e.command)
+    ]
+    assert not outside, "use @TMP@, @HOME@ or @REPO@:\n" + "\n".join(outside)
+    assert oracle.outside_paths("echo x >/etc/x; cp a '/tmp/b' s\"rc\"/a.py") == [
+        "/etc/x",
+        "/tmp/b",
+    ]
+
+
 def test_every_program_the_corpus_runs_is_installed(corpus: oracle.CorpusRun) -> None:
     """An entry whose program is missing is not run: under CI=true that fails (.ci/run
     installs them), elsewhere the entries are skipped, named."""
@@ -185,45 +163,119 @@ def test_the_driver_answers_as_the_real_hook_process(corpus: oracle.CorpusRun) -
     """The corpus is judged through one driver process per client calling the entry
     `coord hook` calls; a sample is also sent to real `coord hook CLIENT EVENT` processes."""
     assert not corpus.disagreements, "\n".join(corpus.disagreements)
-    unclear = [f"{c}: {_place(o)}: {o.verdicts[c].reason}" for o, c in corpus.unclear()]
+    unclear = [f"{c}: {oracle.place(o)}: {o.verdicts[c].reason}" for o, c in corpus.unclear()]
     assert not unclear, "answers that neither refuse nor allow:\n" + "\n".join(unclear)
 
 
 def test_no_allowed_command_changes_a_held_file(corpus: oracle.CorpusRun) -> None:
-    by_command: dict[int, list[str]] = {}
-    outcomes: dict[int, oracle.Outcome] = {}
-    for outcome, client in corpus.escapes():
-        by_command.setdefault(outcome.entry.line, []).append(client)
-        outcomes[outcome.entry.line] = outcome
-    lines = [
-        f"{_place(outcomes[n])}: allowed by {', '.join(clients)}; "
-        f"it changed {', '.join(outcomes[n].execution.changed)}"
-        for n, clients in sorted(by_command.items())
-    ]
-    assert not lines, (
-        f"{len(lines)} allowed commands changed a held file:\n"
-        + "\n".join(lines)
+    escapes = oracle.escape_report(corpus)
+    assert not escapes, (
+        f"{len(escapes)} allowed commands changed a held file:\n"
+        + "\n".join(escapes)
         + "\n"
         + oracle.summary(corpus)
     )
 
 
-def test_harmless_commands_are_refused_only_as_the_readme_lists(
-    corpus: oracle.CorpusRun, entries: list[oracle.Entry]
-) -> None:
-    accepted = accepted_refusals()
-    harmless = {e.command for e in entries if e.expect != "writes-held"}
+def test_harmless_commands_are_refused_only_as_the_readme_lists(corpus: oracle.CorpusRun) -> None:
+    accepted = oracle.accepted_refusals()
+    # the list names commands of the corpora (this one, and any other in tests/guard_corpus/)
+    harmless = {
+        e.command
+        for path in sorted(oracle.CORPORA.glob("*.txt"))
+        for e in oracle.load_corpus(path)
+        if e.expect != "writes-held"
+    }
     unknown = [c for c in accepted if c not in harmless]
-    assert not unknown, f"the README lists commands that are no harmless corpus entry: {unknown}"
-    refused: dict[str, list[str]] = {}
-    reasons: dict[str, str] = {}
-    for outcome, client in corpus.false_refusals():
-        refused.setdefault(outcome.entry.command, []).append(client)
-        reasons[outcome.entry.command] = f"{_place(outcome)}: {outcome.verdicts[client].reason}"
-    unlisted = [f"{reasons[c]} (by {', '.join(refused[c])})" for c in refused if c not in accepted]
-    assert not unlisted, "harmless commands refused that the README does not list:\n" + (
-        "\n".join(unlisted)
+    assert not unknown, f"the README lists commands no corpus holds as harmless: {unknown}"
+    problems = oracle.refusal_report(corpus, accepted)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_reports_name_escapes_and_unlisted_refusals() -> None:
+    """The judgement itself, on outcomes made by hand: an allowed command that changed a held
+    file is an escape, a refused one that changed none is reported unless listed, and a
+    listed command that is allowed again is reported too."""
+
+    def outcome(command: str, expect: str, refused: bool, changed: list[str]) -> oracle.Outcome:
+        entry = oracle.Entry(command, expect, "made by hand", line=len(command))
+        verdicts = {c: oracle.Verdict(refused, "why" if refused else "") for c in oracle.CLIENTS}
+        return oracle.Outcome(entry, verdicts, oracle.Execution(changed, 0))
+
+    run = oracle.CorpusRun(
+        outcomes=[
+            outcome("rm src/a.py", "writes-held", False, ["src/a.py"]),
+            outcome("rm src/b.py", "writes-held", True, ["src/b.py"]),
+            outcome("ls", "harmless", True, []),
+            outcome("cat x", "harmless", True, []),
+            outcome("pwd", "harmless", False, []),
+            outcome("echo x", "harmless", False, ["src/a.py"]),  # a corpus error
+        ]
     )
-    # a listed command is refused by every client, or the list says more than is true
-    stale = [c for c in accepted if len(refused.get(c, [])) != len(oracle.CLIENTS)]
-    assert not stale, f"the README lists as refused commands some client allows: {stale}"
+    assert [line.split(": allowed")[0] for line in oracle.escape_report(run)] == [
+        "line 6 [made by hand] 'echo x'",
+        "line 11 [made by hand] 'rm src/a.py'",
+    ]
+    assert len(run.mislabelled()) == 1 and "'echo x' is labelled harmless" in run.mislabelled()[0]
+    absent = oracle.Entry("x", "harmless", "made by hand", needs=("sh", "no-such-program-here"))
+    assert oracle.missing_programs(absent) == ["no-such-program-here"]
+    problems = oracle.refusal_report(run, ["cat x", "pwd"])
+    assert len(problems) == 2
+    assert problems[0].startswith(
+        "refused, and not in the README's list: line 2 [made by hand] 'ls'"
+    )
+    assert problems[1].startswith("in the README's list, yet allowed by some client: 'pwd'")
+
+
+def test_the_readme_list_is_read_as_written(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    title = oracle.LIST_TITLE
+    readme.write_text(
+        f"{title} Why:\n\n- `ls x`: one\n  wrapped\n- `` echo `a` ``: two\n\nLater.\n- `no`\n"
+    )
+    assert oracle.accepted_refusals(readme) == ["ls x", "echo `a`"]
+    readme.write_text(f"{title} Why:\n\n- none\n")
+    assert oracle.accepted_refusals(readme) == []
+    readme.write_text(f"{title} Why:\n\n- ls x: no backticks\n")
+    with pytest.raises(AssertionError, match="names no command"):
+        oracle.accepted_refusals(readme)
+    readme.write_text("# nothing\n")
+    with pytest.raises(AssertionError, match="has lost"):
+        oracle.accepted_refusals(readme)
+
+
+def test_each_client_is_sent_its_own_documented_input(tmp_path: Path) -> None:
+    """The hooks see each client's shape: its session field, and where the command runs said
+    the client's way (Gemini: the project's root and a directory relative to it)."""
+    box = oracle.Sandbox(tmp_path)
+    (box.repo / "src").mkdir(parents=True)
+    repo, sub = str(box.repo), str(box.repo / "src")
+    claude = oracle.hook_input("claude", box, "ls", "src")
+    assert (claude["tool_name"], claude["tool_input"]["command"], claude["cwd"]) == (
+        "Bash",
+        "ls",
+        sub,
+    )
+    assert claude["session_id"] and claude["hook_event_name"] == "PreToolUse"
+    codex = oracle.hook_input("codex", box, "ls", "src")
+    assert (codex["tool_name"], codex["cwd"], codex["turn_id"]) == ("Bash", sub, "1")
+    gemini = oracle.hook_input("gemini", box, "ls", "src")
+    assert (gemini["tool_name"], gemini["cwd"]) == ("run_shell_command", repo)
+    assert gemini["tool_input"] == {**gemini["tool_input"], "command": "ls", "dir_path": "src"}
+    assert "dir_path" not in oracle.hook_input("gemini", box, "ls")["tool_input"]
+    cursor = oracle.hook_input("cursor", box, "ls", "src")
+    assert (cursor["command"], cursor["cwd"], cursor["workspace_roots"]) == ("ls", sub, [repo])
+    assert cursor["conversation_id"] and "tool_name" not in cursor
+    # and each answer is read as that client reads it
+    deny = {
+        "claude": '{"hookSpecificOutput": {"permissionDecision": "deny", '
+        '"permissionDecisionReason": "no"}}',
+        "gemini": '{"decision": "deny", "reason": "no"}',
+        "cursor": '{"permission": "deny", "agent_message": "no"}',
+    }
+    for client, answer in deny.items():
+        assert oracle.read_answer(client, 0, answer, "") == oracle.Verdict(True, "no")
+        assert oracle.read_answer(client, 0, "", "") == oracle.Verdict(False, "")
+        assert "UNCLEAR" in oracle.read_answer(client, 1, "", "boom").reason
+        assert oracle.read_answer(client, 2, "", "no").refused
+    assert "UNCLEAR" in oracle.read_answer("claude", 0, '{"decision": "deny"}', "").reason
