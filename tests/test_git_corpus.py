@@ -24,9 +24,8 @@ from pathlib import Path
 import pytest
 
 import guard_oracle as oracle
-from test_guard_corpus import accepted_refusals
 
-CORPUS = Path(__file__).parent / "guard_corpus" / "git.txt"
+CORPUS = oracle.CORPORA / "git.txt"
 RUN_SH_NEW = "#!/bin/sh\necho run faster\n"
 
 
@@ -205,7 +204,7 @@ def test_no_allowed_git_command_changes_a_held_file(corpus: oracle.CorpusRun) ->
 def test_harmless_git_commands_are_allowed(corpus: oracle.CorpusRun) -> None:
     """Everyday git (status, diff, log, add, commit, fetch, a stash or checkout of B's own
     files, a new branch) is allowed; a refusal of one the README does not list fails."""
-    accepted = set(accepted_refusals())
+    accepted = set(oracle.accepted_refusals())
     refused = {}
     for outcome, client in corpus.false_refusals():
         if outcome.entry.command not in accepted:

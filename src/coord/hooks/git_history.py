@@ -189,9 +189,12 @@ def rebase(call: Call) -> Reach | None:
     onto = parsed.value("onto") or upstream
     tip = branch or "HEAD"
 
+    explicit = parsed.opts.get("autostash")
+
     def rebased() -> Found:
-        # the changed files it stashes, or git refuses to start: either way, judged
-        found = status(call, [], untracked=False, ignored=False)
+        found = []
+        if explicit[-1] if explicit else _setting(call, "rebase.autostash"):
+            found += status(call, [], untracked=False, ignored=False)  # the files it stashes
         if branch is not None:  # it checks out the branch first
             found += diff(call, "HEAD", branch)
         if upstream is not None:

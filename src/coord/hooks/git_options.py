@@ -111,7 +111,8 @@ class Unsure(Exception):
 class Call:
     """One ``git`` command: ``sub`` and its ``args``, the directory it runs in (``cwd``, after
     every ``-C``), ``oracle``: the global options an oracle run repeats (with ``-C`` and the
-    settings that are safe to repeat), and what ``--git-dir`` / ``--work-tree`` said."""
+    settings that are safe to repeat), what ``--git-dir`` / ``--work-tree`` said, and what an
+    earlier ``git stash`` of the same command line put away (``stashed``)."""
 
     __slots__ = (
         "args",
@@ -120,6 +121,7 @@ class Call:
         "oracle",
         "settings",
         "shown",
+        "stashed",
         "sub",
         "where",
         "work_tree",
@@ -135,6 +137,9 @@ class Call:
         self.git_dir: str | None = None
         self.work_tree: str | None = None
         self.shown = "git"
+        # what a `git stash push` earlier on the same command line put away: its stash is
+        # stash@{0} by the time this command runs
+        self.stashed: list[tuple[str, bool]] | None = None
 
     def program_setting(self) -> str | None:
         """A ``-c`` setting under which git could run a program (``core.fsmonitor=CMD``)."""

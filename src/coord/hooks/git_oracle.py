@@ -32,12 +32,15 @@ class Reach:
     names a directory whose whole content goes), ``verb`` says it in a refusal ("would put
     away"), ``instead`` what to do instead."""
 
-    __slots__ = ("find", "instead", "verb")
+    __slots__ = ("find", "instead", "stashes", "verb")
 
-    def __init__(self, verb: str, instead: str, find: Callable[[], Found]) -> None:
+    def __init__(
+        self, verb: str, instead: str, find: Callable[[], Found], *, stashes: bool = False
+    ) -> None:
         self.verb = verb
         self.instead = instead
         self.find = find
+        self.stashes = stashes  # a `git stash push`: what it finds is the stash it makes
 
 
 def git(call: Call, *args: str, where: str | None = None) -> bytes:

@@ -69,14 +69,23 @@ _NARROW_FROM = 20_000
 
 
 def refusal(
-    args: list[str], where: str, home: str | None, agent: str | None, command: str = ""
+    args: list[str],
+    where: str,
+    home: str | None,
+    agent: str | None,
+    command: str = "",
+    earlier: dict[str, Found] | None = None,
 ) -> str | None:
     """Why ``agent`` may not run ``git ARGS`` in ``where``; None allows. ``home``: the board
     found from where the agent stands (None: none); ``command``: the whole command line, for
-    the git environment it sets (``GIT_WORK_TREE=docs git checkout -f``)."""
+    the git environment it sets (``GIT_WORK_TREE=docs git checkout -f``); ``earlier``: what
+    the git commands before it on that line stashed, by working tree (this call adds to it)."""
     from coord.hooks import git_oracle, git_reach
 
     call = read_call(args, where)
+    tree = os.path.realpath(git_oracle.top(call))
+    if earlier is not None:
+        call.stashed = earlier.get(tree)
     plan: Reach | None = None
     unsure: str | None = None
     try:
@@ -109,9 +118,12 @@ def refusal(
             unsure = str(err)
         else:
             try:
-                return _judged(call, plan, found, root, home, agent, held)
+                why = _judged(call, plan, found, root, home, agent, held)
             except holds.BoardUnreadable as err:
                 return f"coord: cannot check the board ({err}); refusing the command"
+            if why is None and plan.stashes and found and earlier is not None:
+                earlier[tree] = found  # a stash is made: a later `stash pop` applies it
+            return why
     return _unsure_line(call, unsure or "", held)
 
 

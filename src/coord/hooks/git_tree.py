@@ -5,6 +5,7 @@ restore, checkout, switch, clean, rm, mv, read-tree, checkout-index
 from __future__ import annotations
 
 import os
+import re
 
 from coord.hooks.git_options import Call, Spec, Unsure, parse
 from coord.hooks.git_oracle import (
@@ -48,8 +49,13 @@ def stash(call: Call) -> Reach | None:
         operands = parsed.operands[1:] if sub == "branch" else parsed.operands
         entry = operands[0] if operands else "stash@{0}"
         show = ["stash", "show", "--include-untracked", "--name-only", "-z", "--no-renames"]
+        made_here = None
+        if call.stashed is not None:  # `git stash push -- mine && git stash pop`
+            entry, made_here = _after_a_push(entry, call.stashed)
 
         def stashed() -> Found:
+            if made_here is not None:
+                return made_here
             return names(git(call, *show, "--no-relative", *revisions([entry])), top(call))
 
         find = stashed
@@ -68,7 +74,20 @@ def stash(call: Call) -> Reach | None:
         return status(call, paths, staged=staged, untracked=untracked, ignored=everything)
 
     instead = "stash only your own files (`git stash push -- PATH...`)"
-    return Reach("would put away", f"{instead}, {ASK}", stashed_away)
+    return Reach("would put away", f"{instead}, {ASK}", stashed_away, stashes=True)
+
+
+_STASH_ENTRY = re.compile(r"(?:stash@\{(\d+)\}|(\d+))")
+
+
+def _after_a_push(entry: str, pushed: Found) -> tuple[str, Found | None]:
+    """A stash named after an earlier ``git stash push`` on the same line made one: stash@{0}
+    is that one (what it put away), stash@{N} the one that was stash@{N-1} before."""
+    named = _STASH_ENTRY.fullmatch(entry)
+    if named is None:
+        raise Unsure(f"an earlier `git stash` on this line changes what `{entry}` names")
+    number = int(named.group(1) or named.group(2))
+    return (entry, pushed) if number == 0 else (f"stash@{{{number - 1}}}", None)
 
 
 _RESET = Spec(

@@ -47,8 +47,9 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
     if found.git:  # stash, reset --hard, checkout ., clean...: judged by what they change
         from coord.hooks import git_rewrites
 
+        stashed: dict[str, list[tuple[str, bool]]] = {}  # git stash push, then pop
         for args, where in found.git:
-            rewrite = git_rewrites.refusal(args, where, home, agent, command)
+            rewrite = git_rewrites.refusal(args, where, home, agent, command, stashed)
             if rewrite is not None:
                 return rewrite
     placed: dict[tuple[str, str], targets.Target] = {}  # one per board and canonical name
