@@ -64,6 +64,8 @@ def refusal(repo: Path, command: str, cwd: str = ".") -> str | None:
         ("git clean -fX docs", "would delete docs/build.log"),
         ("git rm bin/run.sh", "would delete bin/run.sh"),
         ("git mv -f src/c.py src/a.py", "would move src/a.py"),
+        ("git mv src/*.py lib/", "would move src/a.py"),  # the shell expands the glob
+        ("yes | git restore -p", "would overwrite src/a.py"),
         ("git read-tree -u --reset HEAD", "would overwrite"),
         ("git checkout-index -f -a", "would overwrite docs/guide.md, and alice"),
         ("git apply .patches/held.patch", "would patch bin/run.sh"),

@@ -260,7 +260,7 @@ def worktrees(call: Call) -> Reach | None:
         if parsed.operands:
             path = parsed.operands[0]
             return Reach(
-                "would write into", f"add it elsewhere, {ASK}", lambda: [here(path, call, True)]
+                "would write into", f"add it elsewhere, {ASK}", lambda: here(path, call, True)
             )
     return None
 
@@ -290,13 +290,11 @@ def submodule(call: Call) -> Reach | None:
         if not operands:
             return None
         path = operands[1] if len(operands) > 1 else _cloned_name(operands[0])
-        return Reach(
-            "would write into", f"add it elsewhere, {ASK}", lambda: [here(path, call, True)]
-        )
+        return Reach("would write into", f"add it elsewhere, {ASK}", lambda: here(path, call, True))
 
     def checked_out() -> Found:
         if operands:
-            return [here(p, call, True) for p in operands]
+            return [entry for p in operands for entry in here(p, call, True)]
         return [(os.path.join(top(call), p), True) for p in _submodule_paths(top(call))]
 
     return Reach(
@@ -347,7 +345,7 @@ def clone(call: Call) -> Reach | None:
     if not operands:
         return None
     path = operands[1] if len(operands) > 1 else _cloned_name(operands[0])
-    return Reach("would write into", f"clone it elsewhere, {ASK}", lambda: [here(path, call, True)])
+    return Reach("would write into", f"clone it elsewhere, {ASK}", lambda: here(path, call, True))
 
 
 def merge_file(call: Call) -> Reach | None:
@@ -367,7 +365,7 @@ def merge_file(call: Call) -> Reach | None:
     return Reach(
         "would write",
         f"merge into your own files, {ASK}",
-        lambda: [here(operands[0], call, False)],
+        lambda: here(operands[0], call, False),
     )
 
 
@@ -431,5 +429,5 @@ def output(call: Call) -> Reach | None:
     return Reach(
         "would write",
         f"write it elsewhere, {ASK}",
-        lambda: [here(w, call, False) for w in written],
+        lambda: [entry for w in written for entry in here(w, call, False)],
     )

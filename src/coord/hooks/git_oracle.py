@@ -164,9 +164,16 @@ def previous(name: str) -> str:
     return "@{-1}" if name == "-" else name
 
 
-def here(raw: str, call: Call, is_dir: bool | None = None) -> tuple[str, bool]:
+def here(raw: str, call: Call, is_dir: bool | None = None) -> Found:
+    """A path as the command's operand names it from its directory, each one a glob expands
+    to as the shell does before git sees it (``git mv src/*.py lib/``), or itself."""
     path = os.path.join(call.cwd, os.path.expanduser(raw))
-    return path, os.path.isdir(path) if is_dir is None else is_dir
+    paths = [path]
+    if set(raw) & set("*?["):
+        import glob
+
+        paths = sorted(glob.glob(path)) or paths  # no match: bash passes the word as it is
+    return [(p, os.path.isdir(p) if is_dir is None else is_dir) for p in paths]
 
 
 def union(*finds: Callable[[], Found]) -> Callable[[], Found]:

@@ -127,6 +127,8 @@ def restore(call: Call) -> Reach | None:
     if staged and not worktree_too:
         return None  # the index only
     paths = parsed.operands + parsed.pathspecs(call.cwd)
+    if not paths and parsed.has("patch"):
+        paths = [":/"]  # `git restore -p` offers every change of the tree
     if not paths:
         return None  # git refuses a restore without a path
     source = parsed.value("source") or ("HEAD" if staged else None)
@@ -310,13 +312,12 @@ def mv(call: Call) -> Reach | None:
         return None
 
     def moved() -> Found:
-        found = [here(o, call) for o in operands]
-        destination, is_dir = found[-1]
-        if is_dir:
-            found += [
-                (os.path.join(destination, os.path.basename(o.rstrip("/"))), False)
-                for o in operands[:-1]
-            ]
+        sources = [entry for o in operands[:-1] for entry in here(o, call)]
+        destination = here(operands[-1], call)
+        found = sources + destination
+        if len(destination) == 1 and destination[0][1]:  # into a directory: DIR/NAME each
+            into = destination[0][0]
+            found += [(os.path.join(into, os.path.basename(p.rstrip("/"))), d) for p, d in sources]
         return found
 
     return Reach("would move", f"move only your own files, {ASK}", moved)
@@ -359,7 +360,7 @@ def checkout_index(call: Call) -> Reach | None:
     prefix = parsed.value("prefix")
     if prefix:  # FILE written as PREFIX + FILE
         where = prefix if prefix.endswith("/") else os.path.dirname(prefix) or "."
-        return Reach("would write", instead, lambda: [here(where, call, True)])
+        return Reach("would write", instead, lambda: here(where, call, True))
     paths = parsed.operands + (parsed.paths or [])
     if not paths and not parsed.has("all"):
         return None
