@@ -104,6 +104,27 @@ _KEPT_FLAGS = frozenset(
 )
 
 
+# commands that change no file of the working tree (their own --output aside)
+READERS = frozenset(
+    """add stage annotate blame branch bugreport bundle cat-file check-attr check-ignore
+    check-mailmap check-ref-format cherry column commit commit-graph commit-tree
+    count-objects credential credential-cache credential-store describe diagnose diff
+    diff-files diff-index diff-tree difftool fast-export fast-import fetch fetch-pack
+    fmt-merge-msg for-each-ref format-patch fsck gc get-tar-commit-id grep hash-object
+    help index-pack init init-db interpret-trailers log ls-files ls-remote ls-tree mailinfo
+    mailsplit maintenance merge-base merge-tree mktag mktree multi-pack-index name-rev
+    notes pack-objects pack-redundant pack-refs patch-id prune prune-packed push
+    range-diff reflog remote repack replace request-pull rev-list rev-parse send-email
+    send-pack shortlog show show-branch show-index show-ref status stripspace symbolic-ref
+    tag unpack-file unpack-objects update-index update-ref update-server-info var
+    verify-commit verify-pack verify-tag version whatchanged write-tree""".split()  # noqa: SIM905
+)
+# readers whose --output=FILE writes that file
+OUTPUT_READERS = frozenset(
+    {"diff", "diff-files", "diff-index", "diff-tree", "log", "show", "range-diff", "whatchanged"}
+)
+
+
 class Unsure(Exception):
     """coord cannot tell what the command would change; the message says why."""
 
@@ -140,6 +161,17 @@ class Call:
         # what a `git stash push` earlier on the same command line put away: its stash is
         # stash@{0} by the time this command runs
         self.stashed: list[tuple[str, bool]] | None = None
+
+    def reads_only(self) -> bool:
+        """Is it a command that changes no file (``status``, ``log``, ``commit``...), told from
+        its name alone: the shell guard's everyday path, with nothing more imported or run."""
+        if self.sub is None:
+            return True  # `git`, `git --version`
+        if self.sub not in READERS or (self.sub == "bundle" and self.args[:1] == ["create"]):
+            return False
+        if self.sub in OUTPUT_READERS:
+            return not any(a == "--output" or a.startswith("--output=") for a in self.args)
+        return True
 
     def program_setting(self) -> str | None:
         """A ``-c`` setting under which git could run a program (``core.fsmonitor=CMD``)."""

@@ -46,7 +46,7 @@ A command that changes nothing in the tree (``status``, ``diff``, ``log``, ``add
 from __future__ import annotations
 
 from coord.hooks import git_history, git_tree
-from coord.hooks.git_options import Call, Unsure
+from coord.hooks.git_options import OUTPUT_READERS, READERS, Call, Unsure
 from coord.hooks.git_oracle import Reach, git
 
 TYPE_CHECKING = False
@@ -55,24 +55,6 @@ if TYPE_CHECKING:
 
 _MAX_ALIASES = 5  # an alias of an alias...: git itself stops a loop
 
-# commands that change no file of the working tree (their own --output aside)
-READERS = frozenset(
-    """add stage annotate blame branch bugreport bundle cat-file check-attr check-ignore
-    check-mailmap check-ref-format cherry column commit commit-graph commit-tree
-    count-objects credential credential-cache credential-store describe diagnose diff
-    diff-files diff-index diff-tree difftool fast-export fast-import fetch fetch-pack
-    fmt-merge-msg for-each-ref format-patch fsck gc get-tar-commit-id grep hash-object
-    help index-pack init init-db interpret-trailers log ls-files ls-remote ls-tree mailinfo
-    mailsplit maintenance merge-base merge-tree mktag mktree multi-pack-index name-rev
-    notes pack-objects pack-redundant pack-refs patch-id prune prune-packed push
-    range-diff reflog remote repack replace request-pull rev-list rev-parse send-email
-    send-pack shortlog show show-branch show-index show-ref status stripspace symbolic-ref
-    tag unpack-file unpack-objects update-index update-ref update-server-info var
-    verify-commit verify-pack verify-tag version whatchanged write-tree""".split()  # noqa: SIM905
-)
-# readers whose --output=FILE writes that file
-_OUTPUT = frozenset({"diff", "diff-files", "diff-index", "diff-tree", "log", "show"})
-_OUTPUT |= {"format-patch", "range-diff", "whatchanged"}
 # the subcommands of those that only read
 _QUIET = {
     "bisect": frozenset({"log", "visualize", "view", "terms", "help"}),
@@ -105,7 +87,7 @@ def reach(call: Call, depth: int = 0) -> Reach | None:
     if sub is None or call.args[:1] == ["-h"] or "--help" in _before_dashes(call.args):
         return None
     if sub in READERS:
-        return git_history.output(call) if sub in _OUTPUT or sub in ("archive", "bundle") else None
+        return git_history.output(call) if sub in OUTPUT_READERS or sub == "bundle" else None
     if sub == "archive":
         return git_history.output(call)
     planner = _PLANNERS.get(sub)

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from coord.hooks.git_oracle import Found, Reach
 
 # git's environment that moves its repository, tree, index or settings, or names a program
-_GIT_ENVIRONMENT = re.compile(
+# (text until first used: compiling it costs more than the everyday `git status` path)
+_GIT_ENVIRONMENT = (
     r"\b(GIT_(?:DIR|WORK_TREE|INDEX_FILE|COMMON_DIR|OBJECT_DIRECTORY|NAMESPACE|CONFIG\w*|"
     r"EXEC_PATH|EXTERNAL_DIFF|EDITOR|SEQUENCE_EDITOR|PAGER|SSH\w*|ASKPASS|PROXY_COMMAND))"
     r"=(['\"]?)([^\s'\";&|]*)"
@@ -54,7 +55,7 @@ def _git_environment(command: str) -> str | None:
     (``GIT_EDITOR=true`` and ``GIT_PAGER=cat`` are fine)."""
     if "GIT_" not in command:
         return None
-    for found in _GIT_ENVIRONMENT.finditer(command):
+    for found in re.finditer(_GIT_ENVIRONMENT, command):
         name, value = found.group(1), found.group(3)
         if name in _PROGRAM_VARIABLES and value in _QUIET_PROGRAMS:
             continue
@@ -80,9 +81,13 @@ def refusal(
     found from where the agent stands (None: none); ``command``: the whole command line, for
     the git environment it sets (``GIT_WORK_TREE=docs git checkout -f``); ``earlier``: what
     the git commands before it on that line stashed, by working tree (this call adds to it)."""
+    call = read_call(args, where)
+    setting = call.program_setting()
+    environment = _git_environment(command)
+    if call.reads_only() and setting is None and environment is None:
+        return None  # git status, log, commit...: nothing to ask, nothing more to import
     from coord.hooks import git_oracle, git_reach
 
-    call = read_call(args, where)
     tree = os.path.realpath(git_oracle.top(call))
     if earlier is not None:
         call.stashed = earlier.get(tree)
@@ -92,10 +97,8 @@ def refusal(
         plan = git_reach.reach(call)
     except Unsure as err:
         unsure = str(err)
-    setting = call.program_setting()
     if setting is not None:  # even `git -c core.fsmonitor=CMD status` runs CMD
         plan, unsure = None, f"`-c {setting}=...` can make git run a program coord cannot read"
-    environment = _git_environment(command)
     if environment is not None:  # another tree, index or config than the one coord asks about
         plan, unsure = None, f"it sets {environment} for git"
     if plan is None and unsure is None:
