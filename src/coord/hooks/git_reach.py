@@ -45,7 +45,7 @@ A command that changes nothing in the tree (``status``, ``diff``, ``log``, ``add
 
 from __future__ import annotations
 
-from coord.hooks import git_history, git_tree
+from coord.hooks import git_history, git_named, git_tree
 from coord.hooks.git_options import OUTPUT_READERS, READERS, Call, Unsure
 from coord.hooks.git_oracle import Reach, git
 
@@ -87,9 +87,9 @@ def reach(call: Call, depth: int = 0) -> Reach | None:
     if sub is None or call.args[:1] == ["-h"] or "--help" in _before_dashes(call.args):
         return None
     if sub in READERS:
-        return git_history.output(call) if sub in OUTPUT_READERS or sub == "bundle" else None
+        return git_named.output(call) if sub in OUTPUT_READERS or sub == "bundle" else None
     if sub == "archive":
-        return git_history.output(call)
+        return git_named.output(call)
     planner = _PLANNERS.get(sub)
     if planner is not None:
         return planner(call)
@@ -147,10 +147,10 @@ _PLANNERS: dict[str, Callable[[Call], Reach | None]] = {
     "cherry-pick": git_history.pick,
     "revert": git_history.pick,
     "pull": git_history.pull,
-    "worktree": git_history.worktrees,
-    "submodule": git_history.submodule,
-    "clone": git_history.clone,
-    "merge-file": git_history.merge_file,
-    "mergetool": git_history.mergetool,
-    "config": git_history.config,
+    "worktree": git_named.worktrees,
+    "submodule": git_named.submodule,
+    "clone": git_named.clone,
+    "merge-file": git_named.merge_file,
+    "mergetool": git_named.mergetool,
+    "config": git_named.config,
 }
