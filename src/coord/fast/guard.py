@@ -98,14 +98,20 @@ def judge(
         live = holds.read_live(db, [t.name for t in mine], now)
         fold = fsfold.board_fold(board_dir)  # recorded at init and daemon start, never probed here
         held_files = hardlinks.HeldLiterals(db, agent, now)  # read once, if a link needs it
+        near = _near(live, len(mine))
         for target in mine:
             if target.one_file:
-                blocking = blockers(target.name, live, agent, fold=fold)
+                blocking = blockers(target.name, near(target.name), agent, fold=fold)
             else:
                 root = target.root
                 is_dir = lambda name, root=root: os.path.isdir(os.path.join(root, name))  # noqa: E731
                 blocking = blockers(
-                    target.name, live, agent, is_file=target.is_file, is_dir=is_dir, fold=fold
+                    target.name,
+                    near(target.name),
+                    agent,
+                    is_file=target.is_file,
+                    is_dir=is_dir,
+                    fold=fold,
                 )
             # the file's other names; where case folds, its own name in another case is one
             # of them, already among the blockers
@@ -113,6 +119,23 @@ def judge(
             aliases = hardlinks.held_aliases(target, db, agent, now, held_files)
             found.append((target, blocking + [a for a in aliases if a.id not in named]))
     return found
+
+
+# past this many (target x hold) comparisons, each target is compared with the holds near it
+_INDEX_FROM = 20_000
+
+
+def _near(live: list[holds.Held], targets_count: int) -> Callable[[str], list[holds.Held]]:
+    """The holds a target could overlap: all of them, or for a batch of many targets against
+    many holds (``git rm -r .``, a glob) those whose literal prefix is on the target's path or
+    beneath it, the necessary condition for an overlap (``coord.fast.prefix_index``), in the
+    board's order."""
+    if targets_count * len(live) <= _INDEX_FROM:
+        return lambda name: live
+    from coord.fast.prefix_index import PrefixIndex  # typing: only for big batches
+
+    index = PrefixIndex((r.pattern, r) for r in live)
+    return lambda name: sorted(index.near(name), key=lambda r: r.id)
 
 
 def check(

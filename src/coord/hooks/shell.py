@@ -39,6 +39,7 @@ interpreter's ``-c``/``-e`` code that calls anything able to write (judged by th
 string literals name), and a program it does not know (judged by its operands, as paths
 that reach all beneath). Readers (``cat``, ``grep``, ``ls``, …, ``shell_programs.READERS``)
 write only their redirections.
+A git command that rewrites the working tree is judged by ``coord.hooks.git_rewrites``.
 
 Let through unread (``shell_programs.LET_THROUGH``, with any options and operands; the
 README says the same, and tests/hooks/test_shell_limits.py holds both to the table):

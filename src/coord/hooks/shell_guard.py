@@ -7,10 +7,12 @@ and judged by the same rule on the same read-only look at the board
 (``coord.fast.guard.judge``), so an edit tool and a shell command writing the same file get
 the same answer. Whoever holds what, a command that writes into coord's board directory or
 deletes it (``rm -rf .coord``, ``git clean -fdx``) is refused (``coord.fast.own_files``).
-What the command could reach without the guard knowing what it writes (a script, ``$OUT``,
-a program it does not know) is placed by ``coord.hooks.shell_reach`` and refused when
-another agent holds a file there, saying why; a command past the reader's bounds is refused
-with the reason. All targets of one command are judged on one read of each board. A
+A git command that rewrites the working tree (``git stash``, ``git reset --hard``, ``git
+checkout .``...) is judged by the files git says it would change (``coord.hooks.git_rewrites``).
+What the command could reach without the guard knowing what it writes (a script, ``$OUT``, a
+program it does not know) is placed by ``coord.hooks.shell_reach`` and refused when another
+agent holds a file there, saying why; a command past the reader's bounds is refused with the
+reason. All targets of one command are judged on one read of each board. A
 refusal is the reason to show the agent; ``None`` allows.
 
 Stdlib only and no daemon: it runs before every shell command.
@@ -50,6 +52,14 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
     own = _own_files_refusal(found, home)
     if own is not None:
         return own
+    if found.git:  # stash, reset --hard, checkout ., clean...: judged by what they change
+        from coord.hooks import git_rewrites
+
+        stashed: dict[str, list[tuple[str, bool]]] = {}  # git stash push, then pop
+        for args, where in found.git:
+            rewrite = git_rewrites.refusal(args, where, home, agent, command, stashed)
+            if rewrite is not None:
+                return rewrite
     # one per board and canonical name: (the target, the word as written, why it is unread)
     placed: dict[tuple[str, str], tuple[targets.Target, str, str | None]] = {}
     written: list[tuple[str, str, str | None]] = [
