@@ -38,8 +38,9 @@ def test_nonces_are_fresh() -> None:
     assert len({daemon_proof.new_nonce() for _ in range(100)}) == 100
 
 
-def test_only_liveness_the_document_and_the_proof_are_open() -> None:
-    assert set(PUBLIC_PATHS) == {"/v1/health", "/openapi.json", "/v1/identity"}
+def test_only_liveness_the_document_and_the_proofs_are_open() -> None:
+    # /v1/identity: the daemon's proof to the CLI; /v1/web/proof: its proof to the page
+    assert set(PUBLIC_PATHS) == {"/v1/health", "/openapi.json", "/v1/identity", "/v1/web/proof"}
     assert all(route.method == "GET" for route in ROUTES if route.public)
 
 

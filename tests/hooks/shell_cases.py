@@ -55,6 +55,7 @@ def make_repo(root: Path) -> Path:
     }.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
+        (root / name).chmod(0o644)  # whatever umask an earlier test left (chmod cases rely on it)
     (root / "free/link.py").symlink_to("../src/a.py")  # a held file under a free name
     (root / "scripts/clean.sh").chmod(0o755)
     (root / "scripts/hello.sh").chmod(0o755)
