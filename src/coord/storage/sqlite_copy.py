@@ -9,6 +9,7 @@ deleted since, as expired reservations are); the event log has none (``max(seq) 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -131,8 +132,9 @@ class SQLiteTarget:
         self._created = False
 
     def __enter__(self) -> SQLiteTarget:
-        self._created = not self.path.exists()
-        if not self._created:
+        if not self.path.exists():
+            self._create()
+        else:
             probe = _connect(self.path, "rw")
             try:
                 _bring_up_to_date(self.path, probe)
@@ -151,6 +153,26 @@ class SQLiteTarget:
             self._discard()
             raise
         return self
+
+    def _create(self) -> None:
+        """The new file, made here: 0600 as every board file, and never through a symbolic
+        link (a dangling one would have the board written wherever it points)."""
+        if self.path.is_symlink():
+            raise CoordError(
+                f"{self.path} is a symbolic link to {os.readlink(self.path)}, which does not "
+                "exist: coord migrate never makes a board file through a link; name the file "
+                "itself, or remove the link; nothing was copied"
+            )
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:  # made meanwhile by someone else: not ours to fill or remove
+            raise AlreadyExists(f"{self.path} appeared during the copy: name a new file") from None
+        except OSError as error:
+            raise CoordError(
+                f"cannot create {self.path}: {error.strerror}; nothing was copied"
+            ) from None
+        os.close(fd)
+        self._created = True
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         if kind is not None:
@@ -219,4 +241,6 @@ class SQLiteTarget:
                     )
 
     def summarize(self, table: Table) -> Summary:
-        return Summary.of(self.conn.execute(f"SELECT {', '.join(table.key)} FROM {table.name}"))
+        return Summary.of(
+            table, self.conn.execute(f"SELECT {', '.join(table.columns)} FROM {table.name}")
+        )

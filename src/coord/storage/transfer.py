@@ -2,8 +2,10 @@
 
 The copy is driven by ``TABLES``, not by code per table: a source streams each table's rows in
 key order in batches, a target loads them in one transaction, sets its counters so new writes
-continue after the copied ones, and both sides' counts and key digests are compared before
-that transaction commits. Tables that hold no board state are named in ``NOT_COPIED`` with
+continue after the copied ones, and both sides' row counts and row digests (every column of
+every row, ``Summary``) are compared before that transaction commits: a target that changes
+what it is given (a trigger, a default, a type that rounds) fails the copy, not only one that
+loses a row. Tables that hold no board state are named in ``NOT_COPIED`` with
 the reason; a table in neither list is refused (a schema that grew one this release cannot
 copy loses nothing silently), and a test holds both schemas to the lists.
 
@@ -16,7 +18,9 @@ Stdlib only: the PostgreSQL half is imported lazily, where a PostgreSQL end is o
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack
@@ -39,10 +43,11 @@ class Table:
     columns: tuple[str, ...]
     key: tuple[str, ...]
     counter: bool = False  # ids come from a counter that must continue after the copy
+    json: tuple[str, ...] = ()  # columns holding JSON text: digested by meaning, not spelling
 
 
-def _table(name: str, columns: str, key: str, *, counter: bool = False) -> Table:
-    return Table(name, tuple(columns.split()), tuple(key.split()), counter)
+def _table(name: str, columns: str, key: str, *, counter: bool = False, json: str = "") -> Table:
+    return Table(name, tuple(columns.split()), tuple(key.split()), counter, tuple(json.split()))
 
 
 # In load order: every table after the tables its foreign keys name.
@@ -54,6 +59,7 @@ TABLES: tuple[Table, ...] = (
         "checks evidence question escalate_to reserved_for",
         "id",
         counter=True,
+        json="labels checks evidence",
     ),
     _table("deps", "item_id depends_on", "item_id depends_on"),
     _table("item_files", "item_id pattern", "item_id pattern"),
@@ -66,7 +72,7 @@ TABLES: tuple[Table, ...] = (
         "id",
         counter=True,
     ),
-    _table("events", "seq at agent item_id kind details", "seq", counter=True),
+    _table("events", "seq at agent item_id kind details", "seq", counter=True, json="details"),
 )
 BY_NAME = {table.name: table for table in TABLES}
 
@@ -91,25 +97,81 @@ def unknown_tables(found: Sequence[str], where: str) -> None:
 
 
 class Summary:
-    """What one side holds of one table: its row count and the SHA-256 of its keys sorted
-    (in Python, so both backends' text collations give one order): a missing, extra or
-    changed key changes it."""
+    """What one side holds of one table: its row count and a SHA-256 over every row, in a
+    form neither backend's types change (``canonical_row``), taken in key order (sorted in
+    Python, so both backends' text collations give one order). A missing, extra or changed
+    row, in any column, changes it; ``first_difference`` names the first key that differs."""
 
-    def __init__(self) -> None:
-        self.keys: list[tuple[Any, ...]] = []
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self._key_of = itemgetter(*(table.columns.index(column) for column in table.key))
+        self._single = len(table.key) == 1
+        self._json_at = frozenset(table.columns.index(column) for column in table.json)
+        self.rows_by_key: list[tuple[tuple[Any, ...], bytes]] = []  # (key, row digest)
 
     @classmethod
-    def of(cls, keys: Iterable[Sequence[Any]]) -> Summary:
-        summary = cls()
-        summary.keys.extend(map(tuple, keys))
+    def of(cls, table: Table, rows: Iterable[Sequence[Any]]) -> Summary:
+        summary = cls(table)
+        summary.add(rows)
         return summary
+
+    def add(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Rows in ``table.columns`` order, in the copy's value forms."""
+        found = self.rows_by_key
+        for row in rows:
+            key = self._key_of(row)
+            digest = hashlib.sha256(canonical_row(row, self._json_at)).digest()
+            found.append(((key,) if self._single else tuple(key), digest))
 
     @property
     def rows(self) -> int:
-        return len(self.keys)
+        return len(self.rows_by_key)
+
+    def _sorted(self) -> list[tuple[tuple[Any, ...], bytes]]:
+        return sorted(self.rows_by_key, key=lambda pair: _sort_key(pair[0]))
 
     def hexdigest(self) -> str:
-        return hashlib.sha256(repr(sorted(self.keys)).encode()).hexdigest()
+        whole = hashlib.sha256()
+        for key, digest in self._sorted():
+            whole.update(canonical_row(key, frozenset()))
+            whole.update(digest)
+        return whole.hexdigest()
+
+    def first_difference(self, other: Summary) -> tuple[Any, ...] | None:
+        """The smallest key whose row is not the same on both sides (or on one side only)."""
+        mine, theirs = dict(self.rows_by_key), dict(other.rows_by_key)
+        differ = [key for key in mine.keys() | theirs.keys() if mine.get(key) != theirs.get(key)]
+        return min(differ, key=_sort_key) if differ else None
+
+
+def canonical_row(row: Sequence[Any], json_at: frozenset[int]) -> bytes:
+    """One row as bytes that do not depend on the backend: JSON text by its meaning (jsonb
+    respaces it), booleans as 0/1 (PostgreSQL's ``worked`` is a boolean, SQLite's an
+    integer), whole floats as integers; everything else as JSON writes it."""
+    values = []
+    for index, value in enumerate(row):
+        if index in json_at and isinstance(value, str):
+            with contextlib.suppress(ValueError):  # not JSON: compared as the text it is
+                value = json.loads(value)
+        values.append(_canonical(value))
+    return json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    return value
+
+
+def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    # text keys in byte order (SQLite's, and PostgreSQL's COLLATE "C"); None never in a key
+    return tuple(k.encode() if isinstance(k, str) else k for k in key)
 
 
 class Source(Protocol):
@@ -131,7 +193,9 @@ class Target(Protocol):
     def occupied(self) -> dict[str, int]: ...
     def load(self, table: Table, rows: Iterable[tuple[Any, ...]]) -> None: ...
     def set_counters(self, counters: dict[str, int]) -> None: ...
-    def summarize(self, table: Table) -> Summary: ...
+    def summarize(self, table: Table) -> Summary:
+        """Every row the target holds now, read back as a source would read it."""
+        ...
 
 
 @dataclass
@@ -157,7 +221,7 @@ def copy_board(
     source_cm: AbstractContextManager[Source], target_cm: AbstractContextManager[Target]
 ) -> Report:
     """Copy every table from the source's snapshot into the empty target, in the target's
-    one transaction; verified (counts and key digests) before it commits. Any failure rolls
+    one transaction; verified (counts and row digests) before it commits. Any failure rolls
     the target back: it is left as empty as it was."""
     started = time.perf_counter()
     try:
@@ -192,9 +256,9 @@ def _copy(
             )
         copied: dict[str, Summary] = {}
         for table in TABLES:
-            summary = copied[table.name] = Summary()
+            summary = copied[table.name] = Summary(table)
             try:
-                target.load(table, _counted(source.batches(table), table, summary))
+                target.load(table, _counted(source.batches(table), summary))
             except CoordError:
                 raise
             except Exception as error:  # the driver's refusal: say which table, roll back
@@ -208,12 +272,8 @@ def _copy(
             mine, theirs = copied[table.name], target.summarize(table)
             digest = mine.hexdigest()
             if (mine.rows, digest) != (theirs.rows, theirs.hexdigest()):
-                raise CoordError(
-                    f"the copy of table {table.name} does not match its source ({mine.rows} rows "
-                    f"read, {theirs.rows} written, not the same keys); nothing was copied",
-                    table=table.name,
-                )
-            tables[table.name] = {"rows": mine.rows, "keys_sha256": digest}
+                raise _mismatch(table, mine, theirs, target.description)
+            tables[table.name] = {"rows": mine.rows, "rows_sha256": digest}
         counters = source.counters()
         target.set_counters(counters)
         description = (source.description, target.description)
@@ -222,15 +282,30 @@ def _copy(
 
 
 def _counted(
-    batches: Iterator[list[tuple[Any, ...]]], table: Table, summary: Summary
+    batches: Iterator[list[tuple[Any, ...]]], summary: Summary
 ) -> Iterator[tuple[Any, ...]]:
-    """The source's rows one by one, each key added to the source's summary on the way."""
-    key_of = itemgetter(*(table.columns.index(column) for column in table.key))
-    single = len(table.key) == 1
-    keys = summary.keys
+    """The source's rows one by one, each added to the source's summary on the way."""
     for rows in batches:
-        keys.extend((key_of(row),) if single else key_of(row) for row in rows)
+        summary.add(rows)
         yield from rows
+
+
+def _mismatch(table: Table, mine: Summary, theirs: Summary, target: str) -> CoordError:
+    first = mine.first_difference(theirs)
+    what = {
+        "items": "item",
+        "replies": "reply",
+        "reservations": "reservation",
+        "events": "event",
+    }.get(table.name, "row")
+    where = ", ".join(map(str, first)) if first is not None else "?"
+    return CoordError(
+        f"the copy of table {table.name} does not match its source ({mine.rows} rows read, "
+        f"{theirs.rows} written; first different: {what} {where}): {target} did not keep "
+        "what it was given (a trigger or a rule of its own on that table?); nothing was "
+        "copied: the target was rolled back",
+        table=table.name,
+    )
 
 
 def _first_line(error: BaseException) -> str:
