@@ -26,7 +26,7 @@ async def events(call: Call) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
-        found = board.events(after, limit, item_id=item_id)
+        found = await call.server.call(board.events, after, limit, item_id)
         remaining = deadline - loop.time()
         if found or remaining <= 0:
             break

@@ -121,7 +121,7 @@ class Feed:
             while self.streams and not server.closing:
                 self.cut_stalled(loop.time())
                 try:
-                    page = server.board.events(self.last, PAGE_EVENTS)
+                    page = await server.call(server.board.events, self.last, PAGE_EVENTS)
                 except CoordError:
                     self.broken = True
                     return

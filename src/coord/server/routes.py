@@ -86,6 +86,7 @@ ROUTES: tuple[Route, ...] = (
         "this document (open: no token)",
         ANY_OBJECT,
         public=True,
+        board=False,
     ),
     Route(
         "GET",
@@ -98,6 +99,7 @@ ROUTES: tuple[Route, ...] = (
         params=(Param("nonce", identity.NONCE_SCHEMA, required=True),),
         errors=(422,),
         public=True,
+        board=False,
     ),
     Route(
         "POST",
@@ -566,6 +568,7 @@ ROUTES: tuple[Route, ...] = (
         body=Body({"agent": AGENT}, ("agent",)),
         errors=(403, 422),
         page=False,
+        board=False,  # the board's humans are its settings, in memory
     ),
     Route(
         "POST",
@@ -596,6 +599,7 @@ ROUTES: tuple[Route, ...] = (
         body=Body({}),
         errors=(422,),
         page=False,
+        board=False,
     ),
 )
 

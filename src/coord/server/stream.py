@@ -123,9 +123,12 @@ class EventStream(Response):
                 elif feed.broken:  # the board failed: end; the client reconnects
                     return True
                 else:  # further back than the feed reaches: the board, a page at a time
-                    page = server.board.events(self.after, PAGE_EVENTS, item_id=self.item_id)
+                    page = await server.call(
+                        server.board.events, self.after, PAGE_EVENTS, self.item_id
+                    )
                     full = len(page) == PAGE_EVENTS
-                    if full and server.board.last_seq() - self.after > server.stream_max_behind:
+                    newest = await server.call(server.board.last_seq) if full else 0
+                    if full and newest - self.after > server.stream_max_behind:
                         return await self._reload(send)
                     if not page:  # nothing of this item up to the newest: join the feed
                         self.after = max(self.after, feed.base)
@@ -160,7 +163,7 @@ class EventStream(Response):
         return b"".join(frames)
 
     async def _reload(self, send: Any) -> bool:
-        last = self.server.board.last_seq()
+        last = await self.server.call(self.server.board.last_seq)
         reason = (
             f"more than {self.server.stream_max_behind} events behind (at {self.after}, the "
             f"board at {last}): read the board's state again, then follow from its newest event"

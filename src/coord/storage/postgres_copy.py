@@ -27,17 +27,22 @@ import psycopg
 from psycopg import sql
 
 from coord.errors import AlreadyExists, CoordError, InvalidInput
+from coord.storage import postgres_conn
 from coord.storage.postgres import WRITE_LOCK_KEY, PostgresStorage, describe
 from coord.storage.transfer import BATCH_ROWS, BY_NAME, NOT_COPIED, TABLES, Summary, Table
 
 CONNECT_TIMEOUT_SECONDS = 10
+# A copy's statements are the largest a board sees (a whole table through COPY, read back to
+# verify it): no statement timeout, and a wait for any one answer of up to two minutes
+# before the server counts as silent (a daemon's requests give up after seconds).
+BOUNDS = postgres_conn.Bounds(connect=CONNECT_TIMEOUT_SECONDS, answer=120)
 # the sequences behind BIGSERIAL keys; items and events count in board_counters
 _COUNTER_COLUMNS = {"items": "last_item", "events": "last_seq"}
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+        return postgres_conn.connect(url, BOUNDS, autocommit=True)
     except psycopg.ProgrammingError as error:  # libpq could not read the connection string
         raise InvalidInput(f"not a usable PostgreSQL URL: {_first_line(error)}") from None
     except psycopg.OperationalError as error:

@@ -80,7 +80,11 @@ async def board_page(request: Request) -> Response:
             "`coord open` in the repository: it prints (and opens) a link that signs this "
             "browser in.",
         )
-    return HTMLResponse(_board_html(server, session), headers=SECURITY_HEADERS)
+    try:
+        page = await server.call(_board_html, server, session)
+    except CoordError as err:  # the board cannot be read now (its database is not answering)
+        return _note(err.http_status, err.message)
+    return HTMLResponse(page, headers=SECURITY_HEADERS)
 
 
 async def static_file(request: Request) -> Response:
