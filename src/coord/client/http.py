@@ -201,7 +201,7 @@ class Client:
                 sock.close()
         except TimeoutError:
             status, answer = 0, None
-            if _daemon_lock_held(self.board_dir):
+            if board_files.daemon_lock_held(self.board_dir):
                 # this board's daemon runs (it holds its lock for its whole life) and took the
                 # connection, but said nothing: not a stale record, and another daemon could
                 # not start beside it
@@ -292,24 +292,6 @@ class Client:
             + str(self.board_dir / "daemon.log")
             + (f". Before that, {self._refusal}" if self._rejected else "")
         )
-
-
-def _daemon_lock_held(board_dir: Path) -> bool:
-    """Whether a daemon holds this board's lock (``coord.server.daemon`` keeps it for its
-    whole life): tried without waiting, and let go at once."""
-    import fcntl
-
-    try:
-        fd = os.open(board_dir / "daemon.lock", os.O_RDWR)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # and the lock with it, if this took it
-    return False
 
 
 def _last_line(path: Path, start: int) -> str:

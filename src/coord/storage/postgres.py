@@ -30,10 +30,10 @@ new one.
 
 **No wait without a bound** (``coord.storage.postgres_conn``): every wait for the server ends
 after ``Bounds.answer`` seconds, and the server is given a statement and a lock timeout. A
-server found silent (no answer in time) is remembered: until it answers again, calls are
-refused at once with the same ``database_unreachable`` (nothing was changed), but one call a
-second (``PROBE_SECONDS``) is let through to try it, so a daemon's requests answer within the
-bound while the server is stopped and go on by themselves once it runs again.
+server found silent (no answer in time) is remembered (``postgres_faults.Silence``): until it
+answers again, calls are refused at once with the same ``database_unreachable`` (nothing was
+changed), but one call a second is let through to try it, so a daemon's requests answer within
+the bound while the server is stopped and go on by themselves once it runs again.
 """
 
 from __future__ import annotations
@@ -69,8 +69,6 @@ _BEGIN_WRITE = (
 )
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
-# While the server is silent, one call this often is let through to try it again.
-PROBE_SECONDS = 1.0
 # The schema step at start waits for another daemon's (a first start on a new database runs
 # every migration): longer than a request may, and the server gets as long.
 SCHEMA_SECONDS = 15.0
@@ -147,10 +145,7 @@ class PostgresStorage(Storage):
         self._lock = threading.Lock()
         # the server's clock minus this process's: what ``now()`` adds between transactions
         self._clock_offset = 0.0
-        # the server found silent: when (time.time()), what showed it, the next call let by
-        self._silent_since: float | None = None
-        self._silence: BaseException | None = None
-        self._next_try = 0.0
+        self._silence = postgres_faults.Silence(describe(dsn))
         self._start()
 
     # --- connections -----------------------------------------------------------------------
@@ -160,7 +155,7 @@ class PostgresStorage(Storage):
             # autocommit: psycopg opens no transaction behind our back; we write BEGIN/COMMIT
             return postgres_conn.connect(self.dsn, self.bounds, autocommit=True)
         except psycopg.OperationalError as error:
-            self._heard(error)
+            self._silence.heard(error)
             found = postgres_faults.translate(describe(self.dsn), error)
             raise (found or postgres_faults.unreachable(describe(self.dsn), error)) from error
 
@@ -189,36 +184,6 @@ class PostgresStorage(Storage):
                     conn.close()
             self._all.clear()
         self._local = threading.local()
-
-    # --- the server found silent ----------------------------------------------------------
-
-    def _heard(self, error: BaseException | None) -> None:
-        """What the last exchange with the server showed: silence (``error`` says so), or an
-        answer of any kind (None, or an error the server or its host gave at once)."""
-        with self._lock:
-            if error is not None and postgres_faults.is_silence(error):
-                if self._silent_since is None:
-                    self._silent_since = time.time()
-                self._silence = error
-                self._next_try = time.monotonic() + PROBE_SECONDS
-            else:
-                self._silent_since = self._silence = None
-
-    def _gate(self) -> None:
-        """Refuse at once while the server is silent, but for one call a second, which tries
-        it (and clears the silence if it answers)."""
-        if self._silence is None:
-            return
-        with self._lock:
-            silence = self._silence
-            if silence is None:
-                return
-            now = time.monotonic()
-            if now >= self._next_try:
-                self._next_try = now + PROBE_SECONDS
-                return
-            since = self._silent_since
-        raise postgres_faults.not_answering(describe(self.dsn), silence, since=since)
 
     # --- schema ----------------------------------------------------------------------------
 
@@ -330,18 +295,18 @@ class PostgresStorage(Storage):
     def _faults(self) -> Iterator[postgres_faults.Attempt]:
         """A connection fault, said as ``DatabaseUnreachable`` (503 with Retry-After); one
         while the write commits says its outcome is unknown (``Attempt.committing``)."""
-        self._gate()
+        self._silence.gate()
         attempt = postgres_faults.Attempt()
         try:
             yield attempt
         except psycopg.Error as error:
-            self._heard(error)
+            self._silence.heard(error)
             found = postgres_faults.translate(describe(self.dsn), error, attempt.committing)
             if found is None:
                 raise
             raise found from error
-        if self._silence is not None:
-            self._heard(None)  # it answered: serve again
+        if self._silence.since is not None:
+            self._silence.heard(None)  # it answered: serve again
 
     @contextmanager
     def read(self) -> Iterator[ReadTx]:

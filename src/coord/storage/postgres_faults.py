@@ -20,6 +20,8 @@ a 500 with its details in the log).
 from __future__ import annotations
 
 import re
+import threading
+import time
 from urllib.parse import urlsplit
 
 import psycopg
@@ -58,6 +60,47 @@ def reason(err: BaseException) -> str:
     lines = (" ".join(line.split()) for line in str(err).splitlines())
     said = "; ".join(line for line in lines if line)  # libpq's hint is a line of its own
     return (said[:297] + "...") if len(said) > 300 else said or type(err).__name__
+
+
+class Silence:
+    """Whether the server has been found silent (no answer in time), for one storage's
+    threads: while it is, ``gate`` refuses every call at once but one every ``PROBE_SECONDS``,
+    which tries the server; any answer (``heard(None)``, or an error the server or its host
+    gave at once) ends it."""
+
+    PROBE_SECONDS = 1.0
+
+    def __init__(self, where: str) -> None:
+        self.where = where  # ``postgres.describe(dsn)``
+        self.since: float | None = None  # time.time() it began; None while it answers
+        self._shown_by: BaseException | None = None
+        self._next_try = 0.0
+        self._lock = threading.Lock()
+
+    def heard(self, error: BaseException | None) -> None:
+        """What the last exchange with the server showed."""
+        with self._lock:
+            if error is not None and is_silence(error):
+                if self.since is None:
+                    self.since = time.time()
+                self._shown_by = error
+                self._next_try = time.monotonic() + self.PROBE_SECONDS
+            else:
+                self.since = self._shown_by = None
+
+    def gate(self) -> None:
+        """Return if a call may go to the server; ``DatabaseUnreachable`` if not."""
+        if self.since is None:
+            return
+        with self._lock:
+            error, since = self._shown_by, self.since
+            if error is None or since is None:
+                return
+            now = time.monotonic()
+            if now >= self._next_try:
+                self._next_try = now + self.PROBE_SECONDS
+                return
+        raise not_answering(self.where, error, since=since)
 
 
 class Attempt:
@@ -109,8 +152,6 @@ def not_answering(
 ) -> DatabaseUnreachable:
     """The error while the server answers nothing: ``err`` is the silence that showed it
     (``is_silence``); ``since``, the ``time.time()`` it began, once the daemon has seen it."""
-    import time
-
     outcome = (
         "the change was being committed when it fell silent, so it may or may not have been "
         "made: look (coord show, coord ls) once it answers, before trying again"
