@@ -29,13 +29,14 @@ from psycopg import sql
 from coord.errors import AlreadyExists, CoordError, InvalidInput
 from coord.storage import postgres_conn
 from coord.storage.postgres import WRITE_LOCK_KEY, PostgresStorage, describe
-from coord.storage.transfer import BATCH_ROWS, BY_NAME, NOT_COPIED, TABLES, Summary, Table
+from coord.storage.transfer import BATCH_ROWS, BY_NAME, NOT_COPIED, TABLES, Table
 
 CONNECT_TIMEOUT_SECONDS = 10
-# A copy's statements are the largest a board sees (a whole table through COPY, read back to
-# verify it): no statement timeout, and a wait for any one answer of up to two minutes
-# before the server counts as silent (a daemon's requests give up after seconds).
-BOUNDS = postgres_conn.Bounds(connect=CONNECT_TIMEOUT_SECONDS, answer=120)
+# A copy's statements are the largest a board sees (a whole table through COPY, which the
+# server may take minutes to absorb: 150 s for 100,000 items, its counting trigger a row at a
+# time), so neither side bounds them; a person runs it and watches it (Ctrl-C ends it, and
+# the target rolls back). TCP keepalives and tcp_user_timeout still find a dead peer.
+BOUNDS = postgres_conn.Bounds(connect=CONNECT_TIMEOUT_SECONDS, answer=None)
 # the sequences behind BIGSERIAL keys; items and events count in board_counters
 _COUNTER_COLUMNS = {"items": "last_item", "events": "last_seq"}
 
@@ -296,8 +297,5 @@ class PostgresTarget(_Ends):
                     (_sequence_name(self.conn, table), max(last, 1), last > 0),
                 )
 
-    def summarize(self, table: Table) -> Summary:
-        summary = Summary(table)
-        for rows in _batches(self.conn, table, self._types):
-            summary.add(rows)
-        return summary
+    def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
+        return _batches(self.conn, table, self._types)

@@ -18,7 +18,7 @@ from typing import Any
 from coord.errors import AlreadyExists, CoordError
 from coord.storage import migrations
 from coord.storage.sqlite import SQLiteStorage
-from coord.storage.transfer import BATCH_ROWS, BY_NAME, TABLES, Summary, Table
+from coord.storage.transfer import BATCH_ROWS, BY_NAME, TABLES, Table
 
 BUSY_TIMEOUT_SECONDS = 5.0
 
@@ -39,6 +39,15 @@ def _connect(path: Path, mode: str) -> sqlite3.Connection:
 
 def _tables(conn: sqlite3.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+
+def _batches(conn: sqlite3.Connection, table: Table) -> Iterator[list[tuple[Any, ...]]]:
+    """The table's rows in key order (text keys in byte order: SQLite's BINARY collation)."""
+    cursor = conn.execute(
+        f"SELECT {', '.join(table.columns)} FROM {table.name} ORDER BY {', '.join(table.key)}"
+    )
+    while rows := cursor.fetchmany(BATCH_ROWS):
+        yield rows
 
 
 def _bring_up_to_date(path: Path, conn: sqlite3.Connection) -> None:
@@ -101,11 +110,7 @@ class SQLiteSource:
         return [name for name in _tables(self.conn) if not name.startswith("sqlite_")]
 
     def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
-        cursor = self.conn.execute(
-            f"SELECT {', '.join(table.columns)} FROM {table.name} ORDER BY {', '.join(table.key)}"
-        )
-        while rows := cursor.fetchmany(BATCH_ROWS):
-            yield rows
+        return _batches(self.conn, table)
 
     def counters(self) -> dict[str, int]:
         """The last id each counter handed out: the larger of the table's highest key and
@@ -240,7 +245,5 @@ class SQLiteTarget:
                         f"{highest}; a SQLite board cannot continue from there"
                     )
 
-    def summarize(self, table: Table) -> Summary:
-        return Summary.of(
-            table, self.conn.execute(f"SELECT {', '.join(table.columns)} FROM {table.name}")
-        )
+    def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
+        return _batches(self.conn, table)

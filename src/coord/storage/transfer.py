@@ -18,13 +18,13 @@ Stdlib only: the PostgreSQL half is imported lazily, where a PostgreSQL end is o
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
+from itertools import chain, zip_longest
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -43,11 +43,23 @@ class Table:
     columns: tuple[str, ...]
     key: tuple[str, ...]
     counter: bool = False  # ids come from a counter that must continue after the copy
-    json: tuple[str, ...] = ()  # columns holding JSON text: digested by meaning, not spelling
+    # JSON columns PostgreSQL stores as jsonb, which respaces the text: digested by what the
+    # JSON says (the ``json`` ones, evidence and details, keep their text on both backends)
+    json: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()  # true/false columns: 0/1 in SQLite, booleans in PostgreSQL
 
 
-def _table(name: str, columns: str, key: str, *, counter: bool = False, json: str = "") -> Table:
-    return Table(name, tuple(columns.split()), tuple(key.split()), counter, tuple(json.split()))
+def _table(
+    name: str, columns: str, key: str, *, counter: bool = False, json: str = "", flags: str = ""
+) -> Table:
+    return Table(
+        name,
+        tuple(columns.split()),
+        tuple(key.split()),
+        counter,
+        tuple(json.split()),
+        tuple(flags.split()),
+    )
 
 
 # In load order: every table after the tables its foreign keys name.
@@ -59,20 +71,20 @@ TABLES: tuple[Table, ...] = (
         "checks evidence question escalate_to reserved_for",
         "id",
         counter=True,
-        json="labels checks evidence",
+        json="labels checks",
     ),
     _table("deps", "item_id depends_on", "item_id depends_on"),
     _table("item_files", "item_id pattern", "item_id pattern"),
     _table("replies", "id item_id author body created_at", "id", counter=True),
     _table("acks", "item_id agent created_at", "item_id agent"),
-    _table("agents", "name first_seen last_seen inbox_seq worked", "name"),
+    _table("agents", "name first_seen last_seen inbox_seq worked", "name", flags="worked"),
     _table(
         "reservations",
         "id agent pattern prefix exclusive item_id reason created_at expires_at rule",
         "id",
         counter=True,
     ),
-    _table("events", "seq at agent item_id kind details", "seq", counter=True, json="details"),
+    _table("events", "seq at agent item_id kind details", "seq", counter=True),
 )
 BY_NAME = {table.name: table for table in TABLES}
 
@@ -97,76 +109,88 @@ def unknown_tables(found: Sequence[str], where: str) -> None:
 
 
 class Summary:
-    """What one side holds of one table: its row count and a SHA-256 over every row, in a
-    form neither backend's types change (``canonical_row``), taken in key order (sorted in
-    Python, so both backends' text collations give one order). A missing, extra or changed
-    row, in any column, changes it; ``first_difference`` names the first key that differs."""
+    """What one side holds of one table, read in key order (SQLite's byte order, PostgreSQL's
+    ``COLLATE "C"``): its row count and a SHA-256 over every row in turn, each in a form
+    neither backend's types change (``canonical``). A missing, extra or changed row, in any
+    column, changes it."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
-        self._key_of = itemgetter(*(table.columns.index(column) for column in table.key))
-        self._single = len(table.key) == 1
-        self._json_at = frozenset(table.columns.index(column) for column in table.json)
-        self.rows_by_key: list[tuple[tuple[Any, ...], bytes]] = []  # (key, row digest)
+        self.rows = 0
+        self._hash = hashlib.sha256()
+        self._json_at = tuple(table.columns.index(column) for column in table.json)
+        self._flags_at = tuple(table.columns.index(column) for column in table.flags)
+        self.key_of = itemgetter(*(table.columns.index(column) for column in table.key))
+        self._read: dict[str, str] = {}
 
-    @classmethod
-    def of(cls, table: Table, rows: Iterable[Sequence[Any]]) -> Summary:
-        summary = cls(table)
-        summary.add(rows)
-        return summary
+    def canonical(self, row: Sequence[Any]) -> bytes:
+        """The row as bytes: JSON text by what it says (jsonb respaces what it stores),
+        flags as 0/1 (PostgreSQL's are booleans, SQLite's integers), the rest as Python
+        reads them (both drivers give int, float, str and None alike)."""
+        if not (self._json_at or self._flags_at):
+            return repr(tuple(row)).encode()
+        values = list(row)
+        for index in self._json_at:
+            if isinstance(values[index], str):
+                values[index] = self._json(values[index])
+        for index in self._flags_at:
+            if values[index] is not None:
+                values[index] = int(values[index])
+        return repr(values).encode()
+
+    def _json(self, text: str) -> Any:
+        """What the JSON says, as a repr: labels and checks repeat, so most are looked up."""
+        found = self._read.get(text)
+        if found is None:
+            try:
+                found = repr(json.loads(text))
+            except ValueError:  # not JSON: compared as the text it is
+                found = repr(text)
+            if len(self._read) < _JSON_REMEMBERED:
+                self._read[text] = found
+        return _Verbatim(found)
 
     def add(self, rows: Iterable[Sequence[Any]]) -> None:
-        """Rows in ``table.columns`` order, in the copy's value forms."""
-        found = self.rows_by_key
+        """Rows in ``table.columns`` order, in the copy's value forms, in key order."""
+        update, canonical = self._hash.update, self.canonical
+        count = 0
         for row in rows:
-            key = self._key_of(row)
-            digest = hashlib.sha256(canonical_row(row, self._json_at)).digest()
-            found.append(((key,) if self._single else tuple(key), digest))
-
-    @property
-    def rows(self) -> int:
-        return len(self.rows_by_key)
-
-    def _sorted(self) -> list[tuple[tuple[Any, ...], bytes]]:
-        return sorted(self.rows_by_key, key=lambda pair: _sort_key(pair[0]))
+            update(canonical(row))
+            update(b"\n")  # never inside a repr
+            count += 1
+        self.rows += count
 
     def hexdigest(self) -> str:
-        whole = hashlib.sha256()
-        for key, digest in self._sorted():
-            whole.update(canonical_row(key, frozenset()))
-            whole.update(digest)
-        return whole.hexdigest()
-
-    def first_difference(self, other: Summary) -> tuple[Any, ...] | None:
-        """The smallest key whose row is not the same on both sides (or on one side only)."""
-        mine, theirs = dict(self.rows_by_key), dict(other.rows_by_key)
-        differ = [key for key in mine.keys() | theirs.keys() if mine.get(key) != theirs.get(key)]
-        return min(differ, key=_sort_key) if differ else None
+        return self._hash.hexdigest()
 
 
-def canonical_row(row: Sequence[Any], json_at: frozenset[int]) -> bytes:
-    """One row as bytes that do not depend on the backend: JSON text by its meaning (jsonb
-    respaces it), booleans as 0/1 (PostgreSQL's ``worked`` is a boolean, SQLite's an
-    integer), whole floats as integers; everything else as JSON writes it."""
-    values = []
-    for index, value in enumerate(row):
-        if index in json_at and isinstance(value, str):
-            with contextlib.suppress(ValueError):  # not JSON: compared as the text it is
-                value = json.loads(value)
-        values.append(_canonical(value))
-    return json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode()
+_JSON_REMEMBERED = 4096  # distinct JSON texts remembered per table and side
 
 
-def _canonical(value: Any) -> Any:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_canonical(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in value.items()}
-    return value
+class _Verbatim(str):
+    """A canonical JSON value already in repr form: written as it is into the row's repr."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def first_difference(
+    table: Table,
+    mine: Iterable[list[tuple[Any, ...]]],
+    theirs: Iterable[list[tuple[Any, ...]]],
+) -> tuple[Any, ...] | None:
+    """The key of the first row (in key order) that is not the same on both sides, read
+    again: only after the digests differed."""
+    summary = Summary(table)
+    single = len(table.key) == 1
+    for one, other in zip_longest(chain.from_iterable(mine), chain.from_iterable(theirs)):
+        if one is None or other is None or summary.canonical(one) != summary.canonical(other):
+            keys = [summary.key_of(row) for row in (one, other) if row is not None]
+            found = [(key,) if single else tuple(key) for key in keys]
+            return min(found, key=_sort_key)
+    return None
 
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -193,8 +217,8 @@ class Target(Protocol):
     def occupied(self) -> dict[str, int]: ...
     def load(self, table: Table, rows: Iterable[tuple[Any, ...]]) -> None: ...
     def set_counters(self, counters: dict[str, int]) -> None: ...
-    def summarize(self, table: Table) -> Summary:
-        """Every row the target holds now, read back as a source would read it."""
+    def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
+        """Every row the target holds now, read back as a source reads it (in key order)."""
         ...
 
 
@@ -269,10 +293,13 @@ def _copy(
                 ) from error
         tables = {}
         for table in TABLES:
-            mine, theirs = copied[table.name], target.summarize(table)
+            mine, theirs = copied[table.name], Summary(table)
+            for rows in target.batches(table):
+                theirs.add(rows)
             digest = mine.hexdigest()
             if (mine.rows, digest) != (theirs.rows, theirs.hexdigest()):
-                raise _mismatch(table, mine, theirs, target.description)
+                first = first_difference(table, source.batches(table), target.batches(table))
+                raise _mismatch(table, mine, theirs, first, target.description)
             tables[table.name] = {"rows": mine.rows, "rows_sha256": digest}
         counters = source.counters()
         target.set_counters(counters)
@@ -290,8 +317,9 @@ def _counted(
         yield from rows
 
 
-def _mismatch(table: Table, mine: Summary, theirs: Summary, target: str) -> CoordError:
-    first = mine.first_difference(theirs)
+def _mismatch(
+    table: Table, mine: Summary, theirs: Summary, first: tuple[Any, ...] | None, target: str
+) -> CoordError:
     what = {
         "items": "item",
         "replies": "reply",
