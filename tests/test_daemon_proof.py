@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
 import hmac
+import json
+import os
+import socket
+import time
+from pathlib import Path
 
 import pytest
 
-from coord.fast import daemon_proof
+from conftest import init_board_dir, run_cli
+from coord.fast import board_files, daemon_proof
 from coord.server.openapi import OPENAPI
 from coord.server.routes import PUBLIC_PATHS, ROUTES
 
@@ -52,3 +59,38 @@ def test_the_document_marks_every_other_route_as_needing_the_token() -> None:
             else:
                 assert op["security"] == [{"bearer": []}], (method, path)
                 assert ".coord/token" in op["responses"]["401"]["description"], (method, path)
+
+
+def test_a_running_daemon_that_does_not_answer_is_said_so_not_called_a_stale_record(
+    tmp_path: Path,
+) -> None:
+    """The daemon's process runs and holds the board's lock, its port takes the connection,
+    and nothing answers (its loop was stuck on a silent database): the CLI said "the record
+    is stale", then tried to start a second daemon, which the lock refused."""
+    board_dir = init_board_dir(tmp_path)
+    lock = os.open(board_dir / "daemon.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # as a running daemon holds it
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # takes connections, never answers
+    port = silent.getsockname()[1]
+    record = {
+        "pid": os.getpid(),
+        "host": "127.0.0.1",
+        "port": port,
+        "url": f"http://127.0.0.1:{port}",
+        "started_at": time.time(),
+        "instance": "0" * 32,
+    }
+    board_files.write_json_atomic(board_files.daemon_record_path(board_dir), record)
+    try:
+        listed = run_cli("ls", board_dir=board_dir)
+    finally:
+        silent.close()
+        os.close(lock)
+    assert listed.returncode != 0, listed.stdout
+    said = listed.stderr
+    assert f"the coord daemon at http://127.0.0.1:{port} (pid {os.getpid()}) is running" in said
+    assert "did not answer within 10 s" in said and "coord stop" in said, said
+    assert "stale" not in said and "could not start" not in said, said
+    assert json.loads(board_files.daemon_record_path(board_dir).read_text()) == record

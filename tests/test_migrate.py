@@ -293,7 +293,7 @@ def test_the_command_reports_verified_counts_and_the_next_step(seeded: Path, pg_
     assert done.returncode == 0, done.stderr
     rows = sqlite_rows(seeded)
     for table in transfer.TABLES:
-        assert f"  {table.name:<13} {len(rows[table.name]):>9} rows  keys " in done.stdout
+        assert f"  {table.name:<13} {len(rows[table.name]):>9} rows  sha256 " in done.stdout
     assert "verified" in done.stdout
     assert f"next: move {seeded} away" in done.stdout  # what to do next
     assert f"coord init --database {pg_url}" in done.stdout
@@ -565,3 +565,96 @@ def test_a_file_that_holds_a_board_is_refused_with_a_files_remedy(
     refused = migrate("--to", f"sqlite:{copy}", cwd=seeded.parent.parent)
     assert refused.returncode == 3, refused.stderr
     assert "createdb" not in refused.stderr and "a new file (another path)" in refused.stderr
+
+
+# --- the verification reads every column, and no file is made through a link ----------------
+
+TITLE_REWRITER = """
+CREATE FUNCTION rewrite_title() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN NEW.title := upper(NEW.title); RETURN NEW; END $$;
+CREATE TRIGGER rewrite_title BEFORE INSERT ON items
+  FOR EACH ROW EXECUTE FUNCTION rewrite_title();
+"""
+
+
+def test_a_target_that_rewrites_what_it_is_given_fails_the_copy_and_keeps_nothing(
+    seeded: Path, pg_url: str
+) -> None:
+    """Every key arrives, every count matches, but a trigger on the target changed every
+    title: the copy is not the board. Found in a trial: migrate said "verified"."""
+    from coord.storage.postgres import PostgresStorage
+
+    PostgresStorage(pg_url).close()  # an empty board, as `coord init --database` leaves it
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(TITLE_REWRITER.encode())
+    refused = migrate("--to", pg_url, cwd=seeded.parent.parent)
+    assert refused.returncode == 1, (refused.stdout, refused.stderr)
+    said = refused.stderr
+    assert "the copy of table items does not match its source" in said, said
+    assert "item 1" in said and "nothing was copied" in said, said
+    assert "Traceback" not in said
+    assert pg_count(pg_url) == dict.fromkeys([*transfer.BY_NAME, "counters"], 0)
+
+
+def test_a_sqlite_target_that_rewrites_what_it_is_given_fails_too(
+    seeded: Path, tmp_path: Path
+) -> None:
+    fresh = init_board_dir(tmp_path / "fresh")
+    target = fresh / "board.db"
+    conn = sqlite3.connect(target)
+    conn.execute(
+        "CREATE TRIGGER rewrite_title AFTER INSERT ON items BEGIN "
+        "UPDATE items SET title = upper(title) WHERE id = NEW.id; END"
+    )
+    conn.close()
+    refused = migrate("--to", f"sqlite:{target}", cwd=seeded.parent.parent)
+    assert refused.returncode == 1, (refused.stdout, refused.stderr)
+    assert "the copy of table items does not match its source" in refused.stderr
+    conn = sqlite3.connect(target)
+    assert conn.execute("SELECT count(*) FROM items").fetchone() == (0,)
+    conn.close()
+
+
+def test_the_report_digests_every_column_of_every_row(seeded: Path, pg_url: str) -> None:
+    """The same digest on both sides whatever the backend's types (JSON, booleans, times):
+    the PostgreSQL copy exported back reports what the SQLite board reported."""
+    there = migrate("--to", pg_url, "--json", cwd=seeded.parent.parent)
+    assert there.returncode == 0, there.stderr
+    back = migrate(
+        "--from",
+        pg_url,
+        "--to",
+        f"sqlite:{seeded.parent / 'back.db'}",
+        "--json",
+        cwd=seeded.parent.parent,
+    )
+    assert back.returncode == 0, back.stderr
+    one, two = json.loads(there.stdout)["tables"], json.loads(back.stdout)["tables"]
+    assert {name: t["rows_sha256"] for name, t in one.items()} == {
+        name: t["rows_sha256"] for name, t in two.items()
+    }
+
+
+def test_a_dangling_symlink_is_not_followed_to_make_the_file(seeded: Path, tmp_path: Path) -> None:
+    """`--to sqlite:LINK` where LINK points at no file: the copy made the link's target,
+    readable by everyone (0644). Refused, and nothing is created."""
+    elsewhere = tmp_path / "elsewhere" / "planted.db"
+    elsewhere.parent.mkdir()
+    link = tmp_path / "copy.db"
+    link.symlink_to(elsewhere)
+    refused = migrate("--to", f"sqlite:{link}", cwd=seeded.parent.parent)
+    assert refused.returncode != 0, refused.stdout
+    assert "symbolic link" in refused.stderr and str(elsewhere) in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not elsewhere.exists() and link.is_symlink()
+
+
+def test_a_new_board_file_is_its_owners_alone(seeded: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.db"
+    old = os.umask(0o022)
+    try:
+        done = migrate("--to", f"sqlite:{copy}", cwd=seeded.parent.parent)
+    finally:
+        os.umask(old)
+    assert done.returncode == 0, done.stderr
+    assert copy.stat().st_mode & 0o777 == 0o600

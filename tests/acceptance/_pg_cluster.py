@@ -8,8 +8,10 @@ so the server runs as the ``postgres`` OS user (``runuser``) in a directory it o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -74,6 +76,34 @@ class Cluster:
         """``fast``: the server ends every session (clients see their connection close)."""
         self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
 
+    def processes(self) -> list[int]:
+        """The postmaster's pid, then its children's (every backend, the background workers)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    # the field after the command's closing parenthesis: state, then ppid
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue  # ended meanwhile
+                if int(fields[1]) == postmaster:
+                    children.append(int(entry.name))
+        return [postmaster, *children]
+
+    def pause(self) -> None:
+        """SIGSTOP every process of the server, the postmaster first (it forks no new backend
+        meanwhile): connections stay open and the kernel still takes their bytes, but nothing
+        answers. What a hung host or a partition that drops packets looks like to a client."""
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
     def create_database(self, name: str) -> str:
         import psycopg
 
@@ -121,6 +151,8 @@ def private_cluster() -> Iterator[Cluster]:
         cluster.start()
         yield cluster
     finally:
+        with contextlib.suppress(OSError, ValueError):
+            cluster.resume()  # a test that failed while it was paused
         if (cluster.data / "postmaster.pid").exists():
             try:
                 cluster.stop("immediate")

@@ -1,7 +1,8 @@
 """`coord migrate`: copy a board to PostgreSQL, or a PostgreSQL board back to a SQLite file.
 
-The copy itself (every table of board state, one transaction on the target, verified counts
-and key digests) is ``coord.storage.transfer``'s; here are the command's choices:
+The copy itself (every table of board state, one transaction on the target, verified row
+counts and digests of every column of every row) is ``coord.storage.transfer``'s; here are
+the command's choices:
 
 - The source is this board (the database its config names, else ``.coord/board.db``) unless
   ``--from`` names another. The target is named by ``--to``.
@@ -185,10 +186,10 @@ def _next_step(source: Location, target: Location) -> str:
 def _text(document: dict[str, Any]) -> str:
     lines = [
         f"copied {document['rows']} rows from {document['source']} to {document['target']} "
-        f"in {document['seconds']:.1f} s; verified (rows and keys, table by table):"
+        f"in {document['seconds']:.1f} s; verified (every column of every row, table by table):"
     ]
     for name, table in document["tables"].items():
-        lines.append(f"  {name:<13} {table['rows']:>9} rows  keys {table['keys_sha256'][:16]}")
+        lines.append(f"  {name:<13} {table['rows']:>9} rows  sha256 {table['rows_sha256'][:16]}")
     counters = document["counters"]
     lines.append(
         f"new writes go on from item {counters.get('items', 0) + 1} and event "

@@ -68,6 +68,9 @@ class Client:
         # records that failed the identity proof (pid, port, instance), and why
         self._rejected: set[tuple[object, object, object]] = set()
         self._refusal = ""
+        # the recorded daemon runs but did not answer the proof in time: another daemon
+        # could not take its lock, so none is started, and this is what is said
+        self._unresponsive = ""
 
     def get(self, path: str, timeout: float | None = None) -> Any:
         return self.call("GET", path, timeout=timeout)
@@ -161,6 +164,8 @@ class Client:
         if self._address is None or fresh:
             record = self.daemon_record()
             if record is None or not self._proven(record):
+                if self._unresponsive:
+                    raise DaemonUnavailable(self._unresponsive)
                 if not (self.autostart and start):
                     raise DaemonUnavailable(
                         self._refusal or "no coord daemon is running: start one with `coord serve`"
@@ -194,7 +199,21 @@ class Client:
                 status, answer = _parse_response(_read_all(sock, PROOF_MAX_BYTES))
             finally:
                 sock.close()
-        except (OSError, CoordError):  # a timeout, a reset, no HTTP
+        except TimeoutError:
+            status, answer = 0, None
+            if board_files.daemon_lock_held(self.board_dir):
+                # this board's daemon runs (it holds its lock for its whole life) and took the
+                # connection, but said nothing: not a stale record, and another daemon could
+                # not start beside it
+                self._unresponsive = (
+                    f"the coord daemon at {record['url']} (pid {record.get('pid')}) is running "
+                    "but did not answer within "
+                    f"{min(self.timeout, PROOF_TIMEOUT_SECONDS):g} s; see "
+                    f"{self.board_dir / 'daemon.log'}; `coord stop` stops it, and the next "
+                    "command starts a new one"
+                )
+                return False
+        except (OSError, CoordError):  # a reset, no HTTP
             status, answer = 0, None
         if (
             status == 200

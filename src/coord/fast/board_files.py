@@ -326,6 +326,24 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+def daemon_lock_held(board_dir: Path) -> bool:
+    """Whether a daemon holds this board's lock (``coord.server.daemon`` keeps
+    ``daemon.lock`` locked for its whole life): tried without waiting, and let go at once."""
+    import fcntl
+
+    try:
+        fd = os.open(board_dir / "daemon.lock", os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # and the lock with it, if this took it
+    return False
+
+
 def open_private(path: Path, flags: int) -> int:
     """``os.open`` of a file of the board: a new one is created 0600 whatever the umask."""
     return os.open(path, flags | os.O_CREAT, PRIVATE_FILE)

@@ -5,12 +5,16 @@ Each handler takes the request as a ``Call``, calls one Board method and returns
 the pipeline (``pipeline.py``) does the rest, for every route alike. Errors are
 ``CoordError``s, rendered once.
 
-Board calls run inline on the event loop. A board call is one short SQLite transaction
-(tens of microseconds); a hop to a worker thread costs more than it saves and adds GIL
-hand-off latency under load (measured in bench/). The daemon is the board's only regular
+A SQLite board's calls run inline on the event loop. A board call is one short SQLite
+transaction (tens of microseconds); a hop to a worker thread costs more than it saves and adds
+GIL hand-off latency under load (measured in bench/). The daemon is the board's only regular
 writer, so the write lock is rarely contended; when another process holds it, the daemon's
 short busy timeout (``daemon.BUSY_TIMEOUT_MS``) bounds how long the loop waits, and the write
-is answered 503 ``board_busy`` with Retry-After instead of stalling every other request.
+is answered 503 ``board_busy`` with Retry-After instead of stalling every other request: no
+handler waits on the loop without a bound (the long poll and the stream wait in asyncio). A
+PostgreSQL board's calls are round trips to a server that may stop answering: they run on
+worker threads (``offload.py``), every route but those that read no board
+(``Route.board``).
 """
 
 from __future__ import annotations

@@ -76,6 +76,16 @@ class Server:
     stream_max_behind: int = MAX_STREAM_BEHIND
     closing: bool = False
     stream_feed: Any = None  # feed.Feed, made when the first stream opens
+    # on a PostgreSQL board: the worker threads its board calls run on (offload.BoardCalls);
+    # None: inline on the loop (SQLite)
+    board_calls: Any = None
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)``, a board call made by a handler that awaits (the long poll, the
+        stream): off the loop where the board's calls are (``board_calls``)."""
+        if self.board_calls is None:
+            return fn(*args)
+        return await self.board_calls.run(fn, *args)
 
     def close_streams(self) -> None:
         self.closing = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 from coord import __version__, model
@@ -25,7 +26,7 @@ async def events(call: Call) -> dict[str, Any]:
         raise InvalidInput(f"wait must be 0 to {MAX_WAIT_SECONDS:g} seconds", field="wait")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
-    last = board.last_seq()
+    last = await call.server.call(board.last_seq)
     if after > last:  # nothing will ever come after it: say so rather than wait for ever
         raise CursorPastEnd(
             f"after={after} is past the board's last event ({last}): a cursor of another "
@@ -35,7 +36,9 @@ async def events(call: Call) -> dict[str, Any]:
             last_seq=last,
         )
     while True:
-        found = board.events(after, limit, item_id=item_id, max_bytes=MAX_EVENTS_ANSWER_BYTES)
+        found = await call.server.call(
+            partial(board.events, after, limit, item_id=item_id, max_bytes=MAX_EVENTS_ANSWER_BYTES)
+        )
         remaining = deadline - loop.time()
         if found or remaining <= 0:
             break
@@ -44,7 +47,10 @@ async def events(call: Call) -> dict[str, Any]:
         await call.server.changes.wait(min(remaining, call.server.changes.poll_seconds))
     # the board's last event, read after the page: a reader pages on from the page's last
     # event while it is before this one
-    return {"events": [e.to_dict() for e in found], "last_seq": board.last_seq()}
+    return {
+        "events": [e.to_dict() for e in found],
+        "last_seq": await call.server.call(board.last_seq),
+    }
 
 
 def inbox(call: Call) -> dict[str, Any]:

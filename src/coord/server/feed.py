@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+from functools import partial
 from typing import Any
 
 from coord import model
@@ -146,7 +147,9 @@ class Feed:
             while self.streams and not server.closing:
                 self.cut_stalled(loop.time())
                 try:
-                    page = server.board.events(self.last, PAGE_EVENTS, max_bytes=READ_BYTES)
+                    page = await server.call(
+                        partial(server.board.events, self.last, PAGE_EVENTS, max_bytes=READ_BYTES)
+                    )
                 except CoordError:
                     self.broken = True
                     return

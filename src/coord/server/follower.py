@@ -16,11 +16,10 @@ reconnects with backoff (``RECONNECT_SECONDS``), and the mirror ages until the g
 longer believes it: the guard then asks ``POST /v1/mirror:refresh`` and refuses edits if
 that fails too. After a reconnect readers are woken once, for what was missed.
 
-A thread, not an asyncio task on the daemon's loop: board calls run inline on that loop
-(``coord.server.app``), so a task there would hear a notification only between them, and
-the mirror's rewrite (a query and a small SQLite file) would stall every request while it
-ran. ``Connection.notifies(timeout=…)`` blocks in the server's socket without the GIL and
-gives the refresh its tick.
+A thread, not an asyncio task on the daemon's loop: the mirror's rewrite (a query and a small
+SQLite file) would stall every request while it ran, and a notification would be heard only
+between the loop's other work. ``Connection.notifies(timeout=…)`` blocks in the server's
+socket without the GIL and gives the refresh its tick.
 """
 
 from __future__ import annotations
@@ -87,8 +86,8 @@ class Follower:
     def refresh(self) -> dict[str, Any]:
         """Rewrite the mirror from the database now. ``DatabaseUnreachable`` when it cannot
         be read (the mirror is left to age: the guard judges its stamp)."""
-        # the guard's request runs on the daemon's event loop: never wait long behind a refresh
-        # stuck on the database (each statement is cut at postgres_listen.STATEMENT_TIMEOUT)
+        # the guard waits for this answer: never long behind a refresh stuck on the database
+        # (each wait for the server ends at postgres_listen.BOUNDS)
         if not self._reader_lock.acquire(timeout=REFRESH_WAIT_SECONDS):
             raise DatabaseUnreachable(
                 "the database has not answered this daemon's last read of the reservations "

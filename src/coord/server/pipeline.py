@@ -1,10 +1,10 @@
 """The one request pipeline every route goes through, the hot path included.
 
 Host name → token, or the web page's session (X-Coord-Session) with its Origin checks (every
-route but the few public ones) → body size → JSON → declared fields
-→ handler → answer, and a ``CoordError`` anywhere becomes its own answer. ``Endpoint.answer``
-is all of it; Starlette's routes (app.py) and the bare-ASGI hot path (hot.py) differ only in
-how they read the headers and write the response.
+route but the few public ones) → body size → JSON → declared fields → handler (a PostgreSQL
+board's on a worker thread: ``offload.py``) → answer, and a ``CoordError`` anywhere becomes
+its own answer. ``Endpoint.answer`` is all of it; Starlette's routes (app.py) and the
+bare-ASGI hot path (hot.py) differ only in how they read the headers and write the response.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class Endpoint:
 
     __slots__ = (
         "awaits",
+        "board",
         "body",
         "handler",
         "max_body",
@@ -77,6 +78,7 @@ class Endpoint:
         self.server = server
         self.handler = route.handler
         self.awaits = inspect.iscoroutinefunction(route.handler)
+        self.board = route.board
         self.body = route.body
         self.write = route.write
         self.public = route.public
@@ -112,9 +114,13 @@ class Endpoint:
                 body = self.body.take(parse_json(raw))
                 if session is not None:
                     act_as(session, body, query, headers)
-            content = self.handler(Call(server, body, path=path, query=query, headers=headers))
+            call = Call(server, body, path=path, query=query, headers=headers)
             if self.awaits:
-                content = await content
+                content = await self.handler(call)
+            elif self.board and server.board_calls is not None:  # a PostgreSQL board
+                content = await server.board_calls.run(self.handler, call)
+            else:
+                content = self.handler(call)
             if self.write:
                 server.changes.notify()
             return self.status, content

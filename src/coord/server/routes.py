@@ -91,6 +91,7 @@ ROUTES: tuple[Route, ...] = (
         "this document (open: no token)",
         ANY_OBJECT,
         public=True,
+        board=False,
     ),
     Route(
         "GET",
@@ -103,6 +104,7 @@ ROUTES: tuple[Route, ...] = (
         params=(Param("nonce", identity.NONCE_SCHEMA, required=True),),
         errors=(422,),
         public=True,
+        board=False,
     ),
     Route(
         "POST",
@@ -644,6 +646,7 @@ ROUTES: tuple[Route, ...] = (
         ),
         errors=(403, 422),
         page=False,
+        board=False,  # the board's humans are its settings, in memory
     ),
     Route(
         "GET",
@@ -703,6 +706,7 @@ ROUTES: tuple[Route, ...] = (
         body=Body({}),
         errors=(422,),
         page=False,
+        board=False,
     ),
 )
 

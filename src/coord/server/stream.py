@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 from typing import Any
 
 from starlette.responses import Response
@@ -126,7 +127,7 @@ class EventStream(Response):
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
         try:
-            last = server.board.last_seq()
+            last = await server.call(server.board.last_seq)
             if self.after > last:  # a cursor of another board, or of this one before a restore
                 return await self._reload(send, last)
             while not self.ending:
@@ -148,9 +149,9 @@ class EventStream(Response):
                 try:
                     if self.ending:  # while it waited: write nothing more
                         break
-                    data = self._next_chunk(feed)
+                    data = await self._next_chunk(feed)
                     if data is None:
-                        return await self._reload(send, server.board.last_seq())
+                        return await self._reload(send, await server.call(server.board.last_seq))
                     # The write, then until the socket has taken it (uvicorn waits while the
                     # transport holds more than 64 KiB): the slot is given back only then.
                     written = not data or (
@@ -169,18 +170,23 @@ class EventStream(Response):
             return True
         return not (self.gone.is_set() or self.cut)
 
-    def _next_chunk(self, feed: Feed) -> bytes | None:
+    async def _next_chunk(self, feed: Feed) -> bytes | None:
         """The next frames to send, about ``CHUNK_BYTES`` (one event alone when it is
         bigger), from the feed when it reaches back that far, else from the board; None when
         the reader is too far behind for the stream. ``after`` moves past what it covers."""
         if feed.covers(self.after):
             frames, self.after = feed.since(self.after, self.item_id, CHUNK_BYTES)
             return b"".join(frames)
-        board = self.server.board
-        if board.last_seq() - self.after > self.server.stream_max_behind:
+        server, board = self.server, self.server.board
+        if await server.call(board.last_seq) - self.after > server.stream_max_behind:
             return None
-        # read by bytes: the events past the chunk are not even decoded
-        page = board.events(self.after, PAGE_EVENTS, item_id=self.item_id, max_bytes=CHUNK_BYTES)
+        # read by bytes: the events past the chunk are not even decoded (a PostgreSQL board's
+        # read on a worker thread, as every board call of the daemon's: offload.py)
+        page = await server.call(
+            partial(
+                board.events, self.after, PAGE_EVENTS, item_id=self.item_id, max_bytes=CHUNK_BYTES
+            )
+        )
         if not page:  # nothing of this item up to the newest: join the feed
             self.after = max(self.after, feed.base)
             return b""

@@ -159,6 +159,9 @@ class Route:
     hot: bool = False
     # what a success answers: JSON, but for the event stream
     media_type: str = "application/json"
+    # reads or writes the board: on a PostgreSQL board it runs on a worker thread
+    # (``coord.server.offload``); False for what the daemon answers from memory alone
+    board: bool = True
 
     def error_statuses(self) -> list[int]:
         """Every error status this route can answer: the pipeline's, then the handler's."""

@@ -27,6 +27,13 @@ Transactions, as the SQLite backend's (``coord.storage.sqlite``) but across conn
 One board per database (advisory locks are scoped to their database). Connections are one
 per thread, like SQLite's; a broken connection is dropped and the next transaction opens a
 new one.
+
+**No wait without a bound** (``coord.storage.postgres_conn``): every wait for the server ends
+after ``Bounds.answer`` seconds, and the server is given a statement and a lock timeout. A
+server found silent (no answer in time) is remembered (``postgres_faults.Silence``): until it
+answers again, calls are refused at once with the same ``database_unreachable`` (nothing was
+changed), but one call a second is let through to try it, so a daemon's requests answer within
+the bound while the server is stopped and go on by themselves once it runs again.
 """
 
 from __future__ import annotations
@@ -40,9 +47,10 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from coord.errors import CoordError
-from coord.storage import migrations, postgres_daemons, postgres_faults
+from coord.errors import CoordError, DatabaseUnreachable
+from coord.storage import migrations, postgres_conn, postgres_daemons, postgres_faults
 from coord.storage.base import ReadTx, Storage, WriteTx
+from coord.storage.postgres_conn import Bounds
 from coord.storage.postgres_tx import PostgresTx
 
 # The key of the board's write lock and of the migration lock (any two fixed 64-bit numbers;
@@ -60,6 +68,13 @@ _BEGIN_WRITE = (
     f" SELECT {_SERVER_CLOCK}"
 )
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+# The schema step at start waits for another daemon's (a first start on a new database runs
+# every migration): longer than a request may, and the server gets as long.
+SCHEMA_SECONDS = 15.0
+# A connection ended while the schema step ran (a server restarting, pg_terminate_backend)
+# is tried again this many times, after these waits, before the start fails with the reason.
+SCHEMA_RETRY_WAITS = (0.5, 1.0, 2.0)
 
 SCHEMA_VERSION_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -88,14 +103,16 @@ def probe(dsn: str, timeout: float = 3) -> tuple[int, int]:
     newest = max(
         (version for version, _, _ in migrations.shipped("postgres_migrations")), default=0
     )
+    bounds = Bounds(connect=timeout, answer=timeout, statement=timeout)
     try:
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
+        with postgres_conn.connect(dsn, bounds, autocommit=True) as conn:
             found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
             if not (found and found[0]):
                 return 0, newest
             row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
     except psycopg.OperationalError as error:
-        raise postgres_faults.unreachable(describe(dsn), error) from error
+        found_error = postgres_faults.translate(describe(dsn), error)
+        raise (found_error or postgres_faults.unreachable(describe(dsn), error)) from error
     return (int(row[0] or 0) if row else 0), newest
 
 
@@ -105,29 +122,42 @@ class PostgresStorage(Storage):
         dsn: str,
         *,
         clock: Callable[[], float] | None = None,
-        connect_timeout: float = 10,
+        connect_timeout: float | None = None,
+        answer_timeout: float | None = None,
+        statement_timeout: float | None = None,
+        lock_timeout: float | None = None,
+        idle_in_transaction_timeout: float | None = None,
     ) -> None:
-        """``clock`` replaces the server's clock: tests that move time by hand only."""
+        """``clock`` replaces the server's clock: tests that move time by hand only. The
+        timeouts (seconds) are ``postgres_conn.Bounds``'; unset, ``PATIENT``'s."""
         self.dsn = dsn
         self._clock = clock
-        self._connect_timeout = connect_timeout
+        patient = postgres_conn.PATIENT
+        self.bounds = Bounds(
+            connect=connect_timeout if connect_timeout is not None else patient.connect,
+            answer=answer_timeout if answer_timeout is not None else patient.answer,
+            statement=statement_timeout if statement_timeout is not None else patient.statement,
+            lock=lock_timeout if lock_timeout is not None else patient.lock,
+            idle_in_transaction=idle_in_transaction_timeout,
+        )
         self._local = threading.local()
         self._all: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
         # the server's clock minus this process's: what ``now()`` adds between transactions
         self._clock_offset = 0.0
-        self._migrate(self._conn())
+        self._silence = postgres_faults.Silence(describe(dsn))
+        self._start()
 
     # --- connections -----------------------------------------------------------------------
 
     def _connect(self) -> psycopg.Connection[Any]:
         try:
             # autocommit: psycopg opens no transaction behind our back; we write BEGIN/COMMIT
-            return psycopg.connect(
-                self.dsn, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
-            )
+            return postgres_conn.connect(self.dsn, self.bounds, autocommit=True)
         except psycopg.OperationalError as error:
-            raise postgres_faults.unreachable(describe(self.dsn), error) from error
+            self._silence.heard(error)
+            found = postgres_faults.translate(describe(self.dsn), error)
+            raise (found or postgres_faults.unreachable(describe(self.dsn), error)) from error
 
     def _conn(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
@@ -157,10 +187,37 @@ class PostgresStorage(Storage):
 
     # --- schema ----------------------------------------------------------------------------
 
+    def _start(self) -> None:
+        """The schema brought up to date; a connection ended meanwhile is tried again a few
+        times, then said as ``DatabaseUnreachable`` (never the driver's exception)."""
+        for wait in (*SCHEMA_RETRY_WAITS, None):
+            try:
+                with self._faults():
+                    conn = self._conn()
+                    try:
+                        self._migrate(conn)
+                    finally:
+                        if isinstance(conn, postgres_conn.BoundedConnection):
+                            conn.answer_seconds = self.bounds.answer
+                return
+            except DatabaseUnreachable:
+                if wait is None:
+                    raise
+                time.sleep(wait)
+
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         # Daemons starting together on a new database: the lock makes one of them migrate
-        # and the others find the work done.
-        with self._transaction(conn, f"BEGIN; SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"):
+        # and the others find the work done. It may wait for another daemon's migrations:
+        # longer than a request would, on both sides of the connection.
+        if isinstance(conn, postgres_conn.BoundedConnection):
+            conn.answer_seconds = SCHEMA_SECONDS + 1
+        patience = f"'{round(SCHEMA_SECONDS * 1000)}ms'"
+        with self._transaction(
+            conn,
+            f"BEGIN; SET LOCAL statement_timeout = {patience}; "
+            f"SET LOCAL lock_timeout = {patience}; "
+            f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})",
+        ):
             conn.execute(SCHEMA_VERSION_TABLE)
             applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
             shipped = migrations.shipped("postgres_migrations")
@@ -228,7 +285,8 @@ class PostgresStorage(Storage):
         try:
             return conn, stack.enter_context(self._transaction(conn, begin, commit))
         except psycopg.Error as error:
-            if not postgres_faults.is_connection_fault(error):
+            # a silent server is not tried twice: the request would wait twice as long
+            if postgres_faults.is_silence(error) or not postgres_faults.is_connection_fault(error):
                 raise
         conn = self._conn()  # the broken one was dropped by _transaction
         return conn, stack.enter_context(self._transaction(conn, begin, commit))
@@ -237,14 +295,18 @@ class PostgresStorage(Storage):
     def _faults(self) -> Iterator[postgres_faults.Attempt]:
         """A connection fault, said as ``DatabaseUnreachable`` (503 with Retry-After); one
         while the write commits says its outcome is unknown (``Attempt.committing``)."""
+        self._silence.gate()
         attempt = postgres_faults.Attempt()
         try:
             yield attempt
         except psycopg.Error as error:
+            self._silence.heard(error)
             found = postgres_faults.translate(describe(self.dsn), error, attempt.committing)
             if found is None:
                 raise
             raise found from error
+        if self._silence.since is not None:
+            self._silence.heard(None)  # it answered: serve again
 
     @contextmanager
     def read(self) -> Iterator[ReadTx]:

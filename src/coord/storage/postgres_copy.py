@@ -8,7 +8,8 @@ Imported only by ``coord migrate`` with a PostgreSQL end (it imports the driver)
   then runs in one transaction that holds the board's write lock (a daemon already serving
   the database waits), checks the board is empty under that lock, streams each table with
   ``COPY … FROM STDIN``, sets ``board_counters`` and the reply and reservation sequences, and
-  commits only after the counts and key digests match the source's.
+  commits only after the row counts and row digests (every column, read back as a source
+  reads it) match the source's.
 - **Source**: one REPEATABLE READ snapshot; each table through a server-side cursor in
   batches. JSON comes back as text in the form the SQLite backend writes: ``json`` columns
   verbatim, ``jsonb`` ones (which PostgreSQL normalises) re-encoded as both backends encode
@@ -26,17 +27,23 @@ import psycopg
 from psycopg import sql
 
 from coord.errors import AlreadyExists, CoordError, InvalidInput
+from coord.storage import postgres_conn
 from coord.storage.postgres import WRITE_LOCK_KEY, PostgresStorage, describe
-from coord.storage.transfer import BATCH_ROWS, BY_NAME, NOT_COPIED, TABLES, Summary, Table
+from coord.storage.transfer import BATCH_ROWS, BY_NAME, NOT_COPIED, TABLES, Table
 
 CONNECT_TIMEOUT_SECONDS = 10
+# A copy's statements are the largest a board sees (a whole table through COPY, which the
+# server may take minutes to absorb: 150 s for 100,000 items, its counting trigger a row at a
+# time), so neither side bounds them; a person runs it and watches it (Ctrl-C ends it, and
+# the target rolls back). TCP keepalives and tcp_user_timeout still find a dead peer.
+BOUNDS = postgres_conn.Bounds(connect=CONNECT_TIMEOUT_SECONDS, answer=None)
 # the sequences behind BIGSERIAL keys; items and events count in board_counters
 _COUNTER_COLUMNS = {"items": "last_item", "events": "last_seq"}
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+        return postgres_conn.connect(url, BOUNDS, autocommit=True)
     except psycopg.ProgrammingError as error:  # libpq could not read the connection string
         raise InvalidInput(f"not a usable PostgreSQL URL: {_first_line(error)}") from None
     except psycopg.OperationalError as error:
@@ -104,13 +111,7 @@ class PostgresSource(_Ends):
                 raise CoordError(f"{self.description} holds no coord board")
             _open_board(self.url)
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            self._types = {
-                (table, column): kind
-                for table, column, kind in conn.execute(
-                    "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                    "WHERE table_schema = current_schema()"
-                )
-            }
+            self._types = _column_types(conn)
         except BaseException:
             self._close()
             raise
@@ -124,24 +125,7 @@ class PostgresSource(_Ends):
         return _tables(self.conn)
 
     def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
-        kinds = [self._types.get((table.name, column)) for column in table.columns]
-        selected = sql.SQL(", ").join(
-            sql.SQL("{}::text").format(sql.Identifier(column))
-            if kind in ("json", "jsonb")
-            else sql.Identifier(column)
-            for column, kind in zip(table.columns, kinds, strict=True)
-        )
-        query = sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
-            selected, sql.Identifier(table.name), _key_order(table, self._types)
-        )
-        reencode = [i for i, kind in enumerate(kinds) if kind == "jsonb"]
-        with self.conn.cursor(name=f"coord_copy_{table.name}") as cursor:
-            cursor.itersize = BATCH_ROWS
-            cursor.execute(query)
-            while rows := cursor.fetchmany(BATCH_ROWS):
-                if reencode:
-                    rows = [_reencoded(row, reencode) for row in rows]
-                yield rows
+        return _batches(self.conn, table, self._types)
 
     def counters(self) -> dict[str, int]:
         last_seq, last_item = self.conn.execute(
@@ -152,6 +136,41 @@ class PostgresSource(_Ends):
             if table.counter and table.name not in _COUNTER_COLUMNS:
                 found[table.name] = _sequence_value(self.conn, table)
         return found
+
+
+def _column_types(conn: psycopg.Connection[Any]) -> dict[tuple[str, str], str]:
+    return {
+        (table, column): kind
+        for table, column, kind in conn.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = current_schema()"
+        )
+    }
+
+
+def _batches(
+    conn: psycopg.Connection[Any], table: Table, types: dict[tuple[str, str], str]
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The table's rows in key order, in the copy's value forms, a batch at a time through a
+    server-side cursor (inside the connection's transaction)."""
+    kinds = [types.get((table.name, column)) for column in table.columns]
+    selected = sql.SQL(", ").join(
+        sql.SQL("{}::text").format(sql.Identifier(column))
+        if kind in ("json", "jsonb")
+        else sql.Identifier(column)
+        for column, kind in zip(table.columns, kinds, strict=True)
+    )
+    query = sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
+        selected, sql.Identifier(table.name), _key_order(table, types)
+    )
+    reencode = [i for i, kind in enumerate(kinds) if kind == "jsonb"]
+    with conn.cursor(name=f"coord_copy_{table.name}") as cursor:
+        cursor.itersize = BATCH_ROWS
+        cursor.execute(query)
+        while rows := cursor.fetchmany(BATCH_ROWS):
+            if reencode:
+                rows = [_reencoded(row, reencode) for row in rows]
+            yield rows
 
 
 def _reencoded(row: tuple[Any, ...], columns: list[int]) -> tuple[Any, ...]:
@@ -224,6 +243,7 @@ class PostgresTarget(_Ends):
                 "BEGIN ISOLATION LEVEL READ COMMITTED; "
                 f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})".encode()
             )
+            self._types = _column_types(conn)
         except BaseException:
             self._close()
             raise
@@ -277,8 +297,5 @@ class PostgresTarget(_Ends):
                     (_sequence_name(self.conn, table), max(last, 1), last > 0),
                 )
 
-    def summarize(self, table: Table) -> Summary:
-        query = sql.SQL("SELECT {} FROM {}").format(
-            sql.SQL(", ").join(map(sql.Identifier, table.key)), sql.Identifier(table.name)
-        )
-        return Summary.of(self.conn.execute(query))
+    def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
+        return _batches(self.conn, table, self._types)

@@ -17,12 +17,13 @@ from typing import Any
 import psycopg
 
 from coord.errors import DatabaseUnreachable
-from coord.storage import postgres_faults
+from coord.storage import postgres_conn, postgres_faults
 from coord.storage.postgres import NOTIFY_CHANNEL, describe
 
-# a read of the reservations that the server does not answer in this long is cut: the mirror
-# then ages, and the guard refuses, rather than a thread waiting on a half-open connection
-STATEMENT_TIMEOUT = "5s"
+# a read of the reservations that the server does not answer in this long is given up (and
+# cut by the server itself): the mirror then ages, and the guard refuses, rather than a
+# thread waiting on a connection nobody answers; a wait for a NOTIFY keeps its own bound
+BOUNDS = postgres_conn.Bounds(connect=5, answer=6, statement=5)
 _CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8, last_seq FROM board_counters"
 _LIVE = (
     "SELECT id, agent, pattern, prefix, exclusive, item_id, reason, created_at, expires_at, rule "
@@ -33,15 +34,7 @@ _LIVE = (
 def _connect(dsn: str) -> psycopg.Connection[Any]:
     try:
         # a dead peer without a FIN (a cut cable) is found by TCP keepalives within ~10 s
-        return psycopg.connect(
-            dsn,
-            autocommit=True,
-            connect_timeout=5,
-            keepalives=1,
-            keepalives_idle=5,
-            keepalives_interval=2,
-            keepalives_count=2,
-        )
+        return postgres_conn.connect(dsn, BOUNDS, autocommit=True)
     except psycopg.Error as err:
         raise postgres_faults.unreachable(describe(dsn), err) from None
 
@@ -54,7 +47,6 @@ class _Connected:
     def _open(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
             self._conn = _connect(self.dsn)
-            self._conn.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
         return self._conn
 
     def _lost(self, err: psycopg.Error) -> DatabaseUnreachable:

@@ -9,6 +9,7 @@ deleted since, as expired reservations are); the event log has none (``max(seq) 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 from coord.errors import AlreadyExists, CoordError
 from coord.storage import migrations
 from coord.storage.sqlite import SQLiteStorage
-from coord.storage.transfer import BATCH_ROWS, BY_NAME, TABLES, Summary, Table
+from coord.storage.transfer import BATCH_ROWS, BY_NAME, TABLES, Table
 
 BUSY_TIMEOUT_SECONDS = 5.0
 
@@ -38,6 +39,15 @@ def _connect(path: Path, mode: str) -> sqlite3.Connection:
 
 def _tables(conn: sqlite3.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+
+def _batches(conn: sqlite3.Connection, table: Table) -> Iterator[list[tuple[Any, ...]]]:
+    """The table's rows in key order (text keys in byte order: SQLite's BINARY collation)."""
+    cursor = conn.execute(
+        f"SELECT {', '.join(table.columns)} FROM {table.name} ORDER BY {', '.join(table.key)}"
+    )
+    while rows := cursor.fetchmany(BATCH_ROWS):
+        yield rows
 
 
 def _bring_up_to_date(path: Path, conn: sqlite3.Connection) -> None:
@@ -100,11 +110,7 @@ class SQLiteSource:
         return [name for name in _tables(self.conn) if not name.startswith("sqlite_")]
 
     def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
-        cursor = self.conn.execute(
-            f"SELECT {', '.join(table.columns)} FROM {table.name} ORDER BY {', '.join(table.key)}"
-        )
-        while rows := cursor.fetchmany(BATCH_ROWS):
-            yield rows
+        return _batches(self.conn, table)
 
     def counters(self) -> dict[str, int]:
         """The last id each counter handed out: the larger of the table's highest key and
@@ -131,8 +137,9 @@ class SQLiteTarget:
         self._created = False
 
     def __enter__(self) -> SQLiteTarget:
-        self._created = not self.path.exists()
-        if not self._created:
+        if not self.path.exists():
+            self._create()
+        else:
             probe = _connect(self.path, "rw")
             try:
                 _bring_up_to_date(self.path, probe)
@@ -151,6 +158,26 @@ class SQLiteTarget:
             self._discard()
             raise
         return self
+
+    def _create(self) -> None:
+        """The new file, made here: 0600 as every board file, and never through a symbolic
+        link (a dangling one would have the board written wherever it points)."""
+        if self.path.is_symlink():
+            raise CoordError(
+                f"{self.path} is a symbolic link to {os.readlink(self.path)}, which does not "
+                "exist: coord migrate never makes a board file through a link; name the file "
+                "itself, or remove the link; nothing was copied"
+            )
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:  # made meanwhile by someone else: not ours to fill or remove
+            raise AlreadyExists(f"{self.path} appeared during the copy: name a new file") from None
+        except OSError as error:
+            raise CoordError(
+                f"cannot create {self.path}: {error.strerror}; nothing was copied"
+            ) from None
+        os.close(fd)
+        self._created = True
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         if kind is not None:
@@ -218,5 +245,5 @@ class SQLiteTarget:
                         f"{highest}; a SQLite board cannot continue from there"
                     )
 
-    def summarize(self, table: Table) -> Summary:
-        return Summary.of(self.conn.execute(f"SELECT {', '.join(table.key)} FROM {table.name}"))
+    def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
+        return _batches(self.conn, table)

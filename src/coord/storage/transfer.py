@@ -2,8 +2,10 @@
 
 The copy is driven by ``TABLES``, not by code per table: a source streams each table's rows in
 key order in batches, a target loads them in one transaction, sets its counters so new writes
-continue after the copied ones, and both sides' counts and key digests are compared before
-that transaction commits. Tables that hold no board state are named in ``NOT_COPIED`` with
+continue after the copied ones, and both sides' row counts and row digests (every column of
+every row, ``Summary``) are compared before that transaction commits: a target that changes
+what it is given (a trigger, a default, a type that rounds) fails the copy, not only one that
+loses a row. Tables that hold no board state are named in ``NOT_COPIED`` with
 the reason; a table in neither list is refused (a schema that grew one this release cannot
 copy loses nothing silently), and a test holds both schemas to the lists.
 
@@ -17,10 +19,12 @@ Stdlib only: the PostgreSQL half is imported lazily, where a PostgreSQL end is o
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
+from itertools import chain, zip_longest
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -39,10 +43,23 @@ class Table:
     columns: tuple[str, ...]
     key: tuple[str, ...]
     counter: bool = False  # ids come from a counter that must continue after the copy
+    # JSON columns PostgreSQL stores as jsonb, which respaces the text: digested by what the
+    # JSON says (the ``json`` ones, evidence and details, keep their text on both backends)
+    json: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()  # true/false columns: 0/1 in SQLite, booleans in PostgreSQL
 
 
-def _table(name: str, columns: str, key: str, *, counter: bool = False) -> Table:
-    return Table(name, tuple(columns.split()), tuple(key.split()), counter)
+def _table(
+    name: str, columns: str, key: str, *, counter: bool = False, json: str = "", flags: str = ""
+) -> Table:
+    return Table(
+        name,
+        tuple(columns.split()),
+        tuple(key.split()),
+        counter,
+        tuple(json.split()),
+        tuple(flags.split()),
+    )
 
 
 # In load order: every table after the tables its foreign keys name.
@@ -54,12 +71,13 @@ TABLES: tuple[Table, ...] = (
         "checks evidence question escalate_to reserved_for",
         "id",
         counter=True,
+        json="labels checks",
     ),
     _table("deps", "item_id depends_on", "item_id depends_on"),
     _table("item_files", "item_id pattern", "item_id pattern"),
     _table("replies", "id item_id author body created_at", "id", counter=True),
     _table("acks", "item_id agent created_at", "item_id agent"),
-    _table("agents", "name first_seen last_seen inbox_seq worked", "name"),
+    _table("agents", "name first_seen last_seen inbox_seq worked", "name", flags="worked"),
     _table(
         "reservations",
         "id agent pattern prefix exclusive item_id reason created_at expires_at rule",
@@ -91,25 +109,93 @@ def unknown_tables(found: Sequence[str], where: str) -> None:
 
 
 class Summary:
-    """What one side holds of one table: its row count and the SHA-256 of its keys sorted
-    (in Python, so both backends' text collations give one order): a missing, extra or
-    changed key changes it."""
+    """What one side holds of one table, read in key order (SQLite's byte order, PostgreSQL's
+    ``COLLATE "C"``): its row count and a SHA-256 over every row in turn, each in a form
+    neither backend's types change (``canonical``). A missing, extra or changed row, in any
+    column, changes it."""
 
-    def __init__(self) -> None:
-        self.keys: list[tuple[Any, ...]] = []
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.rows = 0
+        self._hash = hashlib.sha256()
+        self._json_at = tuple(table.columns.index(column) for column in table.json)
+        self._flags_at = tuple(table.columns.index(column) for column in table.flags)
+        self.key_of = itemgetter(*(table.columns.index(column) for column in table.key))
+        self._read: dict[str, str] = {}
 
-    @classmethod
-    def of(cls, keys: Iterable[Sequence[Any]]) -> Summary:
-        summary = cls()
-        summary.keys.extend(map(tuple, keys))
-        return summary
+    def canonical(self, row: Sequence[Any]) -> bytes:
+        """The row as bytes: JSON text by what it says (jsonb respaces what it stores),
+        flags as 0/1 (PostgreSQL's are booleans, SQLite's integers), the rest as Python
+        reads them (both drivers give int, float, str and None alike)."""
+        if not (self._json_at or self._flags_at):
+            return repr(tuple(row)).encode()
+        values = list(row)
+        for index in self._json_at:
+            if isinstance(values[index], str):
+                values[index] = self._json(values[index])
+        for index in self._flags_at:
+            if values[index] is not None:
+                values[index] = int(values[index])
+        return repr(values).encode()
 
-    @property
-    def rows(self) -> int:
-        return len(self.keys)
+    def _json(self, text: str) -> Any:
+        """What the JSON says, as a repr: labels and checks repeat, so most are looked up."""
+        found = self._read.get(text)
+        if found is None:
+            try:
+                found = repr(json.loads(text))
+            except ValueError:  # not JSON: compared as the text it is
+                found = repr(text)
+            if len(self._read) < _JSON_REMEMBERED:
+                self._read[text] = found
+        return _Verbatim(found)
+
+    def add(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Rows in ``table.columns`` order, in the copy's value forms, in key order."""
+        update, canonical = self._hash.update, self.canonical
+        count = 0
+        for row in rows:
+            update(canonical(row))
+            update(b"\n")  # never inside a repr
+            count += 1
+        self.rows += count
 
     def hexdigest(self) -> str:
-        return hashlib.sha256(repr(sorted(self.keys)).encode()).hexdigest()
+        return self._hash.hexdigest()
+
+
+_JSON_REMEMBERED = 4096  # distinct JSON texts remembered per table and side
+
+
+class _Verbatim(str):
+    """A canonical JSON value already in repr form: written as it is into the row's repr."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def first_difference(
+    table: Table,
+    mine: Iterable[list[tuple[Any, ...]]],
+    theirs: Iterable[list[tuple[Any, ...]]],
+) -> tuple[Any, ...] | None:
+    """The key of the first row (in key order) that is not the same on both sides, read
+    again: only after the digests differed."""
+    summary = Summary(table)
+    single = len(table.key) == 1
+    for one, other in zip_longest(chain.from_iterable(mine), chain.from_iterable(theirs)):
+        if one is None or other is None or summary.canonical(one) != summary.canonical(other):
+            keys = [summary.key_of(row) for row in (one, other) if row is not None]
+            found = [(key,) if single else tuple(key) for key in keys]
+            return min(found, key=_sort_key)
+    return None
+
+
+def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    # text keys in byte order (SQLite's, and PostgreSQL's COLLATE "C"); None never in a key
+    return tuple(k.encode() if isinstance(k, str) else k for k in key)
 
 
 class Source(Protocol):
@@ -131,7 +217,9 @@ class Target(Protocol):
     def occupied(self) -> dict[str, int]: ...
     def load(self, table: Table, rows: Iterable[tuple[Any, ...]]) -> None: ...
     def set_counters(self, counters: dict[str, int]) -> None: ...
-    def summarize(self, table: Table) -> Summary: ...
+    def batches(self, table: Table) -> Iterator[list[tuple[Any, ...]]]:
+        """Every row the target holds now, read back as a source reads it (in key order)."""
+        ...
 
 
 @dataclass
@@ -157,7 +245,7 @@ def copy_board(
     source_cm: AbstractContextManager[Source], target_cm: AbstractContextManager[Target]
 ) -> Report:
     """Copy every table from the source's snapshot into the empty target, in the target's
-    one transaction; verified (counts and key digests) before it commits. Any failure rolls
+    one transaction; verified (counts and row digests) before it commits. Any failure rolls
     the target back: it is left as empty as it was."""
     started = time.perf_counter()
     try:
@@ -192,9 +280,9 @@ def _copy(
             )
         copied: dict[str, Summary] = {}
         for table in TABLES:
-            summary = copied[table.name] = Summary()
+            summary = copied[table.name] = Summary(table)
             try:
-                target.load(table, _counted(source.batches(table), table, summary))
+                target.load(table, _counted(source.batches(table), summary))
             except CoordError:
                 raise
             except Exception as error:  # the driver's refusal: say which table, roll back
@@ -205,15 +293,14 @@ def _copy(
                 ) from error
         tables = {}
         for table in TABLES:
-            mine, theirs = copied[table.name], target.summarize(table)
+            mine, theirs = copied[table.name], Summary(table)
+            for rows in target.batches(table):
+                theirs.add(rows)
             digest = mine.hexdigest()
             if (mine.rows, digest) != (theirs.rows, theirs.hexdigest()):
-                raise CoordError(
-                    f"the copy of table {table.name} does not match its source ({mine.rows} rows "
-                    f"read, {theirs.rows} written, not the same keys); nothing was copied",
-                    table=table.name,
-                )
-            tables[table.name] = {"rows": mine.rows, "keys_sha256": digest}
+                first = first_difference(table, source.batches(table), target.batches(table))
+                raise _mismatch(table, mine, theirs, first, target.description)
+            tables[table.name] = {"rows": mine.rows, "rows_sha256": digest}
         counters = source.counters()
         target.set_counters(counters)
         description = (source.description, target.description)
@@ -222,15 +309,31 @@ def _copy(
 
 
 def _counted(
-    batches: Iterator[list[tuple[Any, ...]]], table: Table, summary: Summary
+    batches: Iterator[list[tuple[Any, ...]]], summary: Summary
 ) -> Iterator[tuple[Any, ...]]:
-    """The source's rows one by one, each key added to the source's summary on the way."""
-    key_of = itemgetter(*(table.columns.index(column) for column in table.key))
-    single = len(table.key) == 1
-    keys = summary.keys
+    """The source's rows one by one, each added to the source's summary on the way."""
     for rows in batches:
-        keys.extend((key_of(row),) if single else key_of(row) for row in rows)
+        summary.add(rows)
         yield from rows
+
+
+def _mismatch(
+    table: Table, mine: Summary, theirs: Summary, first: tuple[Any, ...] | None, target: str
+) -> CoordError:
+    what = {
+        "items": "item",
+        "replies": "reply",
+        "reservations": "reservation",
+        "events": "event",
+    }.get(table.name, "row")
+    where = ", ".join(map(str, first)) if first is not None else "?"
+    return CoordError(
+        f"the copy of table {table.name} does not match its source ({mine.rows} rows read, "
+        f"{theirs.rows} written; first different: {what} {where}): {target} did not keep "
+        "what it was given (a trigger or a rule of its own on that table?); nothing was "
+        "copied: the target was rolled back",
+        table=table.name,
+    )
 
 
 def _first_line(error: BaseException) -> str:
