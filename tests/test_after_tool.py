@@ -293,6 +293,35 @@ def test_a_change_while_the_holder_is_mid_call_is_kept_not_reverted(
     assert event.details["files"][0]["restored"] is False
 
 
+def test_a_change_the_holder_made_in_a_call_of_its_own_meanwhile_is_not_reverted(
+    board_dir: Path, repo: Path
+) -> None:
+    """bob's call runs long (a build, a wait); alice, the holder, edits her file in a call
+    that begins and ends inside bob's: when bob's after hook runs, no call of hers is in
+    flight, but the change may be hers, so it stays (Gemini CLI's two-session test caught
+    alice's write being put back)."""
+    bob_call = with_command("claude", fixture("claude/pre_tool_use_bash.json", repo), "ls src")
+    allowed(hook("claude", "PreToolUse", bob_call, board_dir=board_dir, cwd=repo))
+    alice_call = with_command("claude", fixture("claude/pre_tool_use_bash.json", repo), "true")
+    alice_call["tool_use_id"] = "toolu_alice"
+    allowed(hook("claude", "PreToolUse", alice_call, board_dir=board_dir, cwd=repo, agent="alice"))
+    (repo / HELD).write_text("TIMEOUT = 45\n")  # alice's own edit
+    alice_after = after_payload("claude", "PostToolUse", alice_call, "")
+    hook("claude", "PostToolUse", alice_after, board_dir=board_dir, cwd=repo, agent="alice")
+    result = hook(
+        "claude",
+        "PostToolUse",
+        after_payload("claude", "PostToolUse", bob_call, ""),
+        board_dir=board_dir,
+        cwd=repo,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (repo / HELD).read_text() == "TIMEOUT = 45\n"
+    assert "alice ran a tool call of its own meanwhile" in told("claude", result)
+    (event,) = events_of(board_dir, "held_files_changed")
+    assert event.details["files"][0]["restored"] is False
+
+
 def test_with_no_daemon_the_restore_stands_and_the_agent_hears_it_was_not_recorded(
     board_dir: Path, repo: Path
 ) -> None:

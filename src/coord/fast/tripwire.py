@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from coord.fast import fsfold, holds
 
 CALLS_DIRNAME = "tripwire"
+ENDED_DIRNAME = "ended"  # beside the call snapshots: when each agent's last call ended
 MAX_WATCHED = 10_000  # held files watched in one call; past it the rest are not
 CALL_SECONDS = 3600.0  # a call snapshot older than this is a call whose after hook never ran
 # a call of the holder's own started less than this long ago may be what wrote its file (a
@@ -216,10 +217,40 @@ def before(where: Place, what: dict[str, Any]) -> int:
 
 
 def load(where: Place) -> dict[str, Any] | None:
-    """The call's snapshot, taken out of the board (None: no snapshot of it was taken)."""
+    """The call's snapshot, taken out of the board (None: no snapshot of it was taken). The
+    agent's call has ended: ``ended_since`` tells another agent's after hook so."""
     record = load_record(where.call_path)
     remove(where.call_path)
+    if record is not None and where.agent:
+        _mark_ended(where.board_dir, where.agent)
     return record
+
+
+def _mark_ended(board_dir: str, agent: str) -> None:
+    """Stamp the end of one of ``agent``'s calls (the marker's mtime): a call of the holder's
+    that began and ended while another agent's call ran is in flight no longer, but may be
+    what changed its file all the same."""
+    folder = os.path.join(board_dir, CALLS_DIRNAME, ENDED_DIRNAME)
+    try:
+        os.makedirs(folder, board_files.PRIVATE_DIR, exist_ok=True)
+        fd = os.open(
+            os.path.join(folder, _key(agent)), os.O_WRONLY | os.O_CREAT, board_files.PRIVATE_FILE
+        )
+        os.close(fd)
+        os.utime(os.path.join(folder, _key(agent)))
+    except OSError:
+        pass  # at worst a holder's own change is put back: what it overwrote is kept
+
+
+def ended_since(board_dir: str, agent: str, since: float) -> bool:
+    """Did a call of ``agent``'s end after ``since`` (a wall-clock time)?"""
+    try:
+        return (
+            os.stat(os.path.join(board_dir, CALLS_DIRNAME, ENDED_DIRNAME, _key(agent))).st_mtime
+            >= since
+        )
+    except OSError:
+        return False
 
 
 def load_latest(where: Place) -> dict[str, Any] | None:
@@ -267,8 +298,9 @@ class Change:
 def after(where: Place, record: dict[str, Any], *, restore: bool = True) -> list[Change]:
     """The held files the call changed since ``record`` (``before``'s), each put back from
     its snapshot where that is safe (``restore``): the file is as the call left it (not
-    written again since it was looked at), its holder has no call of its own in flight, and
-    the snapshot has its content. What a restore overwrites is kept in the store first."""
+    written again since it was looked at), its holder has no call of its own in flight nor
+    ended one since this call began, and the snapshot has its content. What a restore
+    overwrites is kept in the store first."""
     watched = record.get("files")
     if not isinstance(watched, dict) or not watched:
         return []
@@ -296,7 +328,9 @@ def after(where: Place, record: dict[str, Any], *, restore: bool = True) -> list
         ):
             continue  # touched, or written back as it was: the same file
         change = Change(name, holder, "modified" if now is not None else "deleted")
-        changes.append(_restore(store, where, path, change, now, old, sha, restore))
+        started = record.get("at")
+        began = started if isinstance(started, float) else 0.0
+        changes.append(_restore(store, where, path, change, now, old, sha, restore, began))
     if store is not None:
         store.save()
     return changes
@@ -311,6 +345,7 @@ def _restore(
     old: tuple[Any, ...],
     sha: str | None,
     restore: bool,
+    began: float,
 ) -> Change:
     if now is not None:  # keep what the call wrote: it may be the holder's own work
         change.kept = store.keep(path, now)
@@ -322,6 +357,11 @@ def _restore(
         return change
     if in_flight(where.board_dir, change.holder, where):
         change.why = f"{change.holder} has a tool call running too: the change may be theirs"
+        return change
+    if ended_since(where.board_dir, change.holder, began):
+        change.why = (
+            f"{change.holder} ran a tool call of its own meanwhile: the change may be theirs"
+        )
         return change
     try:
         current = stat_of(os.lstat(path))
