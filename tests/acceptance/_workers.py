@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 CTX = multiprocessing.get_context("spawn")
 BARRIER_TIMEOUT = 60.0
 CONNECTION_LOST = (OSError, http.client.HTTPException)
+KEEP_ALIVE_SAFE_SECONDS = 3.0  # below the daemon's 5 s keep-alive timeout, with room for load
 
 
 class Api:
@@ -29,13 +30,26 @@ class Api:
         parts = urlsplit(url)
         self.host = parts.netloc
         self.token = token
-        self.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        self.hostname, self.port, self.timeout = parts.hostname, parts.port, timeout
+        self._connect()
+
+    def _connect(self) -> None:
+        self.conn = http.client.HTTPConnection(self.hostname, self.port, timeout=self.timeout)
         self.conn.connect()
         # http.client writes a POST's headers and body separately: without NODELAY, Nagle
         # holds the body until the daemon's delayed ACK, ~40 ms per request on keep-alive.
         self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.used = time.monotonic()
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        # The daemon closes a keep-alive connection idle for 5 s (uvicorn's
+        # timeout_keep_alive): a POST sent on it then is lost as a broken pipe, an outcome a
+        # race test would count as unknown. A connection nearly that idle is made anew first,
+        # as HTTP clients do, rather than risk a request the daemon never reads.
+        if time.monotonic() - self.used > KEEP_ALIVE_SAFE_SECONDS:
+            self.conn.close()
+            self._connect()
+        self.used = time.monotonic()
         data = None if body is None else json.dumps(body).encode()
         headers = {"Host": self.host, "Authorization": f"Bearer {self.token}"}
         if data is not None:
