@@ -103,6 +103,12 @@ def run_allowed_call(
     return payload, command
 
 
+def claude_after(payload: dict[str, Any], board_dir: Path, cwd: Path) -> Any:
+    """Claude Code's PostToolUse hook for the call whose guard input was ``payload``."""
+    after = after_payload("claude", "PostToolUse", payload, "")
+    return hook("claude", "PostToolUse", after, board_dir=board_dir, cwd=cwd)
+
+
 def agent_of(client: str, payload: dict[str, Any]) -> str:
     if client == "cursor":
         from coord.fast import identity
@@ -199,13 +205,7 @@ def test_a_deleted_held_file_counts_and_comes_back_with_its_mode(
         ["python3 tools/clean.py"],
     )
     assert not (repo / HELD).exists()
-    result = hook(
-        "claude",
-        "PostToolUse",
-        after_payload("claude", "PostToolUse", payload, ""),
-        board_dir=board_dir,
-        cwd=repo,
-    )
+    result = claude_after(payload, board_dir, repo)
     assert "deleted" in told("claude", result)
     assert (repo / HELD).read_text() == ORIGINAL
     assert (os.stat(repo / HELD).st_mode & 0o777) == 0o640
@@ -279,13 +279,7 @@ def test_a_change_while_the_holder_is_mid_call_is_kept_not_reverted(
     payload, _ = run_allowed_call(
         "claude", "PreToolUse", "claude/pre_tool_use_bash.json", board_dir, WRITERS
     )
-    result = hook(
-        "claude",
-        "PostToolUse",
-        after_payload("claude", "PostToolUse", payload, ""),
-        board_dir=board_dir,
-        cwd=repo,
-    )
+    result = claude_after(payload, board_dir, repo)
     text = told("claude", result)
     assert "NOT put back" in text and "alice has a tool call running" in text
     assert (repo / HELD).read_text() == "TIMEOUT = 60\n"
@@ -308,13 +302,7 @@ def test_a_change_the_holder_made_in_a_call_of_its_own_meanwhile_is_not_reverted
     (repo / HELD).write_text("TIMEOUT = 45\n")  # alice's own edit
     alice_after = after_payload("claude", "PostToolUse", alice_call, "")
     hook("claude", "PostToolUse", alice_after, board_dir=board_dir, cwd=repo, agent="alice")
-    result = hook(
-        "claude",
-        "PostToolUse",
-        after_payload("claude", "PostToolUse", bob_call, ""),
-        board_dir=board_dir,
-        cwd=repo,
-    )
+    result = claude_after(bob_call, board_dir, repo)
     assert result.returncode == 0, result.stderr
     assert (repo / HELD).read_text() == "TIMEOUT = 45\n"
     assert "alice ran a tool call of its own meanwhile" in told("claude", result)
@@ -363,13 +351,7 @@ def test_a_glob_hold_is_expanded_against_the_tree(board_dir: Path) -> None:
         board_dir,
         ["python3 tools/both.py"],
     )
-    result = hook(
-        "claude",
-        "PostToolUse",
-        after_payload("claude", "PostToolUse", payload, ""),
-        board_dir=board_dir,
-        cwd=root,
-    )
+    result = claude_after(payload, board_dir, root)
     assert "src/a.py (held by alice)" in told("claude", result)
     assert (root / "src/a.py").read_text() == "a = 1\n"
     assert (root / "src/notes.txt").read_text() == "more\n"
