@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -274,45 +275,97 @@ def test_a_question_held_forever_gets_the_escalation_bound_on_upgrade(tmp_path: 
     storage.close()
 
 
-def _storm(db: Path, rewind: bool, transactions: int = 6000, checkpoints: bool = True) -> int:
-    """Write like the daemon in a storm, with its Checkpointer; returns the WAL's peak size in
-    frames (the file grows only past its largest extent, so its size is the peak)."""
+def _write_notes(storage: SQLiteStorage, count: int) -> None:
+    for n in range(count):
+        with storage.write() as tx:
+            details = {"n": n, "text": "x" * 200}
+            tx.append_event(at=float(n), agent="a", item_id=None, kind="note", details=details)
+
+
+def _log_generation(db: Path) -> int:
+    """The WAL header's checkpoint sequence number: SQLite adds one each time the log starts
+    over (its frames are written again from the top), and never otherwise."""
+    header = (db.parent / f"{db.name}-wal").read_bytes()[:32]
+    return int.from_bytes(header[12:16], "big")
+
+
+def _after_a_pinned_pass(tmp_path: Path, hand_over: bool) -> tuple[int, int, int]:
+    """A log past the threshold whose checkpoint pass cannot reach the end (a reader holds
+    an older snapshot, as the writer's next frames do in a storm); then two writes. Returns
+    the log's generation before, after the first write and after the second."""
+    db = tmp_path / "board.db"
     storage = SQLiteStorage(db, wal_autocheckpoint=0)
     checkpointer = Checkpointer(
-        db, interval=0.01, rewind_frames=300, on_big_log=storage.rewind_soon if rewind else None
+        db, rewind_frames=300, on_big_log=storage.rewind_soon if hand_over else None
     )
-    if checkpoints:
-        checkpointer.start()
+    conn = sqlite3.connect(db, isolation_level=None)
+    db_file = os.open(db, os.O_RDONLY)
+    reader = sqlite3.connect(db, isolation_level=None)
     try:
-        for n in range(transactions):
-            with storage.write() as tx:
-                details = {"n": n, "text": "x" * 200}
-                tx.append_event(at=float(n), agent="a", item_id=None, kind="note", details=details)
+        _write_notes(storage, 100)  # below the threshold: a plain pass, no hand-over
+        assert checkpointer.round(conn, db_file) == checkpointer.interval
+        assert not storage._rewind_due
+        _write_notes(storage, 400)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchone()
+        _write_notes(storage, 5)  # frames the pass may not copy while the reader is there
+        waited = checkpointer.round(conn, db_file)
+        assert (waited < checkpointer.interval) == hand_over
+        assert storage._rewind_due == hand_over
+        reader.execute("COMMIT")
+        generation = _log_generation(db)
+        _write_notes(storage, 1)
+        after_first = _log_generation(db)
+        _write_notes(storage, 1)
+        after_second = _log_generation(db)
+        assert not storage._rewind_due
+        with storage.read() as tx:
+            assert len(tx.events_after(0, 1000)) == 507
+        assert storage._conn().execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        return generation, after_first, after_second
     finally:
-        if checkpoints:
-            checkpointer.stop()
-    peak = (db.parent / f"{db.name}-wal").stat().st_size // (4096 + 24)
-    with storage.read() as tx:
-        assert [e.seq for e in tx.events_after(0, transactions)] == list(range(1, transactions + 1))
-    assert storage._conn().execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    storage.close()
-    return peak
+        reader.close()
+        os.close(db_file)
+        conn.close()
+        storage.close()
 
 
-def test_the_wal_starts_over_during_a_storm_of_writes(tmp_path: Path) -> None:
+def test_the_writer_starts_the_log_over_once_the_checkpointer_hands_over(tmp_path: Path) -> None:
     """Background PASSIVE checkpoints alone never let the log start over while writes keep
-    coming: it grew by ~70 MB a second under the claim bench. With the writer copying the
-    last short tail after a commit, the log stays a fraction of what was written.
+    coming (it grew by ~70 MB a second under the claim bench): the newest frames are always
+    past the pass. So the checkpointer hands the short tail to the writer, which copies it
+    back right after its next commit; the write after that starts the log over.
 
-    Measured against everything the storm wrote (the same storm with no checkpoints at all,
-    whose log keeps every frame), not against one with background checkpoints only: on a
-    loaded machine the writer stalls, a passive checkpoint catches up and that log starts
-    over too, so the reference shrank and the test failed at random."""
-    (tmp_path / "all").mkdir()
-    (tmp_path / "rewind").mkdir()
-    written = _storm(tmp_path / "all" / "board.db", rewind=False, checkpoints=False)
-    rewinds = _storm(tmp_path / "rewind" / "board.db", rewind=True)
-    assert rewinds * 3 <= written, (rewinds, written)
+    Driven a round at a time rather than as a timed storm: how far a thread gets while
+    another writes depends on the machine's load (the storm test this replaces failed on a
+    busy CI machine). The storm's figure is printed by bench/wal_storm.py."""
+    (tmp_path / "handed").mkdir()
+    (tmp_path / "alone").mkdir()
+    before, first, second = _after_a_pinned_pass(tmp_path / "handed", hand_over=True)
+    assert (first, second) == (before, before + 1)
+    before, first, second = _after_a_pinned_pass(tmp_path / "alone", hand_over=False)
+    assert (first, second) == (before, before)  # the log only grows
+
+
+def test_a_busy_hand_over_is_tried_again_after_the_next_commit(tmp_path: Path) -> None:
+    """The writer's copy-back must never fail its write: while another connection checkpoints
+    (busy), it keeps the hand-over for the commit after."""
+    db = tmp_path / "board.db"
+    storage = SQLiteStorage(db, wal_autocheckpoint=0)
+    try:
+        _write_notes(storage, 50)
+        storage.rewind_soon()
+        blocker = sqlite3.connect(db, isolation_level=None)
+        blocker.execute("BEGIN")
+        blocker.execute("SELECT count(*) FROM events").fetchone()  # a reader pins the log
+        _write_notes(storage, 1)
+        assert storage._rewind_due  # the tail could not all be copied: kept for later
+        blocker.execute("COMMIT")
+        blocker.close()
+        _write_notes(storage, 1)
+        assert not storage._rewind_due
+    finally:
+        storage.close()
 
 
 def test_the_near_holds_query_searches_the_prefix_index_however_many_files(

@@ -312,27 +312,31 @@ class Checkpointer:
             conn.execute("PRAGMA busy_timeout = 100")  # PASSIVE itself never waits
             wait = self.interval
             while not self._stop.wait(wait):
-                wait = self.interval
-                frames, left = _checkpoint(conn)
-                if frames < self.rewind_frames or self.on_big_log is None:
-                    continue
-                # The writer's pass must reach the end of the log, so it pays the fsyncs
-                # the passes here skip while the log grows under them: the database file's
-                # for every page they copied (~5 ms of the event loop, unflushed) and the
-                # log's since the last pass. Flush the first, shorten the second (each pass
-                # copies what came in during the one before), then hand over.
-                with contextlib.suppress(OSError):  # a filesystem that refuses: slower, no worse
-                    os.fsync(db_file)
-                for _ in range(_TAIL_PASSES):
-                    frames, left = _checkpoint(conn)
-                    if left <= _TAIL_FRAMES:
-                        break
-                self.on_big_log()
-                wait = _TAIL_INTERVAL
+                wait = self.round(conn, db_file)
             _checkpoint(conn)
         finally:
             os.close(db_file)
             conn.close()
+
+    def round(self, conn: sqlite3.Connection, db_file: int) -> float:
+        """One round of the thread: a pass, and the hand-over once the log is big. Returns how
+        long to wait before the next round (short while a hand-over is under way)."""
+        frames, left = _checkpoint(conn)
+        if frames < self.rewind_frames or self.on_big_log is None:
+            return self.interval
+        # The writer's pass must reach the end of the log, so it pays the fsyncs the passes
+        # here skip while the log grows under them: the database file's for every page they
+        # copied (~5 ms of the event loop, unflushed) and the log's since the last pass. Flush
+        # the first, shorten the second (each pass copies what came in during the one
+        # before), then hand over.
+        with contextlib.suppress(OSError):  # a filesystem that refuses: slower, no worse
+            os.fsync(db_file)
+        for _ in range(_TAIL_PASSES):
+            frames, left = _checkpoint(conn)
+            if left <= _TAIL_FRAMES:
+                break
+        self.on_big_log()
+        return _TAIL_INTERVAL
 
 
 _TAIL_FRAMES = 256
