@@ -173,6 +173,11 @@ def test_client_imports_only_what_the_clients_share() -> None:
     assert _violations(lambda a, b, e: a == "client" and b not in allowed) == []
 
 
+def test_landing_imports_only_client_spec_fast_and_the_nouns() -> None:
+    allowed = ("landing", "client", "fast", "spec", "nouns")
+    assert _violations(lambda a, b, e: a == "landing" and b not in allowed) == []
+
+
 def test_core_and_storage_import_no_face() -> None:
     assert _violations(lambda a, b, e: a in ("core", "storage") and b in FACES) == []
 

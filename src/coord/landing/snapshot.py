@@ -1,0 +1,47 @@
+"""A worktree's uncommitted work kept in a ref, without touching the worktree or its index.
+
+``take`` writes ``refs/coord/snapshots/<name>``: a commit whose tree is the working tree
+(tracked and untracked-not-ignored files) and whose parents are HEAD and a commit of the
+staged tree, as ``git stash`` keeps them. Both trees are written through a copy of the
+worktree's index (``GIT_INDEX_FILE``), so the user's index is never written. ``restore`` puts
+staged, unstaged and untracked changes back exactly, in a worktree at the same HEAD.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from coord.fast.git import Git
+
+PREFIX = "refs/coord/snapshots/"
+
+
+def take(worktree: Path, name: str) -> str:
+    git = Git(worktree)
+    head = git.out("rev-parse", "HEAD")
+    index = worktree / git.out("rev-parse", "--git-path", "index")
+    with tempfile.TemporaryDirectory(prefix="coord-snapshot-") as tmp:
+        copy = Path(tmp) / "index"
+        if index.exists():
+            shutil.copyfile(index, copy)
+        private = git.with_env(GIT_INDEX_FILE=str(copy))
+        if not index.exists():
+            private.run("read-tree", head)
+        staged_tree = private.out("write-tree")
+        private.run("add", "-A", "--", ".")
+        work_tree = private.out("write-tree")
+    staged = git.out("commit-tree", staged_tree, "-p", head, "-m", f"coord snapshot {name}: index")
+    commit = git.out(
+        "commit-tree", work_tree, "-p", head, "-p", staged, "-m", f"coord snapshot {name}"
+    )
+    git.run("update-ref", PREFIX + name, commit)
+    return commit
+
+
+def restore(worktree: Path, ref: str) -> None:
+    """Working tree and index as they were snapshotted; the worktree must be at its HEAD."""
+    git = Git(worktree)
+    git.run("read-tree", "-u", "--reset", f"{ref}^{{tree}}")
+    git.run("read-tree", f"{ref}^2^{{tree}}")
