@@ -26,8 +26,11 @@ import os
 
 try:
     from _sha256 import sha256
-except ImportError:  # an interpreter without the builtin module (3.12 renamed it _sha2)
-    from hashlib import sha256
+except ImportError:  # Python 3.12 renamed the builtin module _sha2
+    try:
+        from _sha2 import sha256
+    except ImportError:  # a build without either: hashlib, at its OpenSSL cost
+        from hashlib import sha256
 
 from _operator import _compare_digest
 
