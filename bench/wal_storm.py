@@ -30,13 +30,13 @@ def storm(db: Path, *, checkpoints: bool, hand_over: bool, transactions: int = 6
             with storage.write() as tx:
                 details = {"n": n, "text": "x" * 200}
                 tx.append_event(at=float(n), agent="a", item_id=None, kind="note", details=details)
-        if checkpoints:
-            checkpointer.stop()
-        return (db.parent / f"{db.name}-wal").stat().st_size // FRAME  # before close drops it
     finally:
         if checkpoints:
             checkpointer.stop()
-        storage.close()
+    try:
+        return (db.parent / f"{db.name}-wal").stat().st_size // FRAME
+    finally:
+        storage.close()  # after the measure: closing the last connection removes the log
 
 
 def main() -> int:
