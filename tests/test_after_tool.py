@@ -386,10 +386,10 @@ def test_a_call_past_its_copy_budget_watches_by_stat_and_the_next_call_copies(
     """The first call on a big tree cannot copy every held file inside the guard's deadline:
     what it did not copy is watched by its stat (a change is reported, not put back), and a
     later call copies it."""
-    from coord.fast import tripwire
+    from coord.fast import tripwire, watchlist
 
     where = tripwire.place(str(board_dir), str(repo), "bob", "call-1")
-    monkeypatch.setattr(tripwire, "COPY_SECONDS", 0.0)
+    monkeypatch.setattr(watchlist, "COPY_SECONDS", 0.0)
     assert tripwire.before(where, {"tool": "Bash", "command": "make"}) == 1
     (repo / HELD).write_text("TIMEOUT = 60\n")
     (change,) = tripwire.after(where, tripwire.load(where) or {})
@@ -397,7 +397,7 @@ def test_a_call_past_its_copy_budget_watches_by_stat_and_the_next_call_copies(
     assert change.why is not None and "no snapshot of its content" in change.why
     assert (repo / HELD).read_text() == "TIMEOUT = 60\n"
 
-    monkeypatch.setattr(tripwire, "COPY_SECONDS", 2.0)
+    monkeypatch.setattr(watchlist, "COPY_SECONDS", 2.0)
     where = tripwire.place(str(board_dir), str(repo), "bob", "call-2")
     tripwire.before(where, {"tool": "Bash", "command": "make"})
     (repo / HELD).write_text("TIMEOUT = 90\n")

@@ -21,11 +21,11 @@ alone (pathlib costs ~3 ms to import: it brings urllib.parse and ipaddress).
 
 from __future__ import annotations
 
-import json
 import os
 import stat  # os imports it: free
 
 from coord.errors import BoardNotFound, InvalidInput
+from coord.fast import jsontext
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def database_url(board_dir: str | os.PathLike[str]) -> str | None:
     path = os.path.join(board_dir, "config.json")
     try:
         with open(path, "rb") as source:
-            loaded = json.loads(source.read())
+            loaded = jsontext.loads(source.read())
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as err:
@@ -192,7 +192,7 @@ def read_config(board_dir: Path) -> dict[str, Any]:
     daemon.log, as "could not start the coord daemon")."""
     path = board_dir / "config.json"
     try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
+        loaded = jsontext.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return dict(DEFAULT_CONFIG)
     except (OSError, ValueError) as err:
@@ -305,6 +305,8 @@ def init_board_files(board_dir: Path) -> bool:
     import secrets
 
     created = _create_private(token_path(board_dir), secrets.token_urlsafe(32) + "\n") or created
+    import json  # indented: only jsontext's compact form skips the package
+
     _create_private(board_dir / "config.json", json.dumps(DEFAULT_CONFIG, indent=2) + "\n")
     return created
 
@@ -381,4 +383,4 @@ def _restrict(path: str) -> bool:
 def write_json_atomic(path: Path, data: Any, mode: int = PRIVATE_FILE) -> None:
     from coord.fast import files
 
-    files.write_atomic(path, json.dumps(data).encode(), mode)
+    files.write_atomic(path, jsontext.dumps(data).encode(), mode)

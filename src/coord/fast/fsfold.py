@@ -26,9 +26,10 @@ before every edit.
 
 from __future__ import annotations
 
-import json
 import os
 from functools import lru_cache
+
+from coord.fast import jsontext
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the guard runs before every edit
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def recorded(board_dir: str | os.PathLike[str]) -> dict[str, bool] | None:
     """The probe's answer kept for this board, or None when there is none to trust."""
     try:
         with open(os.path.join(board_dir, FS_FILENAME), "rb") as kept:
-            answer = json.loads(kept.read())
+            answer = jsontext.loads(kept.read())
     except (OSError, ValueError):
         return None
     if not isinstance(answer, dict) or not all(
@@ -139,6 +140,8 @@ def record(
 
     found = probe(board_dir) if answer is None else answer
     if found is not None:
+        import json  # indented: only jsontext's compact form skips the package
+
         body = json.dumps({key: bool(found[key]) for key in ANSWER_KEYS}, indent=2) + "\n"
         files.write_atomic(Path(board_dir, FS_FILENAME), body.encode(), mode=0o600)
     return found

@@ -17,11 +17,11 @@ Stdlib only: it runs before every edit.
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 import time
 
 from coord.fast import holds, patterns
+from coord.fast.db import sqlite3
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ Stdlib only (and ``coord.fast.patterns``): hooks run before every edit.
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 
 from coord.fast import patterns
+from coord.fast.db import sqlite3
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ Stdlib only: hooks run before every edit.
 
 from __future__ import annotations
 
-import json
 import os
 
+from coord.fast import jsontext
 from coord.fast.processes import alive
 
 TYPE_CHECKING = False
@@ -116,7 +116,7 @@ def _record(board_dir: str | os.PathLike[str]) -> dict[str, object]:
     record = os.path.join(board_dir, board_files.SESSIONS_DIRNAME, f"{client_pid()}.json")
     try:
         with open(record, encoding="utf-8") as f:
-            data = json.load(f)
+            data = jsontext.loads(f.read())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

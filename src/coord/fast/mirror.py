@@ -22,13 +22,12 @@ Stdlib only: it runs before every edit.
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 import time
 
 from coord.errors import InvalidInput
-from coord.fast import board_files, holds
+from coord.fast import board_files, holds, jsontext
+from coord.fast.db import sqlite3
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:
@@ -123,7 +122,7 @@ def _ask_daemon(board_dir: str, why: str) -> None:
 
     try:
         with open(os.path.join(board_dir, "daemon.json"), encoding="utf-8") as f:
-            record = json.load(f)
+            record = jsontext.loads(f.read())
         host, port, instance = str(record["host"]), int(record["port"]), record["instance"]
         with open(os.path.join(board_dir, "token"), encoding="utf-8") as f:
             token = f.read().strip()
@@ -135,7 +134,7 @@ def _ask_daemon(board_dir: str, why: str) -> None:
         try:
             conn.request("GET", f"/v1/identity?nonce={nonce}")
             proved = daemon_proof.proves(
-                json.loads(conn.getresponse().read()), token, nonce, str(instance), port
+                jsontext.loads(conn.getresponse().read()), token, nonce, str(instance), port
             )
             if not proved:
                 raise holds.BoardUnreadable(
@@ -158,7 +157,7 @@ def _ask_daemon(board_dir: str, why: str) -> None:
         ) from None
     if answer.status != 200:
         try:
-            message = json.loads(body).get("message") or body.decode(errors="replace")
+            message = jsontext.loads(body).get("message") or body.decode(errors="replace")
         except (ValueError, AttributeError):
             message = body.decode(errors="replace")
         raise holds.BoardUnreadable(f"{why}, and the daemon could not refresh it: {message}")

@@ -22,9 +22,10 @@ Where and what it costs (the guard's budget is ~3x ``python -c pass`` for 1,000 
   Its presence also says "this agent has a call in flight": a held file that changed while
   its holder had a call of its own running may be the holder's write, so it is not put back.
 
-Held patterns are expanded against the tree (``covered_files``): a literal file, a held
-directory's files, a glob's matches, walked from the pattern's literal prefix, skipping
-``.git`` and ``.coord``, at most ``MAX_WATCHED`` files in all.
+- ``.coord/tripwire/watch/``: which files are watched (``coord.fast.watchlist``): held
+  patterns expanded against the tree (a literal file, a held directory's files, a glob's
+  matches), kept with what the answer rests on, so a call walks the tree only when the holds
+  or a walked directory changed, and re-encodes the record only when a watched file did.
 
 Stdlib only: it runs in the guard, before every tool call.
 """
@@ -32,11 +33,9 @@ Stdlib only: it runs in the guard, before every tool call.
 from __future__ import annotations
 
 import os
-import re  # the guard has loaded it (coord.fast.patterns)
-import stat as stat_module
 import time
 
-from coord.fast import board_files, worktree
+from coord.fast import board_files, watchlist, worktree
 from coord.fast.snapshots import (
     MAX_FILE_BYTES,
     Stat,
@@ -51,93 +50,15 @@ from coord.fast.snapshots import load as load_record
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every tool call
 if TYPE_CHECKING:
-    from collections.abc import Iterable
     from typing import Any
 
-    from coord.fast import fsfold, holds
 
 CALLS_DIRNAME = "tripwire"
 ENDED_DIRNAME = "ended"  # beside the call snapshots: when each agent's last call ended
-MAX_WATCHED = 10_000  # held files watched in one call; past it the rest are not
 CALL_SECONDS = 3600.0  # a call snapshot older than this is a call whose after hook never ran
 # a call of the holder's own started less than this long ago may be what wrote its file (a
 # client's shell tool runs a command for 10 minutes at most by default)
 IN_FLIGHT_SECONDS = 600.0
-# One call copies held files' contents for at most this long (the first call on a big tree
-# copies them all): the rest are watched by their stat this time and copied by the next
-# calls, so the guard stays well inside its deadline (coord.hooks.GUARD_DEADLINE_SECONDS).
-COPY_SECONDS = 2.0
-_GLOB_OR_ESCAPE = re.compile(r"[*?\[\\]")
-_SKIPPED_DIRS = frozenset({".git", board_files.BOARD_DIRNAME})
-
-
-def covered_files(
-    root: str, held: Iterable[holds.Held], agent: str | None, fold: fsfold.Fold
-) -> dict[str, tuple[holds.Held, os.stat_result]]:
-    """Every existing regular file under ``root`` that a live exclusive hold of another agent
-    covers, as a repository path, with one hold that covers it and its ``lstat`` (at most
-    ``MAX_WATCHED``). One ``lstat`` a file: this runs before every tool call."""
-    from coord.fast import guard, patterns  # the guard's own: loaded already
-
-    found: dict[str, tuple[holds.Held, os.stat_result]] = {}
-    for hold in held:
-        if not hold.exclusive or hold.agent == agent:
-            continue
-        pattern = hold.pattern
-        # a held literal, or DIR/**, covers everything beneath it: no match to make. Most
-        # holds are plain paths: told apart by one search, not the pattern parser
-        plain = pattern[:-3] if pattern.endswith("/**") else pattern
-        if not _GLOB_OR_ESCAPE.search(plain) and pattern != patterns.WHOLE_REPOSITORY:
-            literal, prefix = True, plain.strip("/")
-        else:
-            literal = patterns.is_literal(pattern) or (
-                pattern.endswith("/**") and patterns.is_literal(pattern[:-3])
-            )
-            prefix = patterns.literal_prefix(pattern)  # the matches all lie in it
-            prefix = "" if prefix == patterns.WHOLE_REPOSITORY else prefix.strip("/")
-        start = f"{root}/{prefix}" if prefix else root
-        try:
-            top = os.lstat(start)
-        except OSError:
-            continue
-        if stat_module.S_ISREG(top.st_mode):
-            if prefix not in found and (
-                literal or guard.blockers(prefix, [hold], agent, fold=fold)
-            ):
-                found[prefix] = (hold, top)
-            continue
-        if not stat_module.S_ISDIR(top.st_mode):
-            continue
-        for name, found_stat in _walk(start, prefix):
-            if len(found) >= MAX_WATCHED:
-                return found
-            if name not in found and (literal or guard.blockers(name, [hold], agent, fold=fold)):
-                found[name] = (hold, found_stat)
-    return found
-
-
-def _walk(start: str, prefix: str) -> Iterable[tuple[str, os.stat_result]]:
-    """Repository paths and ``lstat`` of the regular files beneath ``start`` (no symlinks
-    followed; ``.git`` and ``.coord`` skipped)."""
-    stack = [(start, prefix)]
-    seen = 0
-    while stack and seen < MAX_WATCHED * 4:
-        directory, rel = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            name = f"{rel}/{entry.name}" if rel else entry.name
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in _SKIPPED_DIRS:
-                        stack.append((entry.path, name))
-                elif entry.is_file(follow_symlinks=False):
-                    yield name, entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
 
 
 class Place:
@@ -182,38 +103,19 @@ def before(where: Place, what: dict[str, Any]) -> int:
     db, now = mirror.source(where.board_dir)
     live = holds.read_live(db, [""], now) if os.path.exists(db) else []
     fold = fsfold.board_fold(where.board_dir)
-    covered = covered_files(where.root, live, where.agent, fold)
-    watched: dict[str, list[Any]] = {}
-    if covered:
-        store = Store(where.board_dir)
-        index, root = store.index, where.root
-        copy_until = time.monotonic() + COPY_SECONDS
-        for name, (hold, found) in covered.items():
-            state = [found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino]
-            state.append(found.st_mode)
-            path = f"{root}/{name}"
-            entry = index.get(path)
-            # in the steady state the index knows this stat: no read of the file
-            if entry is not None and entry[:5] == state:
-                content = entry[5]
-            elif time.monotonic() < copy_until:
-                content = store.content_of(path, tuple(state))  # type: ignore[arg-type]
-            else:  # this call copied enough: watched by its stat, copied by a later call
-                content = None
-            watched[name] = [hold.agent, *state, content]
-        store.save()
+    files, count = watchlist.files_record(where.board_dir, where.root, live, where.agent, fold)
     record = {
         "agent": where.agent,
         "root": where.root,
         "at": time.time(),
         "what": what,
-        "files": watched,
+        "watched": files,  # marshal data, kept as it came: decoded by ``after`` alone
     }
     folder = os.path.dirname(where.call_path)
     if not os.path.isdir(folder):
         os.makedirs(folder, board_files.PRIVATE_DIR, exist_ok=True)
     write_atomic(where.call_path, dumps(record), board_files.PRIVATE_FILE)
-    return len(watched)
+    return count
 
 
 def load(where: Place) -> dict[str, Any] | None:
@@ -301,8 +203,8 @@ def after(where: Place, record: dict[str, Any], *, restore: bool = True) -> list
     written again since it was looked at), its holder has no call of its own in flight nor
     ended one since this call began, and the snapshot has its content. What a restore
     overwrites is kept in the store first."""
-    watched = record.get("files")
-    if not isinstance(watched, dict) or not watched:
+    watched = _watched(record)
+    if not watched:
         return []
     recorded_root = record.get("root")
     root = recorded_root if isinstance(recorded_root, str) else where.root
@@ -334,6 +236,18 @@ def after(where: Place, record: dict[str, Any], *, restore: bool = True) -> list
     if store is not None:
         store.save()
     return changes
+
+
+def _watched(record: dict[str, Any]) -> dict[str, list[Any]]:
+    """The files ``before`` recorded, each ``[holder, size, mtime_ns, ctime_ns, inode, mode,
+    sha256 or None]``; nothing from a record that is not ``before``'s."""
+    import marshal
+
+    try:
+        watched = marshal.loads(record["watched"])
+    except (KeyError, TypeError, ValueError, EOFError):
+        return {}
+    return watched if isinstance(watched, dict) else {}
 
 
 def _restore(

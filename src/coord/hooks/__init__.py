@@ -165,9 +165,10 @@ def _deadline(spec: Any, seconds: float) -> Any:
     doing (blocked in a read, a lock, a slow disk: a signal would wait for it). Returns the
     lock the guard takes before it answers; whoever takes it first answers, once."""
     import _thread  # the C module: no import cost, unlike threading
-    import json
     import os
     import time
+
+    from coord.fast import jsontext
 
     answered = _thread.allocate_lock()
     reason = (
@@ -175,7 +176,7 @@ def _deadline(spec: Any, seconds: float) -> Any:
         "(try again; `coord doctor` says whether the board answers)"
     )
     # made now: the watchdog must not import while the guard may hold an import lock
-    refusal = (json.dumps(spec.deny(reason)) + "\n").encode()
+    refusal = (jsontext.dumps(spec.deny(reason)) + "\n").encode()
 
     def refuse_late() -> None:
         time.sleep(seconds)
@@ -291,10 +292,10 @@ def _stdin() -> bytes:
 
 
 def _event(raw: bytes) -> dict[str, Any]:
-    import json
+    from coord.fast import jsontext
 
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
     except ValueError as err:
         raise Refusal(f"the hook input is not JSON ({_line(err)})") from None
     if not isinstance(data, dict):
@@ -323,9 +324,9 @@ def _refuse(spec: Any, reason: str) -> int:
 
 
 def _print(answer: dict[str, Any]) -> None:
-    import json
+    from coord.fast import jsontext
 
-    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.write(jsontext.dumps(answer) + "\n")
     sys.stdout.flush()
 
 

@@ -27,9 +27,7 @@ shell); Cursor's ``afterFileEdit`` names neither, so it takes the agent's latest
 
 from __future__ import annotations
 
-import json
-
-from coord.fast import board_files, identity, tripwire
+from coord.fast import board_files, identity, jsontext, tripwire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,7 +45,7 @@ def call_id(client: str, data: dict[str, Any]) -> str:
     if isinstance(tool_use, str) and tool_use:
         return f"{client}\0{session}\0{tool_use}"
     tool_input = data.get("tool_input", data.get("args"))
-    shown = json.dumps(tool_input, sort_keys=True, default=str)
+    shown = jsontext.dumps(tool_input, sort_keys=True, default=str)
     return f"{client}\0{session}\0{data.get('tool_name')}\0{shown}"
 
 
