@@ -322,3 +322,29 @@ def test_only_coord_worktrees_are_removed(tmp_path: Path) -> None:
     with pytest.raises(NotFound):
         removal.remove(root, person)
     assert person.is_dir()
+
+
+def test_the_worktree_holding_a_path_is_found_however_spelled(tmp_path: Path) -> None:
+    """The guard's groundwork (item 9): from a path to the claim whose worktree holds it."""
+    root = repo(tmp_path)
+    made = claim(root, item=3, token=7)
+    os.symlink(made.path, tmp_path / "link")
+    (made.path / "src").mkdir()
+    spellings = [
+        made.path / "a.txt",
+        made.path / "src" / ".." / "a.txt",
+        tmp_path / "link" / "src" / "new.py",  # not made yet
+        root / ".worktrees" / "x" / ".." / "3-t7" / "src",
+    ]
+    for spelled in spellings:
+        found = fast_worktree.claim_of(str(spelled), str(root))
+        assert found is not None, spelled
+        assert found[0] == str(made.path)
+        assert (found[1]["item"], found[1]["token"]) == ("3", "7")
+    person = tmp_path / "person"
+    git(root, "worktree", "add", "-q", "-b", "mine", str(person))
+    (tmp_path / "elsewhere").mkdir()
+    other = repo(tmp_path / "elsewhere")
+    theirs = claim(other, item=3, token=7)  # the same item number, another repository's board
+    for outside in (root / "a.txt", person / "a.txt", theirs.path / "a.txt", tmp_path):
+        assert fast_worktree.claim_of(str(outside), str(root)) is None, outside

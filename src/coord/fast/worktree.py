@@ -137,3 +137,18 @@ def lock_of(top: str) -> str | None:
             return f.read().rstrip("\n")
     except OSError:
         return None
+
+
+def claim_of(path: str, board_root: str) -> tuple[str, dict[str, str]] | None:
+    """Which coord worktree of the board's repository holds ``path`` (a file or directory,
+    existing or about to be made), however spelled (symlinks and ``..`` resolved the way the
+    file system does): its root and the words of its lock reason (``item``, ``token``, …).
+    None when ``path`` is in the main working tree, in a worktree coord did not make, or in
+    another repository."""
+    top = toplevel(path)
+    if top is None or top == os.path.realpath(board_root):
+        return None
+    if main_toplevel(top) != os.path.realpath(board_root):
+        return None
+    fields = parse_reason(lock_of(top) or "")
+    return (top, fields) if fields is not None else None
