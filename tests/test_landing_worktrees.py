@@ -120,6 +120,34 @@ def test_a_reclaim_renames_the_branch_and_keeps_its_worktree_and_work(tmp_path: 
     assert claim(root, token=9).head == head
 
 
+def test_a_reclaim_never_moves_a_worktree_from_under_a_live_process(tmp_path: Path) -> None:
+    """A zombie still working there would commit onto the new claim's branch."""
+    root = repo(tmp_path)
+    zombie = subprocess.Popen(["sleep", "30"])
+    try:
+        first = claim(root, token=7, pid=zombie.pid)
+        head = commit(first.path, "b.txt", "b\n")
+        with pytest.raises(Conflict, match=f"process {zombie.pid} .* may still run"):
+            claim(root, token=9, reuse="coord/3-t7")
+        assert git(root, "rev-parse", "coord/3-t7") == head and first.path.is_dir()
+    finally:
+        zombie.kill()
+        zombie.wait()
+    assert claim(root, token=9, reuse="coord/3-t7").head == head  # once it is dead
+
+
+def test_a_reclaim_whose_old_worktree_directory_is_gone_starts_on_the_branch(
+    tmp_path: Path,
+) -> None:
+    root = repo(tmp_path)
+    first = claim(root, token=7)
+    head = commit(first.path, "b.txt", "b\n")
+    subprocess.run(["rm", "-rf", str(first.path)], check=True)
+    again = claim(root, token=9, reuse="coord/3-t7")
+    assert again.head == head and (again.path / "b.txt").read_text() == "b\n"
+    assert [w.path for w in worktrees.list_worktrees(root)] == [again.path]
+
+
 def test_a_branch_checked_out_by_a_person_is_not_taken(tmp_path: Path) -> None:
     root = repo(tmp_path)
     git(root, "checkout", "-qb", "coord/3-t7")

@@ -217,9 +217,28 @@ def create(
             branch=source,
             worktree=str(holder.path),
         )
+    if holder is not None and holder.lock is not None:
+        owner = holder.lock
+        same = (owner.pid, owner.host) == (pid, os.uname().nodename)
+        if not same and owner.alive() is not False:
+            # moved from under a live process, its later commits would go on the new branch
+            raise Conflict(
+                f"branch {source} is in {holder.path}, whose process {owner.pid} on "
+                f"{owner.host or 'an unknown host'} may still run: end it, remove that "
+                "worktree, or start from the base without reusing the branch",
+                branch=source,
+                worktree=str(holder.path),
+                pid=owner.pid,
+            )
     if source is not None and source != branch:
         git.run("branch", "-m", source, branch)  # a worktree on it follows the new name
         made.reused = source
+    if holder is not None and not holder.path.is_dir():
+        # its directory is gone (and with it any uncommitted work): only git's record of it
+        # is left, which would keep the branch from being checked out again
+        git.run("worktree", "unlock", str(holder.path))
+        git.run("worktree", "remove", str(holder.path))
+        holder = None
     if holder is not None:
         git.run("worktree", "unlock", str(holder.path))
         if holder.path != path:
