@@ -60,7 +60,8 @@ def test_a_claim_gets_a_locked_worktree_on_its_own_branch_that_prune_keeps(
     assert found.path == made.path and found.branch == "coord/3-t7"
     assert found.lock is not None
     assert (found.lock.item, found.lock.token, found.lock.pid) == (3, 7, os.getpid())
-    assert found.alive is True and found.clean and found.merged == "ancestry"  # nothing yet
+    assert found.alive is True and found.clean
+    assert (found.merged, found.ahead) == ("ancestry", 0)  # nothing done yet
     # the guard reads the same reason from the worktree's files, without git
     assert fast_worktree.lock_of(str(made.path)) == found.lock_reason
     # ignored by git through .git/info/exclude, never through the user's .gitignore
@@ -261,7 +262,7 @@ def test_a_branch_merged_into_main_is_judged_merged(tmp_path: Path) -> None:
     made = claim(root)
     commit(made.path, "b.txt", "b\n")
     (found,) = worktrees.list_worktrees(root)
-    assert found.merged is None
+    assert found.merged is None and found.ahead == 1
     git(root, "merge", "-q", "--squash", "coord/3-t7")
     git(root, "commit", "-qm", "squashed by hand")
     (found,) = worktrees.list_worktrees(root)

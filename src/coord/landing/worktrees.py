@@ -69,6 +69,8 @@ class Lock:
         """Whether the owning process still runs; None when it ran on another machine."""
         if self.host != os.uname().nodename:
             return None
+        if self.pid <= 0:
+            return False  # kill(0) would ask about our own process group
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -93,7 +95,10 @@ class Worktree:
     alive: bool | None = None
     changed: int = 0  # tracked files staged or modified (and conflicts)
     untracked: int = 0  # untracked files git does not ignore
-    merged: str | None = None  # how its branch reached main (steps.merged_outside), or None
+    # how its HEAD reached main (steps.merged_outside), or None; a fresh claim's HEAD is main's
+    # commit, so 'ancestry' there too: with ``ahead`` 0 it means nothing to land, nothing to lose
+    merged: str | None = None
+    ahead: int = 0  # commits of HEAD not on main
 
     @property
     def clean(self) -> bool:
@@ -281,6 +286,7 @@ def judge(repo: Path, wt: Worktree, main: str = MAIN_REF) -> None:
     tip = wt.head
     if git.ok("rev-parse", "-q", "--verify", main) and tip:
         base = git.out("merge-base", tip, main, check=False)
+        wt.ahead = int(git.out("rev-list", "--count", f"{main}..{tip}") or 0)
         wt.merged = merged_outside(repo, base, tip, main) if base else None
 
 
