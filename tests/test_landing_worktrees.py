@@ -86,6 +86,19 @@ def test_the_worktree_root_is_never_inside_the_board_however_spelled(tmp_path: P
     assert git(root, "branch", "--list", "coord/*") == ""  # nothing made on the way
 
 
+def test_the_repository_may_be_named_by_a_symlink_or_from_a_linked_worktree(
+    tmp_path: Path,
+) -> None:
+    root = repo(tmp_path)
+    os.symlink(root, tmp_path / "alias")
+    made = claim(tmp_path / "alias")
+    assert made.path == root / ".worktrees" / "3-t7"
+    second = claim(made.path, item=4)  # named from inside a worktree: the same root
+    assert second.path == root / ".worktrees" / "4-t7"
+    assert len(worktrees.list_worktrees(made.path)) == 2
+    assert (root / ".git/info/exclude").read_text().count("/.worktrees/") == 1
+
+
 def test_a_sibling_root_is_not_written_to_the_exclude_file(tmp_path: Path) -> None:
     root = repo(tmp_path)
     exclude = (root / ".git/info/exclude").read_text()

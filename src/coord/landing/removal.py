@@ -16,7 +16,6 @@ remove``: they are no change git keeps, and a snapshot does not hold them either
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from coord.errors import Conflict, NotFound
 from coord.fast.git import Git
 from coord.landing import snapshot
 from coord.landing.steps import MAIN_REF, merged_outside
-from coord.landing.worktrees import Worktree, dirname_for, find
+from coord.landing.worktrees import Worktree, dirname_for, find, main_root
 
 
 @dataclass(slots=True)
@@ -53,7 +52,7 @@ def kept(repo: Path, commit: str, main: str = MAIN_REF) -> str | None:
 def remove(
     repo: Path, path: str | Path, *, force_snapshot: bool = False, main: str = MAIN_REF
 ) -> Removed:
-    repo = Path(os.path.realpath(repo))
+    repo = main_root(repo)
     wt = find(repo, path)
     if wt is None:
         raise NotFound(f"{path} is not a coord worktree of {repo}", worktree=str(path))

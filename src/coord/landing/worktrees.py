@@ -124,7 +124,7 @@ class Created:
 def resolve_root(repo: Path, root: str | Path | None = None) -> Path:
     """The worktrees' root as the file system names it (a relative one is relative to the
     repository); refused inside ``.coord/`` or the git directory, or the repository itself."""
-    repo = Path(os.path.realpath(repo))
+    repo = main_root(repo)
     found = Path(os.path.realpath(repo / (root if root is not None else DEFAULT_ROOT)))
     board = Path(os.path.realpath(repo / BOARD_DIRNAME))
     if found == board or found.is_relative_to(board):
@@ -146,6 +146,14 @@ def resolve_root(repo: Path, root: str | Path | None = None) -> Path:
             root=str(found),
         )
     return found
+
+
+def main_root(repo: str | Path) -> Path:
+    """The main working tree's root, as the file system names it, for any spelling of the
+    repository or of one of its linked worktrees: where the board and the worktrees' root
+    are."""
+    top = fast_worktree.toplevel(str(repo)) or os.path.realpath(repo)
+    return Path(fast_worktree.main_toplevel(top))
 
 
 def ensure_ignored(repo: Path, root: Path) -> None:
@@ -199,7 +207,7 @@ def create(
     ``branch`` itself when a first attempt got that far), with the included files and the
     setup run. ``pid`` is the process that owns the claim (by default this one): the face
     should pass the agent's own, which outlives a ``coord claim`` command."""
-    repo = Path(os.path.realpath(repo))
+    repo = main_root(repo)
     git = Git(repo)
     if not git.ok("check-ref-format", "--branch", branch):
         raise InvalidInput(f"{branch!r} is not a valid branch name", branch=branch)
@@ -265,7 +273,7 @@ def create(
 def list_worktrees(repo: Path, main: str = MAIN_REF) -> list[Worktree]:
     """coord's worktrees (those locked with a coord reason), each judged."""
     found = []
-    for wt in _porcelain(Path(os.path.realpath(repo))):
+    for wt in _porcelain(main_root(repo)):
         if wt.lock is None:
             continue
         judge(repo, wt, main)
