@@ -52,8 +52,12 @@ def kept(repo: Path, commit: str, main: str = MAIN_REF) -> str | None:
 def remove(
     repo: Path, path: str | Path, *, force_snapshot: bool = False, main: str = MAIN_REF
 ) -> Removed:
+    """Remove the coord worktree at ``path`` (however spelled) and the branch coord made for
+    it, or refuse (``Conflict``, nothing changed) when that would lose work; with
+    ``force_snapshot``, keep that work in snapshot refs first. Whether its process still runs
+    is the caller's judgement (``Worktree.alive``), not this one's."""
     repo = main_root(repo)
-    wt = find(repo, path)
+    wt = find(repo, path, main)
     if wt is None:
         raise NotFound(f"{path} is not a coord worktree of {repo}", worktree=str(path))
     if not wt.exists:

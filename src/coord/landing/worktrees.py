@@ -163,7 +163,7 @@ def ensure_ignored(repo: Path, root: Path) -> None:
         return
     git = Git(repo)
     rel = root.relative_to(repo).as_posix()
-    if git.out("ls-files", "--", rel):
+    if git.out("--literal-pathspecs", "ls-files", "--", rel):
         raise InvalidInput(
             f"the worktree root {root} holds tracked files: choose a directory of its own",
             root=str(root),
@@ -298,11 +298,12 @@ def judge(repo: Path, wt: Worktree, main: str = MAIN_REF) -> None:
         wt.merged = merged_outside(repo, base, tip, main) if base else None
 
 
-def find(repo: Path, path: str | Path) -> Worktree | None:
+def find(repo: Path, path: str | Path, main: str = MAIN_REF) -> Worktree | None:
     """The coord worktree whose root is ``path`` (however spelled), judged; None if none."""
     wanted = Path(os.path.realpath(path))
-    for wt in list_worktrees(repo):
-        if Path(os.path.realpath(wt.path)) == wanted:
+    for wt in _porcelain(main_root(repo)):
+        if wt.lock is not None and Path(os.path.realpath(wt.path)) == wanted:
+            judge(repo, wt, main)  # only this one: judging all would run merged_outside for each
             return wt
     return None
 
