@@ -390,3 +390,14 @@ def test_the_worktree_holding_a_path_is_found_however_spelled(tmp_path: Path) ->
     theirs = claim(other, item=3, token=7)  # the same item number, another repository's board
     for outside in (root / "a.txt", person / "a.txt", theirs.path / "a.txt", tmp_path):
         assert fast_worktree.claim_of(str(outside), str(root)) is None, outside
+
+
+def test_a_second_snapshot_of_the_same_claim_never_overwrites_the_first(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    refs = []
+    for text in ("first\n", "second\n"):  # within one second: the same time in the name
+        made = claim(root)
+        (made.path / "a.txt").write_text(text)
+        refs += removal.remove(root, made.path, force_snapshot=True).snapshots
+    assert len(set(refs)) == 2
+    assert [git(root, "show", f"{ref}:a.txt") for ref in refs] == ["first", "second"]
