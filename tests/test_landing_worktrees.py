@@ -11,7 +11,7 @@ import pytest
 
 from coord.errors import Conflict, InvalidInput, NotFound
 from coord.fast import worktree as fast_worktree
-from coord.landing import removal, snapshot, worktrees
+from coord.landing import include, removal, snapshot, worktrees
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -224,23 +224,30 @@ def test_a_relative_symlink_out_of_the_repository_is_not_copied(tmp_path: Path) 
 
 
 def test_a_worktree_symlink_out_of_it_is_never_written_through(tmp_path: Path) -> None:
-    """A tracked symlink ``config -> outside`` at the base: ``config/local.json`` would land
-    outside the worktree."""
+    """A tracked symlink ``config -> outside`` at the base: ``config/sub/local.json`` would
+    land outside the worktree, and even making ``config/sub`` would write there. git's own
+    check-ignore refuses a path beyond a symlink (so it is "not ignored in the worktree");
+    the copy's own checks stand behind it."""
     root = repo(tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
-    (root / "config").mkdir()
-    (root / "config" / "local.json").write_text("{}\n")
-    (root / ".worktreeinclude").write_text("config/local.json\n")
-    base = git(root, "rev-parse", "main")
+    (root / "config" / "sub").mkdir(parents=True)
+    (root / "config" / "sub" / "local.json").write_text("{}\n")
+    (root / ".gitignore").write_text("config/\n")
+    git(root, "commit", "-qam", "config/ ignored")
+    (root / ".worktreeinclude").write_text("config/sub/local.json\n")
     other = tmp_path / "other"
-    git(root, "worktree", "add", "-q", "--detach", str(other), base)
+    git(root, "worktree", "add", "-q", "--detach", str(other), "main")
     os.symlink(outside, other / "config")
-    git(other, "add", "config")
+    git(other, "add", "-f", "config")
     git(other, "commit", "-qm", "config is a link")
     linked = git(other, "rev-parse", "HEAD")
     made = worktrees.create(root, "coord/3-t7", linked, item=3, token=7)
-    assert "config/local.json" in made.not_copied
+    assert list(made.not_copied) == ["config/sub/local.json"]
+    assert list(outside.iterdir()) == []
+    assert include._copy_one(root, made.path, "config/sub/local.json") == (
+        "its directory in the worktree leads out of it (a symlink)"
+    )
     assert list(outside.iterdir()) == []
 
 
