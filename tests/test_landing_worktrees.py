@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coord.errors import Conflict, InvalidInput, NotFound
+from coord.errors import Conflict, GitError, InvalidInput, NotFound
 from coord.fast import worktree as fast_worktree
 from coord.landing import include, removal, snapshot, worktrees
 
@@ -408,3 +408,13 @@ def test_a_second_snapshot_of_the_same_claim_never_overwrites_the_first(tmp_path
         refs += removal.remove(root, made.path, force_snapshot=True).snapshots
     assert len(set(refs)) == 2
     assert [git(root, "show", f"{ref}:a.txt") for ref in refs] == ["first", "second"]
+
+
+def test_a_new_snapshot_never_replaces_an_existing_ref(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    (root / "a.txt").write_text("first\n")
+    first = snapshot.take(root, "3-t7-1", new=True)
+    (root / "a.txt").write_text("second\n")
+    with pytest.raises(GitError):
+        snapshot.take(root, "3-t7-1", new=True)
+    assert git(root, "rev-parse", "refs/coord/snapshots/3-t7-1") == first

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coord.errors import Conflict, NotFound
+from coord.errors import Conflict, GitError, NotFound
 from coord.fast.git import Git
 from coord.landing import snapshot
 from coord.landing.steps import MAIN_REF, merged_outside
@@ -86,8 +86,7 @@ def remove(
             losing=losing,
         )
     if losing:
-        name = _free_name(git, _snapshot_base(wt))
-        snapshot.take(wt.path, name)
+        name = _snapshot(git, wt)
         done.snapshots.append(snapshot.PREFIX + name)
         if branch_head and not kept(repo, branch_head, main):
             git.run("update-ref", snapshot.PREFIX + name + "-branch", branch_head, "")
@@ -132,11 +131,19 @@ def _snapshot_base(wt: Worktree) -> str:
     return dirname_for(wt.branch or wt.path.name)
 
 
-def _free_name(git: Git, base: str) -> str:
-    """A snapshot name no ref has yet: an earlier snapshot is never overwritten."""
-    name = f"{base}-{int(time.time())}"
-    n = 1
-    while git.ok("rev-parse", "-q", "--verify", snapshot.PREFIX + name):
-        n += 1
-        name = f"{base}-{int(time.time())}-{n}"
-    return name
+def _snapshot(git: Git, wt: Worktree) -> str:
+    """Snapshot the worktree under a name no ref has yet (an earlier snapshot, or one taken
+    at the same moment by another process, is never overwritten); the name."""
+    base = f"{_snapshot_base(wt)}-{int(time.time())}"
+    for n in range(1, 100):
+        name = base if n == 1 else f"{base}-{n}"
+        if git.ok("rev-parse", "-q", "--verify", snapshot.PREFIX + name):
+            continue
+        try:
+            snapshot.take(wt.path, name, new=True)
+        except GitError:
+            if git.ok("rev-parse", "-q", "--verify", snapshot.PREFIX + name):
+                continue  # taken meanwhile by someone else
+            raise
+        return name
+    raise Conflict(f"no free snapshot name for {base}: too many at once", worktree=str(wt.path))
