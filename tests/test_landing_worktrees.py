@@ -390,6 +390,8 @@ def test_the_worktree_holding_a_path_is_found_however_spelled(tmp_path: Path) ->
         assert found is not None, spelled
         assert found[0] == str(made.path)
         assert (found[1]["item"], found[1]["token"]) == ("3", "7")
+        judged = worktrees.containing(root, spelled)
+        assert judged is not None and judged.lock is not None and judged.lock.item == 3
     person = tmp_path / "person"
     git(root, "worktree", "add", "-q", "-b", "mine", str(person))
     (tmp_path / "elsewhere").mkdir()
@@ -397,6 +399,7 @@ def test_the_worktree_holding_a_path_is_found_however_spelled(tmp_path: Path) ->
     theirs = claim(other, item=3, token=7)  # the same item number, another repository's board
     for outside in (root / "a.txt", person / "a.txt", theirs.path / "a.txt", tmp_path):
         assert fast_worktree.claim_of(str(outside), str(root)) is None, outside
+        assert worktrees.containing(root, outside) is None
 
 
 def test_a_second_snapshot_of_the_same_claim_never_overwrites_the_first(tmp_path: Path) -> None:

@@ -308,6 +308,14 @@ def find(repo: Path, path: str | Path, main: str = MAIN_REF) -> Worktree | None:
     return None
 
 
+def containing(repo: Path, path: str | Path) -> Worktree | None:
+    """The coord worktree (and so the claim, ``lock.item``) holding ``path``, however spelled,
+    judged; None when it is in none of the repository's. The guard asks
+    ``coord.fast.worktree.claim_of`` instead: the same answer from file reads alone."""
+    found = fast_worktree.claim_of(str(path), str(main_root(repo)))
+    return find(repo, found[0]) if found else None
+
+
 def _porcelain(repo: Path) -> list[Worktree]:
     out = Git(repo).run("worktree", "list", "--porcelain", "-z").stdout
     found = []
