@@ -80,7 +80,7 @@ def remove(
         raise Conflict(
             f"{wt.path} holds work that is neither on main nor in a snapshot: "
             + "; ".join(losing)
-            + ": commit and land it, or remove it with a snapshot",
+            + " (commit and land it, or remove it with a snapshot)",
             worktree=str(wt.path),
             branch=branch,
             losing=losing,

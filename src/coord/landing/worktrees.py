@@ -18,8 +18,9 @@ workspace-write) and a dev container usually reach only the project's directory.
 dot) and written to ``.git/info/exclude`` (never to the user's ``.gitignore``), so ``git
 status``, ripgrep, ruff and editors' searches pass over it; ``coord.fast.worktree`` already
 names files in a nested worktree as in the main one. Any other root may be configured, a
-sibling directory included; never one inside ``.coord/`` (the board's directory, which
-``coord uninstall`` may remove whole) or the git directory, and never the repository itself.
+sibling directory included; never one inside ``.coord/`` (the guard refuses every edit in the
+board's directory, and deleting the board would take uncommitted work with it) or the git
+directory, and never the repository itself.
 """
 
 from __future__ import annotations
