@@ -69,3 +69,86 @@ def root_for(cwd: str, board_root: str) -> str:
     if top is None or top == board_root:
         return board_root
     return top if main_toplevel(top) == board_root else board_root
+
+
+# A coord worktree is locked (``git worktree add --lock --reason``) so that ``git worktree
+# prune`` never drops it, and the reason says whose it is: one line of ``key=value`` words after
+# the prefix, e.g. ``coord item=3 token=7 branch=coord/3-t7 pid=4242 host=box started=123456``
+# (a branch name holds no space). ``branch`` because HEAD may be detached (a rebase stopped
+# half-way) when the worktree is judged; ``host`` because a pid means something only on the
+# machine that made it; ``started`` (the process's start time in clock ticks since boot, from
+# /proc, where there is one) because pids are reused.
+REASON_PREFIX = "coord"
+
+
+def lock_reason(
+    item: int, token: int, branch: str, pid: int, host: str, started: int | None
+) -> str:
+    words = [REASON_PREFIX, f"item={item}", f"token={token}", f"branch={branch}"]
+    words += [f"pid={pid}", f"host={host}"]
+    if started is not None:
+        words.append(f"started={started}")
+    return " ".join(words)
+
+
+def parse_reason(reason: str) -> dict[str, str] | None:
+    """The words of a coord lock reason; None for any other reason (a person's, another
+    tool's), or one without an item, a token and a pid."""
+    words = reason.strip().split()
+    if not words or words[0] != REASON_PREFIX:
+        return None
+    fields = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    needed = ("item", "token", "pid")
+    if not all(fields.get(k, "").isdigit() for k in needed):
+        return None
+    return fields
+
+
+def process_started(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (Linux /proc); None elsewhere
+    or when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces: count after its end
+    fields = stat[stat.rfind(")") + 2 :].split()
+    try:
+        return int(fields[19])  # field 22 of stat(5)
+    except (IndexError, ValueError):
+        return None
+
+
+def lock_of(top: str) -> str | None:
+    """The lock reason of the linked worktree whose root is ``top`` (its ``locked`` file in
+    the repository's ``worktrees/<name>/``); None when it is not locked or not a worktree."""
+    dot_git = os.path.join(top, ".git")
+    try:
+        with open(dot_git, encoding="utf-8") as f:
+            line = f.readline().strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = os.path.join(top, line[len("gitdir:") :].strip())
+    try:
+        with open(os.path.join(gitdir, "locked"), encoding="utf-8") as f:
+            return f.read().rstrip("\n")
+    except OSError:
+        return None
+
+
+def claim_of(path: str, board_root: str) -> tuple[str, dict[str, str]] | None:
+    """Which coord worktree of the board's repository holds ``path`` (a file or directory,
+    existing or about to be made), however spelled (symlinks and ``..`` resolved the way the
+    file system does): its root and the words of its lock reason (``item``, ``token``, …).
+    None when ``path`` is in the main working tree, in a worktree coord did not make, or in
+    another repository."""
+    top = toplevel(path)
+    if top is None or top == os.path.realpath(board_root):
+        return None
+    if main_toplevel(top) != os.path.realpath(board_root):
+        return None
+    fields = parse_reason(lock_of(top) or "")
+    return (top, fields) if fields is not None else None

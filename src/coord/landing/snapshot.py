@@ -18,7 +18,9 @@ from coord.fast.git import Git
 PREFIX = "refs/coord/snapshots/"
 
 
-def take(worktree: Path, name: str) -> str:
+def take(worktree: Path, name: str, *, new: bool = False) -> str:
+    """The snapshot's commit; with ``new``, refused (``GitError``) when the ref already
+    exists, by git's compare-and-set, so that a concurrent snapshot is never overwritten."""
     git = Git(worktree)
     head = git.out("rev-parse", "HEAD")
     index = worktree / git.out("rev-parse", "--git-path", "index")
@@ -36,7 +38,7 @@ def take(worktree: Path, name: str) -> str:
     commit = git.out(
         "commit-tree", work_tree, "-p", head, "-p", staged, "-m", f"coord snapshot {name}"
     )
-    git.run("update-ref", PREFIX + name, commit)
+    git.run("update-ref", PREFIX + name, commit, *([""] if new else []))
     return commit
 
 
