@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 COLUMNS = "id, agent, pattern, exclusive, item_id, reason, created_at, expires_at, rule"
+# what tells one set of live exclusive reservations from another for the after-tool check's
+# kept watch list (coord.fast.watchlist): read before every tool call, so no more
+WATCH_COLUMNS = "id, agent, pattern, rule"
 # Past a few hundred prefixes (a page of listed items) one range per prefix would make
 # SQLite's expression tree too deep, while reading every live reservation stays cheap.
 MAX_NEAR_PREFIXES = 200
@@ -81,8 +84,9 @@ def select_live(
     near: Iterable[str] | None = None,
     agent: str | None = None,
     exclusive_only: bool = False,
+    columns: str = COLUMNS,
 ) -> tuple[str, list[Any]] | None:
-    """The SELECT of the reservations live at ``now`` (``COLUMNS``, oldest first) and its
+    """The SELECT of the reservations live at ``now`` (``columns``, oldest first) and its
     parameters: of one ``agent``, or (``near``) at least every one that could overlap those
     canonical patterns. None when ``near`` is empty: nothing is near no pattern."""
     where = ["expires_at > ?"]
@@ -114,13 +118,13 @@ def select_live(
             marks = ",".join("?" * len(ancestors))
             spans = ",".join(["(?,?)"] * len(prefixes))
             sql = (
-                f"SELECT {COLUMNS} FROM reservations WHERE {live} AND prefix IN ({marks}) "
-                f"UNION SELECT {COLUMNS} FROM (VALUES {spans}) AS span "
+                f"SELECT {columns} FROM reservations WHERE {live} AND prefix IN ({marks}) "
+                f"UNION SELECT {columns} FROM (VALUES {spans}) AS span "
                 f"JOIN reservations ON prefix >= span.column1 AND prefix < span.column2 "
                 f"WHERE {live} ORDER BY id"
             )
             return sql, [*params, *sorted(ancestors), *ranges, *params]
-    sql = f"SELECT {COLUMNS} FROM reservations WHERE {live} ORDER BY id"
+    sql = f"SELECT {columns} FROM reservations WHERE {live} ORDER BY id"
     return sql, params
 
 
@@ -129,9 +133,20 @@ def read_live(
 ) -> list[Held]:
     """Live *exclusive* reservations that could overlap these canonical patterns, read-only
     from the board file (no daemon needed). ``BoardUnreadable`` says why it could not."""
+    query = select_live(time.time() if now is None else now, near=near, exclusive_only=True)
+    return [Held(*row) for row in _rows(db_path, query)]
+
+
+def read_watch_key(db_path: str | os.PathLike[str], now: float | None = None) -> list[Any]:
+    """``WATCH_COLUMNS`` of every live exclusive reservation, oldest first: what the after-
+    tool check compares with the holds its kept watch list was made from."""
+    moment = time.time() if now is None else now
+    return _rows(db_path, select_live(moment, exclusive_only=True, columns=WATCH_COLUMNS))
+
+
+def _rows(db_path: str | os.PathLike[str], query: tuple[str, list[Any]] | None) -> list[Any]:
     if not os.path.exists(db_path):
         raise BoardUnreadable(f"no board at {db_path}")
-    query = select_live(time.time() if now is None else now, near=near, exclusive_only=True)
     if query is None:
         return []
     try:
@@ -142,7 +157,7 @@ def read_live(
             conn.close()
     except sqlite3.Error as err:
         raise BoardUnreadable(f"cannot read {db_path}: {err}") from None
-    return [Held(*row) for row in rows]
+    return rows
 
 
 def _uri_path(path: str | os.PathLike[str]) -> str:

@@ -101,9 +101,20 @@ def before(where: Place, what: dict[str, Any]) -> int:
     from coord.fast import fsfold, holds, mirror  # the guard's own: loaded already
 
     db, now = mirror.source(where.board_dir)
-    live = holds.read_live(db, [""], now) if os.path.exists(db) else []
-    fold = fsfold.board_fold(where.board_dir)
-    files, count = watchlist.files_record(where.board_dir, where.root, live, where.agent, fold)
+    if os.path.exists(db):
+        held = holds.read_watch_key(db, now)
+        files, count = watchlist.files_record(
+            where.board_dir,
+            where.root,
+            held,
+            lambda: holds.read_live(db, [""], now),
+            where.agent,
+            fsfold.board_fold(where.board_dir),
+        )
+    else:
+        files, count = watchlist.files_record(
+            where.board_dir, where.root, [], list, where.agent, fsfold.board_fold(where.board_dir)
+        )
     record = {
         "agent": where.agent,
         "root": where.root,

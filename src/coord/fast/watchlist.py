@@ -34,7 +34,7 @@ from coord.fast.snapshots import load as load_record
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every tool call
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     from coord.fast import fsfold, holds
@@ -156,13 +156,19 @@ def _walk(start: str, prefix: str, seen: Seen) -> Iterable[tuple[str, os.stat_re
 
 
 def files_record(
-    board_dir: str, root: str, live: list[holds.Held], agent: str | None, fold: fsfold.Fold
+    board_dir: str,
+    root: str,
+    held: list[Any],
+    read_holds: Callable[[], list[holds.Held]],
+    agent: str | None,
+    fold: fsfold.Fold,
 ) -> tuple[bytes, int]:
     """The watched files as the call's record keeps them (marshal of ``{path: [holder, size,
     mtime_ns, ctime_ns, inode, mode, sha256 or None]}``), each held file's content copied
     into the store when its stat is new, and how many they are. From the kept answer when
-    nothing it rests on moved."""
-    key = _key_of(root, live, agent, fold)
+    nothing it rests on moved. ``held``: the live exclusive holds as ``holds.WATCH_COLUMNS``;
+    ``read_holds`` reads them whole, for a walk."""
+    key = _key_of(root, held, agent, fold)
     kept_path = os.path.join(board_dir, "tripwire", WATCH_DIRNAME, _file_key(key))
     kept = load_record(kept_path)
     if kept is not None and kept.get("key") == key and _still(kept):
@@ -188,6 +194,8 @@ def files_record(
         covered = None
         seen = None
     else:
+        live = read_holds()  # the key is the walk's own: holds may change meanwhile
+        key = _key_of(root, [(h.id, h.agent, h.pattern, h.rule) for h in live], agent, fold)
         seen = Seen()
         covered = covered_files(root, live, agent, fold, seen)
         watched, names = {}, list(covered)
@@ -300,15 +308,12 @@ def _keep(
 
 
 def _key_of(
-    root: str, live: list[holds.Held], agent: str | None, fold: fsfold.Fold
+    root: str, held: Iterable[Any], agent: str | None, fold: fsfold.Fold
 ) -> tuple[Any, ...]:
     """What the walk's answer depends on besides the tree: the working tree, the agent it
-    is for, the board's fold, and each live exclusive hold of another agent as read."""
-    others = tuple(
-        (h.id, h.agent, h.pattern, getattr(h, "rule", 1))
-        for h in live
-        if h.exclusive and h.agent != agent
-    )
+    is for, the board's fold, and each live exclusive hold of another agent (id, holder,
+    pattern, rule)."""
+    others = tuple(tuple(row) for row in held if row[1] != agent)
     return (root, agent or "", fold.__name__, MAX_WATCHED, others)
 
 
