@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from coord.model import Item
+from coord.model import SHOWN_STATES, Item
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
 from coord.storage.sqlite import SQLiteStorage
 from pg_support import fresh_database, open_storage
@@ -589,9 +589,12 @@ def test_counts_by_state_and_claims_ending_in_a_window(storage: Storage) -> None
     with storage.read() as tx:
         assert tx.count_items_by_state() == {
             "pending": 1,
+            "needs_rework": 0,
             "claimed": 4,
             "needs_human": 1,
+            "queued": 0,
             "done": 2,
+            "merged": 0,
             "cancelled": 1,
         }
         soon = tx.claims_ending_between(50.0, 100.0, limit=10)
@@ -621,11 +624,21 @@ def test_counts_follow_every_write_and_a_rollback(storage: Storage) -> None:
         assert tx.update_item(b, 0, {"state": "pending", "closed_at": None})
     with storage.read() as tx:
         counts = tx.count_items_by_state()
-    assert counts == {"pending": 1, "claimed": 0, "needs_human": 0, "done": 1, "cancelled": 0}
+    assert counts == {**dict.fromkeys(SHOWN_STATES, 0), "pending": 1, "done": 1}
 
 
 def test_counts_of_an_empty_board_name_every_state(storage: Storage) -> None:
     with storage.read() as tx:
         assert tx.count_items_by_state() == dict.fromkeys(
-            ("pending", "claimed", "needs_human", "done", "cancelled"), 0
+            (
+                "pending",
+                "needs_rework",
+                "claimed",
+                "needs_human",
+                "queued",
+                "done",
+                "merged",
+                "cancelled",
+            ),
+            0,
         )

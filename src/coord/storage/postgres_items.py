@@ -39,6 +39,15 @@ _UPDATABLE = {
     "question": "",
     "escalate_to": "",
     "reserved_for": "",
+    "branch": "",
+    "base_commit": "",
+    "worktree": "",
+    "submitted_head": "",
+    "submitted_at": "",
+    "merged_commit": "",
+    "rework": "::json",
+    "rework_for": "",
+    "rework_until": "",
 }
 # The dependencies an item waits on: those not done yet. They fill ``Item.blocked_by`` and
 # make the listing's "blocked" state (and hold the item back from claim-next), one predicate.

@@ -39,9 +39,18 @@ _UPDATABLE = frozenset(
         "question",
         "escalate_to",
         "reserved_for",
+        "branch",
+        "base_commit",
+        "worktree",
+        "submitted_head",
+        "submitted_at",
+        "merged_commit",
+        "rework",
+        "rework_for",
+        "rework_until",
     }
 )
-_JSON_COLUMNS = frozenset({"labels", "checks", "evidence"})
+_JSON_COLUMNS = frozenset({"labels", "checks", "evidence", "rework"})
 # UPDATE ... RETURNING arrived in SQLite 3.35 (2021); older libraries take the general path.
 _HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 # The dependencies an item waits on: those not done yet. They fill ``Item.blocked_by`` and
