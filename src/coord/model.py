@@ -569,3 +569,36 @@ def check_files(value: Any) -> tuple[str, ...]:
         if len(pattern) > MAX_PATTERN:
             raise TooLarge(f"a pattern is over {MAX_PATTERN} characters", field="files")
     return tuple(value)
+
+
+_COMMIT_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+REWORK_REASONS = ("conflict", "check_failed", "head_moved", "files_held")
+
+
+def check_commit(value: Any, field_name: str) -> str:
+    """A full git object id (SHA-1 or SHA-256, lowercase hex): what a worktree item records
+    of main and of its branch. An abbreviation could name another commit later."""
+    if not isinstance(value, str) or not _COMMIT_RE.match(value):
+        raise InvalidInput(
+            f"{field_name} must be a full commit id (40 or 64 lowercase hex digits, as `git "
+            f"rev-parse` prints it), not {value!r}",
+            field=field_name,
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeSpec:
+    """What a claim with a worktree records: main's tip the worktree starts from, and the
+    directory the worktrees of this repository are made in (the item's path is beneath it)."""
+
+    base_commit: str
+    path_root: str
+
+    def __post_init__(self) -> None:
+        check_commit(self.base_commit, "base_commit")
+        if not isinstance(self.path_root, str) or not self.path_root.startswith("/"):
+            raise InvalidInput(
+                f"path_root must be an absolute directory path, not {self.path_root!r}",
+                field="path_root",
+            )
