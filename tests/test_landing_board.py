@@ -352,3 +352,22 @@ def test_merged_outside_closes_a_claimed_or_queued_worktree_item(board: Board) -
     with board.storage.read() as tx:
         counts = tx.count_items_by_state()
     assert (counts["merged"], counts["done"], counts["claimed"]) == (2, 0, 1)
+
+
+def test_a_package_ticked_in_its_document_while_queued_stays_queued(board: Board) -> None:
+    """Ticking the box is no merge: the queue keeps the item and its files (invariant 20)."""
+    package = {"id": "P1", "title": "one", "done": False, "line": 3, "files": ["src/p1.py"]}
+    board.import_packages("docs/plan.md", [package], created_by="lead")
+    claim = board.landing.claim("P1", agent="alice", worktree=spec())
+    board.landing.submit("P1", agent="alice", token=claim.token, head=HEAD)
+    result = board.import_packages("docs/plan.md", [{**package, "done": True}], created_by="lead")
+    assert [c["package"] for c in result["conflicts"]] == ["P1"]
+    assert "stays queued" in result["conflicts"][0]["message"]
+    assert board.get("P1").state == "queued"
+    assert [r.agent for r in board.reservations()] == [QUEUE_HOLDER]
+
+
+def test_a_zombie_holder_is_told_its_item_was_submitted(board: Board) -> None:
+    item = _queued(board)
+    with pytest.raises(LeaseLost, match="abandon it to take it back"):
+        board.release(item.id, agent="alice", token=item.fencing_token)

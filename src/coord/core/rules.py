@@ -139,9 +139,13 @@ def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
         )
     if item.state == "claimed":
         raise LeaseLost(f"item {item.ref} is held by {item.claimed_by}, not {agent}", **facts)
+    again = {
+        "pending": f" (claim it again: `coord claim {item.ref}`)",
+        "queued": " (it was submitted and waits to land; abandon it to take it back)",
+    }
     raise LeaseLost(
         f"item {item.ref} is {item.state}; claim {token} is no longer live"
-        + (f" (claim it again: `coord claim {item.ref}`)" if item.state == "pending" else ""),
+        + again.get(item.state, ""),
         **facts,
     )
 
