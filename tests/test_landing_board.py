@@ -371,3 +371,63 @@ def test_a_zombie_holder_is_told_its_item_was_submitted(board: Board) -> None:
     item = _queued(board)
     with pytest.raises(LeaseLost, match="abandon it to take it back"):
         board.release(item.id, agent="alice", token=item.fencing_token)
+
+
+@pytest.mark.postgres
+def test_a_postgresql_board_of_schema_4_gains_queued_and_keeps_its_items() -> None:
+    """PostgreSQL's migration 5 on a board its migrations 1-4 left: the rows as they were,
+    the new columns empty, the counts right, and 'queued' and 'merged' counted from then on."""
+    import os
+
+    import psycopg
+
+    from coord.storage import migrations
+    from coord.storage.postgres import SCHEMA_VERSION_TABLE, PostgresStorage
+    from pg_support import _admin, dsn_of, require_postgres
+
+    require_postgres()
+    name = f"coord_upgrade_{os.getpid()}"
+    _admin(f"DROP DATABASE IF EXISTS {name}")
+    _admin(f"CREATE DATABASE {name}")
+    try:
+        with psycopg.connect(dsn_of(name), autocommit=True) as conn:
+            conn.execute(SCHEMA_VERSION_TABLE)
+            for version, file, sql in migrations.shipped("postgres_migrations"):
+                if version <= 4:
+                    conn.execute(sql.encode())
+                    conn.execute("INSERT INTO schema_migrations VALUES (%s, %s)", (version, file))
+            for n, (state, holder, lease) in enumerate(
+                [("pending", None, None), ("claimed", "a", 5.0), ("done", "a", None)], 1
+            ):
+                conn.execute(
+                    "INSERT INTO items (id, kind, title, priority, state, created_by, "
+                    "created_at, updated_at, claimed_by, lease_expires_at) "
+                    "VALUES (%s, 'task', %s, 2, %s, 'h', 1, 1, %s, %s)",
+                    (n, state, state, holder, lease),
+                )
+            conn.execute("UPDATE board_counters SET last_item = 3")
+            before = conn.execute("SELECT * FROM items ORDER BY id").fetchall()
+        storage = PostgresStorage(dsn_of(name))
+        try:
+            assert storage.schema_version() == 5
+            with storage.read() as tx:
+                counts = tx.count_items_by_state()
+                got = [tx.get_item(n) for n in (1, 2, 3)]
+            assert (counts["pending"], counts["claimed"], counts["done"]) == (1, 1, 1)
+            assert [i.title for i in got if i] == ["pending", "claimed", "done"]
+            assert all(i is not None and i.branch is None and i.rework is None for i in got)
+            with storage.write() as tx:
+                assert tx.update_item(2, 0, {"state": "queued", "lease_expires_at": None})
+                assert tx.update_item(3, 0, {"merged_commit": MERGED})
+            with storage.read() as tx:
+                moved = tx.count_items_by_state()
+            assert moved == {**counts, "claimed": 0, "queued": 1, "done": 0, "merged": 1}
+        finally:
+            storage.close()
+        with psycopg.connect(dsn_of(name)) as conn:
+            after = conn.execute("SELECT * FROM items ORDER BY id").fetchall()
+            assert after[0][: len(before[0])] == before[0]
+            with pytest.raises(psycopg.errors.CheckViolation):
+                conn.execute("UPDATE items SET state = 'landed' WHERE id = 1")
+    finally:
+        _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
