@@ -431,3 +431,35 @@ def test_a_postgresql_board_of_schema_4_gains_queued_and_keeps_its_items() -> No
                 conn.execute("UPDATE items SET state = 'landed' WHERE id = 1")
     finally:
         _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_a_worktree_item_claimed_next_keeps_its_record_with_the_branch_of_the_new_token(
+    board: Board, clock: Clock
+) -> None:
+    item, _ = _sent_back(board, clock)
+    claim = board.claim_next(agent="alice")  # its last holder, within the first refusal
+    got = board.get(item)
+    assert (claim.item.id, claim.token) == (item, 2)
+    assert got.branch == f"coord/{item}-t2" and got.base_commit == MAIN
+    assert got.rework is not None and got.rework["previous_branch"] == f"coord/{item}-t1"
+    board.release(item, agent="alice", token=claim.token)
+    plain = board.claim_next(agent="bob")  # the one-statement path leaves it to the core
+    assert board.get(item).branch == f"coord/{item}-t{plain.token}" and plain.token == 3
+    assert board.events(item_id=item)[-1].details["branch"] == f"coord/{item}-t3"
+
+
+def test_the_last_holder_hears_its_item_came_back(board: Board, clock: Clock) -> None:
+    item, _ = _sent_back(board, clock)
+    kinds = [e.kind for e in board.inbox("alice") if e.item_id == item]
+    assert "needs_rework" in kinds
+
+
+def test_a_released_worktree_item_claimed_next_is_renamed_after_the_new_token(
+    board: Board,
+) -> None:
+    item = board.add("t", created_by="lead").id
+    first = board.landing.claim(item, agent="alice", worktree=spec())
+    board.release(item, agent="alice", token=first.token)
+    again = board.claim_next(agent="bob")
+    assert again.item.id == item and again.item.branch == f"coord/{item}-t2"
+    assert board.get(item).branch == f"coord/{item}-t2"

@@ -116,8 +116,10 @@ class Claims:
             **landings.claim_changes(item, token, worktree),
         }
         details: dict[str, Any] = {"token": token, "lease_expires_at": iso(expires)}
+        if "branch" in changes:
+            details["branch"] = changes["branch"]
         if worktree is not None:
-            details.update(branch=changes["branch"], base_commit=worktree.base_commit)
+            details["base_commit"] = worktree.base_commit
         if item.rework is not None:  # the queue held its files: this claim takes them over
             tx.delete_item_reservations(item.id, landings.QUEUE_HOLDER)
         if takeover_from is not None:

@@ -71,8 +71,10 @@ def others_holds(item: Item, live: list[Reservation]) -> list[Reservation]:
 
 def claim_changes(item: Item, token: int, worktree: WorktreeSpec | None) -> dict[str, Any]:
     """What a claim writes beside the claim itself: the worktree record when asked for, and
-    the end of an item's first refusal. A re-claim of an item sent back keeps its old branch
-    in the rework facts (the git side renames it)."""
+    the end of an item's first refusal. A worktree item claimed again (by claim-next, a
+    takeover, a claim without a new record) keeps its record, its branch renamed after the new
+    token. A re-claim of an item sent back keeps its old branch in the rework facts (the git
+    side renames it)."""
     changes: dict[str, Any] = {}
     if item.rework_for is not None:
         changes.update(rework_for=None, rework_until=None)
@@ -83,8 +85,10 @@ def claim_changes(item: Item, token: int, worktree: WorktreeSpec | None) -> dict
             base_commit=worktree.base_commit,
             worktree=f"{worktree.path_root.rstrip('/')}/{branch.removeprefix('coord/')}",
         )
-        if item.rework is not None and item.branch is not None:
-            changes["rework"] = {**item.rework, "previous_branch": item.branch}
+    elif item.branch is not None:
+        changes["branch"] = branch_name(item, token)
+    if item.rework is not None and item.branch is not None and "branch" in changes:
+        changes["rework"] = {**item.rework, "previous_branch": item.branch}
     return changes
 
 
@@ -307,6 +311,7 @@ class Landings:
             }
             details = {
                 **rework,
+                "holder": item.claimed_by,  # the news reaches the last holder's inbox
                 "token": item_token,
                 "landing_token": landing_token,
                 "rework_for": item.claimed_by,

@@ -285,15 +285,16 @@ UPDATE items
               WHERE state = 'pending' AND {filters} AND {_NOT_HELD_BACK}
               ORDER BY priority, id LIMIT 1)
    AND NOT EXISTS (SELECT 1 FROM item_files WHERE item_id = items.id)
-   AND items.rework IS NULL
+   AND items.rework IS NULL AND items.branch IS NULL
    AND NOT EXISTS (SELECT 1 FROM items INDEXED BY items_claimed_lease
                     WHERE {_LAPSED_CLAIM} AND {filters} AND {_NOT_HELD_BACK})
 RETURNING {_ITEM_COLUMNS}, {_CLAIMED_PLAIN_RELATIONS}"""
 
 
 # What _ITEM_RELATIONS reads, for an item take_first_pending just claimed: it waited on no
-# dependency that is not done, and it declares no files. (An item sent back from landing is
-# left to the core: its last holder's first refusal, the queue's holds its claim takes over.)
+# dependency that is not done, and it declares no files. (A worktree item is left to the core:
+# its branch renamed after the new token, an item sent back's first refusal and the queue's
+# holds its claim takes over.)
 _CLAIMED_PLAIN_RELATIONS = (
     "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), '[]', '[]'"
 )
