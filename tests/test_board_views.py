@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import Clock, Daemon, run_cli
+from coord import model
 from coord.core.board import Board
 from coord.errors import InvalidInput
 
@@ -321,5 +322,11 @@ def test_a_board_of_schema_8_counts_its_items_by_state_after_the_upgrade(tmp_pat
             after = tx.count_items_by_state()
     finally:
         storage.close()
-    assert counts == {"pending": 3, "claimed": 1, "needs_human": 1, "done": 1, "cancelled": 0}
+    assert counts == {
+        **dict.fromkeys(model.SHOWN_STATES, 0),
+        "pending": 3,
+        "claimed": 1,
+        "needs_human": 1,
+        "done": 1,
+    }
     assert after == {**counts, "pending": 2, "cancelled": 1}

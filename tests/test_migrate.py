@@ -25,6 +25,7 @@ from conftest import Clock, Daemon, init_board_dir
 from coord.core.board import Board
 from coord.errors import CoordError
 from coord.fast import board_files
+from coord.model import WorktreeSpec
 from coord.storage import transfer
 from coord.storage.sqlite import SQLiteStorage
 from pg_support import open_storage
@@ -70,6 +71,24 @@ def seed(board: Board) -> None:
     ]
     board.import_packages("docs/plan.md", packages, created_by="lead", escalate_to="@lead")
     assert second  # dependencies and checks are on it
+    # worktree items on their way to main: merged, queued (its files held by the queue), and
+    # sent back for rework; the landing lease
+    worktree = WorktreeSpec(base_commit="a" * 40, path_root="/repo/worktrees")
+    merged, queued, rework = board.import_items(
+        [{"title": "merged"}, {"title": "queued", "files": ["src/q.py"]}, {"title": "rework"}],
+        created_by="lead",
+    )
+    for item in (merged, queued, rework):
+        claim = board.landing.claim(item, agent="erin", worktree=worktree)
+        board.landing.submit(item, agent="erin", token=claim.token, head="b" * 40)
+    lease = board.landing.acquire(runner="runner", lease_seconds=600)
+    board.landing.mark_merged(
+        merged, runner="runner", landing_token=lease.token, item_token=1, commit="c" * 40
+    )
+    facts = {"reason": "conflict", "files": ["src/q.py"], "check_output": "CONFLICT ✗"}
+    board.landing.needs_rework(
+        rework, runner="runner", landing_token=lease.token, item_token=1, facts=facts
+    )
 
 
 def sqlite_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -102,7 +121,7 @@ def pg_rows(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 
 
 TEXT_KEYS = {"pattern", "agent", "name"}
-JSON_COLUMNS = {"labels", "checks", "evidence", "details"}
+JSON_COLUMNS = {"labels", "checks", "evidence", "details", "rework"}
 
 
 def decoded(rows: dict[str, list[tuple[Any, ...]]]) -> dict[str, list[tuple[Any, ...]]]:

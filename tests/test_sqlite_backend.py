@@ -240,6 +240,80 @@ def test_the_event_log_keeps_its_numbers_across_the_move_off_autoincrement(
     storage.close()
 
 
+def test_a_board_of_schema_10_is_rebuilt_for_queued_with_every_row_and_reference_intact(
+    tmp_path: Path,
+) -> None:
+    """Migration 11 rebuilds ``items`` (its state CHECK gains 'queued'): every row keeps every
+    column, the rows that reference items stay valid, ids are never reused, and the indexes,
+    the counting triggers and the foreign keys work on the new table."""
+    db = tmp_path / "board.db"
+    conn = _board_of_schema(db, 10)
+    conn.executemany(
+        "INSERT INTO items (kind, title, priority, labels, state, created_by, created_at, "
+        "updated_at, claimed_by, lease_expires_at, key, question, reserved_for) "
+        "VALUES ('task', ?, 2, '[\"x\"]', ?, 'h', 1, 1, ?, ?, ?, ?, ?)",
+        [
+            ("p", "pending", None, None, "A1", None, "erin"),
+            ("c", "claimed", "a", 5.0, None, "?", None),
+            ("d", "done", "a", None, None, None, None),
+            ("x", "cancelled", None, None, None, None, None),
+            ("gone", "pending", None, None, None, None, None),
+        ],
+    )
+    conn.execute("DELETE FROM items WHERE title = 'gone'")  # its id 5 is never given again
+    conn.execute("INSERT INTO deps VALUES (1, 3)")
+    conn.execute("INSERT INTO item_files VALUES (2, 'src/a.py')")
+    conn.execute("INSERT INTO replies (item_id, author, body, created_at) VALUES (2, 'b', 'hi', 1)")
+    conn.execute(
+        "INSERT INTO reservations (agent, pattern, prefix, exclusive, item_id, created_at, "
+        "expires_at) VALUES ('a', 'src/a.py', 'src', 1, 2, 1, 5)"
+    )
+    before = conn.execute("SELECT * FROM items ORDER BY id").fetchall()
+    conn.close()
+
+    storage = SQLiteStorage(db)
+    try:
+        conn = storage._conn()
+        assert storage.schema_version() == 11
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(items)")]
+        after = conn.execute("SELECT * FROM items ORDER BY id").fetchall()
+        assert [row[: len(before[0])] for row in after] == before
+        assert {row[len(before[0]) :] for row in after} == {(None,) * 9}
+        assert columns[len(before[0]) :] == [
+            "branch", "base_commit", "worktree", "submitted_head", "submitted_at",
+            "merged_commit", "rework", "rework_for", "rework_until",
+        ]  # fmt: skip
+        assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        with pytest.raises(sqlite3.IntegrityError):  # the references still hold
+            conn.execute("INSERT INTO deps VALUES (1, 99)")
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert {"items_pending", "items_claimed_lease", "items_key", "items_spec"} <= indexes
+        assert {"items_needs_human", "items_queued", "items_rework"} <= indexes
+        with storage.read() as tx:
+            counts = tx.count_items_by_state()
+            assert tx.get_item_by_key("A1") is not None
+            assert [i.id for i in tx.claimable_items(10.0, ("task",), None, limit=9)] == [2]
+        assert (counts["pending"], counts["needs_human"], counts["done"]) == (1, 1, 1)
+        with storage.write() as tx:
+            added = tx.insert_item(
+                kind="task", title="new", body="", priority=2, labels=(),
+                created_by="h", recipient=None, now=2.0,
+            )  # fmt: skip
+            assert tx.update_item(2, 0, {"state": "queued", "lease_expires_at": None})
+            assert tx.update_item(3, 0, {"merged_commit": "c" * 40})
+        assert added == 6
+        with storage.read() as tx:
+            moved = tx.count_items_by_state()
+        assert moved == {
+            **counts, "pending": 2, "needs_human": 0, "queued": 1, "done": 0, "merged": 1,
+        }  # fmt: skip
+        with pytest.raises(sqlite3.IntegrityError):  # the new CHECK knows the states
+            conn.execute("UPDATE items SET state = 'landed' WHERE id = 1")
+    finally:
+        storage.close()
+
+
 def test_a_question_held_forever_gets_the_escalation_bound_on_upgrade(tmp_path: Path) -> None:
     """Migration 6: a needs_human item of an older board held its files until 9999-12-31; it
     keeps its rows, and its lease and files now run to the bound (7 days from the upgrade)."""

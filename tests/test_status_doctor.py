@@ -91,9 +91,12 @@ def test_status_counts_by_state_and_lists_what_needs_care(daemon: Daemon) -> Non
     board = document["board"]
     assert board["counts"] == {
         "pending": 3,
+        "needs_rework": 0,
         "claimed": 2,
         "needs_human": 1,
+        "queued": 0,
         "done": 0,
+        "merged": 0,
         "cancelled": 1,
     }
     assert board["total"] == 7
@@ -106,7 +109,10 @@ def test_status_counts_by_state_and_lists_what_needs_care(daemon: Daemon) -> Non
 
     text = run_cli("status", board_dir=board_dir).stdout
     assert f"pid {daemon.process.pid}" in text  # type: ignore[union-attr]
-    assert "7 (3 pending, 2 claimed, 1 needs_human, 0 done, 1 cancelled)" in text
+    assert (
+        "7 (3 pending, 0 needs_rework, 2 claimed, 1 needs_human, 0 queued, 0 done, 0 merged, "
+        "1 cancelled)"
+    ) in text
     assert f"#{soon} alice, lease ends in" in text
     assert f"#{later} " not in text
     assert f"#{asked} carol asks: pg?" in text

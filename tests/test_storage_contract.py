@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from coord.model import Item
+from coord.model import SHOWN_STATES, Item
 from coord.storage.base import ItemQuery, ReadTx, Storage, WriteTx
 from coord.storage.sqlite import SQLiteStorage
 from pg_support import fresh_database, open_storage
@@ -589,9 +589,12 @@ def test_counts_by_state_and_claims_ending_in_a_window(storage: Storage) -> None
     with storage.read() as tx:
         assert tx.count_items_by_state() == {
             "pending": 1,
+            "needs_rework": 0,
             "claimed": 4,
             "needs_human": 1,
+            "queued": 0,
             "done": 2,
+            "merged": 0,
             "cancelled": 1,
         }
         soon = tx.claims_ending_between(50.0, 100.0, limit=10)
@@ -621,11 +624,63 @@ def test_counts_follow_every_write_and_a_rollback(storage: Storage) -> None:
         assert tx.update_item(b, 0, {"state": "pending", "closed_at": None})
     with storage.read() as tx:
         counts = tx.count_items_by_state()
-    assert counts == {"pending": 1, "claimed": 0, "needs_human": 0, "done": 1, "cancelled": 0}
+    assert counts == {**dict.fromkeys(SHOWN_STATES, 0), "pending": 1, "done": 1}
 
 
 def test_counts_of_an_empty_board_name_every_state(storage: Storage) -> None:
     with storage.read() as tx:
         assert tx.count_items_by_state() == dict.fromkeys(
-            ("pending", "claimed", "needs_human", "done", "cancelled"), 0
+            (
+                "pending",
+                "needs_rework",
+                "claimed",
+                "needs_human",
+                "queued",
+                "done",
+                "merged",
+                "cancelled",
+            ),
+            0,
         )
+
+
+def test_the_landing_queue_is_in_submit_order_and_the_counts_follow_it(storage: Storage) -> None:
+    """Queued items come back by ``submitted_at`` (then id), not by id; 'queued' and 'merged'
+    are counted by the writes themselves, and a rollback leaves the counts as they were."""
+    queued = {"state": "queued", "claimed_by": "a", "lease_expires_at": None}
+    with storage.write() as tx:
+        ids = [_add(tx) for _ in range(3)]
+        for item_id, at in zip(ids, (30.0, 10.0, 20.0), strict=True):
+            assert tx.update_item(item_id, 0, {**queued, "submitted_at": at})
+        assert [i.id for i in tx.queued_items(10)] == [ids[1], ids[2], ids[0]]
+        assert [i.id for i in tx.queued_items(1)] == [ids[1]]
+    with pytest.raises(RuntimeError), storage.write() as tx:
+        tx.update_item(ids[0], 0, {"state": "done", "merged_commit": "c" * 40})
+        raise RuntimeError("rolled back")
+    with storage.write() as tx:
+        assert tx.update_item(ids[1], 0, {"state": "done", "merged_commit": "c" * 40})
+        rework = {"reason": "conflict", "files": ["a.py"]}
+        assert tx.update_item(ids[2], 0, {"state": "pending", "claimed_by": None, "rework": rework})
+    with storage.read() as tx:
+        counts = tx.count_items_by_state()
+        assert [i.id for i in tx.queued_items(10)] == [ids[0]]
+        back = tx.get_item(ids[2])
+    assert back is not None and back.rework == rework and back.shown_state == "needs_rework"
+    assert counts == {**dict.fromkeys(SHOWN_STATES, 0), "queued": 1, "merged": 1, "needs_rework": 1}
+
+
+def test_the_landing_lease_row_is_written_once_and_kept(storage: Storage) -> None:
+    with storage.read() as tx:
+        assert tx.landing_lease() is None
+    with storage.write() as tx:
+        tx.set_landing_lease("r1", 1, 50.0)
+        tx.set_landing_lease(None, 1, None)
+    with storage.read() as tx:
+        lease = tx.landing_lease()
+    assert lease is not None and (lease.holder, lease.token, lease.expires_at) == (None, 1, None)
+    with storage.write() as tx:
+        tx.set_landing_lease("r2", 2, 90.0)
+    with storage.read() as tx:
+        lease = tx.landing_lease()
+    assert lease is not None and (lease.holder, lease.token, lease.live(89.0)) == ("r2", 2, True)
+    assert not lease.live(90.0)  # inclusive: at its expiry the lease is over

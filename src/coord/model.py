@@ -30,9 +30,22 @@ from coord.times import iso
 KINDS = ("task", "bug", "note", "handoff")
 # claim-next offers work, not announcements: notes are claimable only by id or explicit filter.
 WORK_KINDS = ("task", "bug", "handoff")
-# how states are shown and filtered: a claimed item waiting on a human answer is needs_human
-SHOWN_STATES = ("pending", "claimed", "needs_human", "done", "cancelled")
-# what a listing may ask for besides a shown state: "open" (pending or claimed) and "blocked",
+# how states are shown and filtered: a claimed item waiting on a human answer is needs_human;
+# a worktree item submitted to land is queued (stored), one sent back from landing is
+# needs_rework (pending, with the rework facts), one whose commits are on main is merged (done,
+# with the merged commit)
+SHOWN_STATES = (
+    "pending",
+    "needs_rework",
+    "claimed",
+    "needs_human",
+    "queued",
+    "done",
+    "merged",
+    "cancelled",
+)
+# what a listing may ask for besides a shown state: "open" (pending, claimed or queued: not
+# finished) and "blocked",
 # a pending item waiting on a dependency that is not done (non-empty ``Item.blocked_by``),
 # which `coord ls` shows as its own row state
 LISTED_STATES = (*SHOWN_STATES, "open", "blocked")
@@ -79,6 +92,19 @@ class Item:
     escalate_to: str | None = None
     # who the design document reserves this package for: not ready for anyone else
     reserved_for: str | None = None
+    # a worktree item (issue 24): the claim's branch, main's tip it started from and its
+    # path; the head handed over at submit (and when); main's commit once merged
+    branch: str | None = None
+    base_commit: str | None = None
+    worktree: str | None = None
+    submitted_head: str | None = None
+    submitted_at: float | None = None
+    merged_commit: str | None = None
+    # sent back from landing: why (reason, files, check output, main's commit, when), and
+    # the last holder, who alone may claim it until ``rework_until`` (first refusal)
+    rework: dict[str, Any] | None = None
+    rework_for: str | None = None
+    rework_until: float | None = None
     deps: tuple[int, ...] = ()
     # dependencies that are not done yet; the item is ready only when this is empty
     blocked_by: tuple[int, ...] = ()
@@ -100,10 +126,30 @@ class Item:
 
     @property
     def shown_state(self) -> str:
-        """The state people see: a claimed item waiting on a human is ``needs_human``."""
-        return (
-            "needs_human" if self.state == "claimed" and self.question is not None else self.state
-        )
+        """The state people see: a claimed item waiting on a human is ``needs_human``, a
+        pending one sent back from landing ``needs_rework``, a done one on main ``merged``."""
+        if self.state == "claimed" and self.question is not None:
+            return "needs_human"
+        if self.state == "pending" and self.rework is not None:
+            return "needs_rework"
+        if self.state == "done" and self.merged_commit is not None:
+            return "merged"
+        return self.state
+
+    def kept_for(self, now: float) -> tuple[str, str] | None:
+        """Who alone may claim this open item now, and why: the design document reserves
+        it (``reserved``), or it came back from landing and its last holder has first
+        refusal until ``rework_until`` (``first_refusal``). Claim-next skips it for everyone
+        else; ``rules.ensure_claimable`` refuses them."""
+        if self.reserved_for is not None:
+            return self.reserved_for, "reserved"
+        if (
+            self.rework_for is not None
+            and self.rework_until is not None
+            and self.rework_until > now
+        ):
+            return self.rework_for, "first_refusal"
+        return None
 
     @property
     def ref(self) -> str:
@@ -121,7 +167,7 @@ class Item:
             open_for_claim
             and not self.blocked_by
             and not self.files_held_by
-            and self.reserved_for is None
+            and self.kept_for(now) is None
         )
 
     def to_dict(self, now: float) -> dict[str, Any]:
@@ -152,6 +198,15 @@ class Item:
             "question_stale": self.question_stale(now),
             "escalate_to": self.escalate_to,
             "reserved_for": self.reserved_for,
+            "branch": self.branch,
+            "base_commit": self.base_commit,
+            "worktree": self.worktree,
+            "submitted_head": self.submitted_head,
+            "submitted_at": iso(self.submitted_at),
+            "merged_commit": self.merged_commit,
+            "rework": self.rework,
+            "rework_for": self.rework_for,
+            "rework_until": iso(self.rework_until),
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
             "closed_at": iso(self.closed_at),
@@ -185,6 +240,22 @@ class Reservation:
             "created_at": iso(self.created_at),
             "expires_at": iso(self.expires_at),
         }
+
+
+@dataclass(slots=True)
+class LandingLease:
+    """The board's landing lease: the one runner that may land queued items now, fenced by
+    a token that grows with every acquisition. ``holder`` None: free."""
+
+    holder: str | None
+    token: int
+    expires_at: float | None
+
+    def live(self, now: float) -> bool:
+        return self.holder is not None and self.expires_at is not None and self.expires_at > now
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"holder": self.holder, "token": self.token, "expires_at": iso(self.expires_at)}
 
 
 @dataclass(slots=True)
@@ -498,3 +569,36 @@ def check_files(value: Any) -> tuple[str, ...]:
         if len(pattern) > MAX_PATTERN:
             raise TooLarge(f"a pattern is over {MAX_PATTERN} characters", field="files")
     return tuple(value)
+
+
+_COMMIT_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+REWORK_REASONS = ("conflict", "check_failed", "head_moved", "files_held")
+
+
+def check_commit(value: Any, field_name: str) -> str:
+    """A full git object id (SHA-1 or SHA-256, lowercase hex): what a worktree item records
+    of main and of its branch. An abbreviation could name another commit later."""
+    if not isinstance(value, str) or not _COMMIT_RE.match(value):
+        raise InvalidInput(
+            f"{field_name} must be a full commit id (40 or 64 lowercase hex digits, as `git "
+            f"rev-parse` prints it), not {value!r}",
+            field=field_name,
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeSpec:
+    """What a claim with a worktree records: main's tip the worktree starts from, and the
+    directory the worktrees of this repository are made in (the item's path is beneath it)."""
+
+    base_commit: str
+    path_root: str
+
+    def __post_init__(self) -> None:
+        check_commit(self.base_commit, "base_commit")
+        if not isinstance(self.path_root, str) or not self.path_root.startswith("/"):
+            raise InvalidInput(
+                f"path_root must be an absolute directory path, not {self.path_root!r}",
+                field="path_root",
+            )

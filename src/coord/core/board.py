@@ -28,6 +28,7 @@ from coord.core.claims import Claims
 from coord.core.context import BoardContext
 from coord.core.evidence import check_runs
 from coord.core.items import Items
+from coord.core.landings import Landings
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
 from coord.core.tripwire import Tripwire, check_report
@@ -111,6 +112,8 @@ class Board:
         self._tripwire = Tripwire(context)
         self._files = reservations.Reservations(context)
         self._packages = WorkPackages(context, self._claims)
+        # a worktree item's way to main (submit, the queue, the landing lease, merged)
+        self.landing = Landings(context, self._claims)
 
     @classmethod
     def open(

@@ -11,12 +11,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from coord import model
-from coord.core import reservations, rules
+from coord.core import landings, reservations, rules
 from coord.core.context import BoardContext
 from coord.errors import NothingReady
 from coord.fast.prefix_index import PrefixIndex
 from coord.limits import MAX_CLAIM_SCAN
-from coord.model import Claim, Item, Reservation
+from coord.model import Claim, Item, Reservation, WorktreeSpec
 from coord.storage.base import WriteTx
 from coord.times import iso
 
@@ -25,13 +25,16 @@ class Claims:
     def __init__(self, ctx: BoardContext) -> None:
         self.ctx = ctx
 
-    def claim(self, ref: int | str, agent: str, lease: float) -> Claim:
+    def claim(
+        self, ref: int | str, agent: str, lease: float, *, worktree: WorktreeSpec | None = None
+    ) -> Claim:
+        """``worktree``: its record is written in the claim's transaction (``landings``)."""
         with self.ctx.storage.write() as tx:
             now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_claimable(item, now, agent)
             live = tx.live_reservations(now, near=item.files) if item.files else []
-            return self.take(tx, item, agent, lease, now, live)
+            return self.take(tx, item, agent, lease, now, live, worktree=worktree)
 
     def claim_next(self, agent: str, kind: str | None, label: str | None, lease: float) -> Claim:
         kinds = (kind,) if kind else model.WORK_KINDS
@@ -88,6 +91,7 @@ class Claims:
         live: list[Reservation],
         *,
         by_agent: bool = True,
+        worktree: WorktreeSpec | None = None,
     ) -> Claim:
         """The claim itself, with the item's files, in the caller's write transaction.
 
@@ -95,7 +99,10 @@ class Claims:
         reservation near its files, and gets the new ones appended. ``by_agent`` False: made
         for ``agent`` by someone else (a design document's reservation line, adopted)."""
         if item.files:
-            conflicts = reservations.find_conflicts(agent, item.files, True, live, self.ctx.is_file)
+            others = landings.others_holds(item, live)  # an item sent back: the queue's holds
+            conflicts = reservations.find_conflicts(
+                agent, item.files, True, others, self.ctx.is_file
+            )
             if conflicts:
                 raise reservations.refusal(conflicts, f"claim of item {item.id}")
         token = item.fencing_token + 1
@@ -106,8 +113,15 @@ class Claims:
             "claimed_by": agent,
             "fencing_token": token,
             "lease_expires_at": expires,
+            **landings.claim_changes(item, token, worktree),
         }
         details: dict[str, Any] = {"token": token, "lease_expires_at": iso(expires)}
+        if "branch" in changes:
+            details["branch"] = changes["branch"]
+        if worktree is not None:
+            details["base_commit"] = worktree.base_commit
+        if item.rework is not None:  # the queue held its files: this claim takes them over
+            tx.delete_item_reservations(item.id, landings.QUEUE_HOLDER)
         if takeover_from is not None:
             details["takeover_from"] = takeover_from
             details["expired_at"] = iso(item.lease_expires_at)
@@ -172,7 +186,13 @@ class _Scan:
             for item in batch:
                 if self.skipped >= MAX_CLAIM_SCAN:  # a batch skips overlapping items too
                     return
-                if self._blocked.get(item.files):  # files others hold: known this request
+                kept = item.kept_for(self.now)  # an item sent back: its last holder's first
+                if kept is not None and kept[0] != self.agent:
+                    self.skipped += 1
+                    continue
+                # files others hold, known this request (an item sent back is judged alone:
+                # the queue's holds on its own files do not count against it)
+                if item.rework is None and self._blocked.get(item.files):
                     self.skipped += 1
                     continue
                 live = near.near_any(item.files)
@@ -189,9 +209,13 @@ class _Scan:
 
     def _blocked_by_others(self, item: Item, live: list[Reservation]) -> bool:
         holds = reservations.holds_on(
-            item.files, live, except_agent=self.agent, is_file=self.is_file
+            item.files,
+            landings.others_holds(item, live),
+            except_agent=self.agent,
+            is_file=self.is_file,
         )
-        self._blocked[item.files] = bool(holds)
+        if item.rework is None:
+            self._blocked[item.files] = bool(holds)
         if holds and self.first_holder is None:
             requested = next(
                 f for f in item.files if reservations.meets_hold(f, holds[0], self.is_file)

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from coord import model
-from coord.core import permissions, reservations, rules
+from coord.core import landings, permissions, reservations, rules
 from coord.core.changes import old_and_new
 from coord.core.context import BoardContext
 from coord.errors import (
@@ -165,7 +165,7 @@ class Items:
                 i,
                 files_held_by=reservations.holds_on(
                     i.files,
-                    live,
+                    landings.others_holds(i, live),
                     except_agent=i.claimed_by if i.lease_live(now) else None,
                     is_file=self.ctx.is_file,
                 ),

@@ -13,7 +13,7 @@ from typing import Any
 from coord.core import rules
 from coord.core.context import BoardContext
 from coord.core.evidence import judge
-from coord.errors import NotWaiting
+from coord.errors import Conflict, NotWaiting
 from coord.model import Claim, Item
 from coord.times import iso
 
@@ -58,6 +58,13 @@ class Leases:
             now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_holder(item, agent, token, now)
+            if item.branch is not None:  # merged is the only done of a worktree item
+                raise Conflict(
+                    f"item {item.ref} was claimed with a worktree: submit its branch head to "
+                    "land it (it is done once merged), or release it",
+                    id=item.id,
+                    branch=item.branch,
+                )
             record, refusal = judge(item, runs, skip_reason, agent, now)
             if refusal is None:
                 tx.delete_item_reservations(item.id, agent)

@@ -335,13 +335,18 @@ class WorkPackages:
         item = rules.require_item(tx, package["key"])
         if item.state in ("done", "cancelled"):
             return
-        if item.lease_live(now):
+        if item.lease_live(now) or item.state == "queued":  # a submitted one waits to land
+            how = (
+                "submitted it to land; it stays queued"
+                if item.state == "queued"
+                else ("holds it on the board; it stays claimed")
+            )
             result["conflicts"].append(
                 {
                     "package": package["id"],
                     "holder": item.claimed_by,
                     "message": f"{package['id']} is ticked in {spec}:{package['line']} but "
-                    f"{item.claimed_by} holds it on the board; it stays claimed",
+                    f"{item.claimed_by} {how}",
                 }
             )
             return

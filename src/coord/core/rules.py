@@ -76,16 +76,23 @@ def ensure_claimable(item: Item, now: float, agent: str | None = None) -> None:
             holder=item.claimed_by,
             lease_expires_at=iso(item.lease_expires_at),
         )
-    if item.reserved_for is not None and agent is not None and agent != item.reserved_for:
-        # as ``coord git reserve`` says it of the same line (``gitmode.protocol``)
+    if item.state == "queued":  # submitted: never handed to a second agent while it waits
         raise AlreadyClaimed(
-            f"package {item.ref} is reserved for {item.reserved_for} in {item.spec}; pick "
-            "another (`coord next`), or take the reservation line out of the document and "
-            "import it again",
+            f"item {item.ref} is queued to land (submitted by {item.claimed_by} at "
+            f"{iso(item.submitted_at)}); pick another (`coord next`)",
             id=item.id,
-            holder=item.reserved_for,
+            holder=item.claimed_by,
             lease_expires_at=None,
-            reason="reserved",
+            reason="queued",
+        )
+    kept = item.kept_for(now)
+    if kept is not None and agent is not None and agent != kept[0]:
+        raise AlreadyClaimed(
+            _kept_text(item, *kept),
+            id=item.id,
+            holder=kept[0],
+            lease_expires_at=iso(item.rework_until) if kept[1] == "first_refusal" else None,
+            reason=kept[1],
         )
     if item.blocked_by:
         raise NotReady(
@@ -93,6 +100,18 @@ def ensure_claimable(item: Item, now: float, agent: str | None = None) -> None:
             id=item.id,
             blocked_by=list(item.blocked_by),
         )
+
+
+def _kept_text(item: Item, holder: str, why: str) -> str:
+    if why == "reserved":  # as ``coord git reserve`` says it of the same line (gitmode.protocol)
+        return (
+            f"package {item.ref} is reserved for {holder} in {item.spec}; pick another (`coord "
+            "next`), or take the reservation line out of the document and import it again"
+        )
+    return (
+        f"item {item.ref} came back from landing (needs_rework) and {holder}, its last holder, "
+        f"may claim it first until {iso(item.rework_until)}; pick another (`coord next`)"
+    )
 
 
 def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
@@ -120,9 +139,13 @@ def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
         )
     if item.state == "claimed":
         raise LeaseLost(f"item {item.ref} is held by {item.claimed_by}, not {agent}", **facts)
+    again = {
+        "pending": f" (claim it again: `coord claim {item.ref}`)",
+        "queued": " (it was submitted and waits to land; abandon it to take it back)",
+    }
     raise LeaseLost(
         f"item {item.ref} is {item.state}; claim {token} is no longer live"
-        + (f" (claim it again: `coord claim {item.ref}`)" if item.state == "pending" else ""),
+        + again.get(item.state, ""),
         **facts,
     )
 
@@ -140,6 +163,13 @@ def ensure_open(item: Item) -> None:
 
 def ensure_editable(item: Item, agent: str, token: Any, now: float) -> None:
     ensure_open(item)
+    if item.state == "queued":  # what waits to land is what was submitted
+        raise NotClaimable(
+            f"item {item.ref} is queued to land and can no longer change; abandon it first "
+            "(it goes back to pending) to change it",
+            id=item.id,
+            state=item.state,
+        )
     if item.lease_live(now):
         if token is None:
             raise LeaseLost(

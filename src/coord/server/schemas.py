@@ -295,6 +295,32 @@ COMPONENTS: dict[str, Schema] = {
                 **_STRING_OR_NULL,
                 "description": "who the design document reserves it for; ready for no one else",
             },
+            "branch": {
+                **_STRING_OR_NULL,
+                "description": "a worktree item: its claim's branch, named after the item and "
+                "the claim's fencing token",
+            },
+            "base_commit": {**_STRING_OR_NULL, "description": "main's tip the worktree began at"},
+            "worktree": {**_STRING_OR_NULL, "description": "the worktree's path"},
+            "submitted_head": {
+                **_STRING_OR_NULL,
+                "description": "the branch head handed to the landing queue (queued)",
+            },
+            "submitted_at": _STRING_OR_NULL,
+            "merged_commit": {
+                **_STRING_OR_NULL,
+                "description": "main's commit that contains it (merged)",
+            },
+            "rework": {
+                "type": ["object", "null"],
+                "description": "why landing sent it back (needs_rework): reason (conflict, "
+                "check_failed, head_moved, files_held), files, check_output, main_commit, at",
+            },
+            "rework_for": {
+                **_STRING_OR_NULL,
+                "description": "its last holder, who alone may claim it until rework_until",
+            },
+            "rework_until": _STRING_OR_NULL,
             "created_by": {"type": "string"},
             "to": _STRING_OR_NULL,
             "claimed_by": _STRING_OR_NULL,

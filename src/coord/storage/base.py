@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coord.errors import CoordError
-from coord.model import Agent, Event, Item, Reply, Reservation
+from coord.model import Agent, Event, Item, LandingLease, Reply, Reservation
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,15 @@ class ItemQuery:
     limit: int = 100
 
 
+# The shown states a stored one splits into (``Item.shown_state`` says the same of one item).
+_DERIVED = {
+    "pending": "state = 'pending' AND rework IS NULL",
+    "needs_rework": "state = 'pending' AND rework IS NOT NULL",
+    "done": "state = 'done' AND merged_commit IS NULL",
+    "merged": "state = 'done' AND merged_commit IS NOT NULL",
+}
+
+
 def listing_where(
     query: ItemQuery, mark: str, *, unmet_deps: str, has_label: str, claimable: str
 ) -> tuple[list[str], list[Any]]:
@@ -51,9 +60,11 @@ def listing_where(
     params: list[Any] = [query.after_id]
     state = query.state
     if state == "open" and query.holder is not None:
-        where.append("state = 'claimed'")  # a pending item has no holder
+        where.append("state IN ('claimed', 'queued')")  # a pending item has no holder
     elif state == "open":
-        where.append("state IN ('pending', 'claimed')")
+        where.append("state IN ('pending', 'claimed', 'queued')")
+    elif state in _DERIVED:
+        where.append(_DERIVED[state])
     elif state == "needs_human":
         where.append("state = 'claimed' AND question IS NOT NULL")
     elif state == "claimed":
@@ -116,6 +127,14 @@ class ReadTx(ABC):
         """How many items are in each state people see (``model.SHOWN_STATES``, every one
         present, 0 when none): a claimed item with an open question counts as
         ``needs_human``, not ``claimed``. One grouped count, never a read of the items."""
+
+    @abstractmethod
+    def queued_items(self, limit: int) -> list[Item]:
+        """Up to ``limit`` queued items (submitted, waiting to land), in submit order."""
+
+    @abstractmethod
+    def landing_lease(self) -> LandingLease | None:
+        """The board's landing lease as last written, or None before the first acquisition."""
 
     @abstractmethod
     def claims_ending_between(self, start: float, end: float, limit: int) -> list[Item]:
@@ -197,7 +216,9 @@ class WriteTx(ReadTx):
 
         Returns whether the row changed. Allowed keys: title, body, priority, labels, state,
         claimed_by, fencing_token, lease_expires_at, updated_at, closed_at, spec, spec_line,
-        checks, evidence, question, escalate_to.
+        checks, evidence, question, escalate_to, reserved_for, and a worktree item's branch,
+        base_commit, worktree, submitted_head, submitted_at, merged_commit, rework (a JSON
+        object), rework_for, rework_until.
         """
 
     def take_first_pending(
@@ -212,6 +233,11 @@ class WriteTx(ReadTx):
         backend without such a statement keeps this default, and the core does the rest.
         """
         return None
+
+    @abstractmethod
+    def set_landing_lease(self, holder: str | None, token: int, expires_at: float | None) -> None:
+        """Write the board's landing lease (its one row, made on the first write); ``holder``
+        and ``expires_at`` None: free. The core decides who may."""
 
     @abstractmethod
     def add_deps(self, item_id: int, deps: Iterable[int]) -> None: ...

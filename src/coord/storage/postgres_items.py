@@ -39,6 +39,15 @@ _UPDATABLE = {
     "question": "",
     "escalate_to": "",
     "reserved_for": "",
+    "branch": "",
+    "base_commit": "",
+    "worktree": "",
+    "submitted_head": "",
+    "submitted_at": "",
+    "merged_commit": "",
+    "rework": "::json",
+    "rework_for": "",
+    "rework_until": "",
 }
 # The dependencies an item waits on: those not done yet. They fill ``Item.blocked_by`` and
 # make the listing's "blocked" state (and hold the item back from claim-next), one predicate.
@@ -260,13 +269,16 @@ UPDATE items
               FOR UPDATE SKIP LOCKED)
    AND state = 'pending'
    AND NOT EXISTS (SELECT 1 FROM item_files WHERE item_id = items.id)
+   AND items.rework IS NULL AND items.branch IS NULL
    AND NOT EXISTS (SELECT 1 FROM items
                     WHERE {_LAPSED_CLAIM} AND {filters} AND {_NOT_HELD_BACK})
 RETURNING {_ITEM_COLUMNS}, {_CLAIMED_PLAIN_RELATIONS}"""
 
 
 # What _ITEM_RELATIONS reads, for an item take_first_pending just claimed: it waited on no
-# dependency that is not done, and it declares no files.
+# dependency that is not done, and it declares no files. (A worktree item is left to the core:
+# its branch renamed after the new token, an item sent back's first refusal and the queue's
+# holds its claim takes over.)
 _CLAIMED_PLAIN_RELATIONS = (
     "ARRAY(SELECT depends_on FROM deps WHERE item_id = items.id ORDER BY depends_on), "
     "'{}'::bigint[], '{}'::text[]"

@@ -15,7 +15,9 @@ from coord.model import Item, Reservation
 ITEM_COLUMNS = (
     "id, kind, title, body, priority, labels, state, created_by, recipient, claimed_by, "
     "fencing_token, lease_expires_at, created_at, updated_at, closed_at, "
-    "key, spec, spec_line, checks, evidence, question, escalate_to, reserved_for"
+    "key, spec, spec_line, checks, evidence, question, escalate_to, reserved_for, "
+    "branch, base_commit, worktree, submitted_head, submitted_at, merged_commit, rework, "
+    "rework_for, rework_until"
 )
 
 
@@ -50,9 +52,18 @@ def item_of(
         question=row[20],
         escalate_to=row[21],
         reserved_for=row[22],
-        deps=array(row[23]),
-        blocked_by=array(row[24]),
-        files=array(row[25]),
+        branch=row[23],
+        base_commit=row[24],
+        worktree=row[25],
+        submitted_head=row[26],
+        submitted_at=row[27],
+        merged_commit=row[28],
+        rework=document(row[29]),
+        rework_for=row[30],
+        rework_until=row[31],
+        deps=array(row[32]),
+        blocked_by=array(row[33]),
+        files=array(row[34]),
     )
 
 

@@ -142,6 +142,10 @@ class SQLiteStorage(Storage):
     # --- schema ----------------------------------------------------------------------------
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
+        # A migration may rebuild a table others reference (SQLite cannot alter a CHECK):
+        # foreign keys are off for the transaction (the pragma is a no-op inside one), and
+        # checked whole before it commits.
+        conn.execute("PRAGMA foreign_keys = OFF")
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute(SCHEMA_VERSION_TABLE)
@@ -158,10 +162,18 @@ class SQLiteStorage(Storage):
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     (version, name, time.time()),
                 )
+            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise CoordError(
+                    f"upgrading the board would break {len(broken)} references (the first: "
+                    f"{broken[0][0]} row {broken[0][1]} to {broken[0][2]}); nothing was changed"
+                )
         except BaseException:
             conn.execute("ROLLBACK")
+            conn.execute("PRAGMA foreign_keys = ON")
             raise
         conn.execute("COMMIT")
+        conn.execute("PRAGMA foreign_keys = ON")
 
     def schema_version(self) -> int:
         row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()

@@ -39,9 +39,18 @@ _UPDATABLE = frozenset(
         "question",
         "escalate_to",
         "reserved_for",
+        "branch",
+        "base_commit",
+        "worktree",
+        "submitted_head",
+        "submitted_at",
+        "merged_commit",
+        "rework",
+        "rework_for",
+        "rework_until",
     }
 )
-_JSON_COLUMNS = frozenset({"labels", "checks", "evidence"})
+_JSON_COLUMNS = frozenset({"labels", "checks", "evidence", "rework"})
 # UPDATE ... RETURNING arrived in SQLite 3.35 (2021); older libraries take the general path.
 _HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 # The dependencies an item waits on: those not done yet. They fill ``Item.blocked_by`` and
@@ -276,13 +285,16 @@ UPDATE items
               WHERE state = 'pending' AND {filters} AND {_NOT_HELD_BACK}
               ORDER BY priority, id LIMIT 1)
    AND NOT EXISTS (SELECT 1 FROM item_files WHERE item_id = items.id)
+   AND items.rework IS NULL AND items.branch IS NULL
    AND NOT EXISTS (SELECT 1 FROM items INDEXED BY items_claimed_lease
                     WHERE {_LAPSED_CLAIM} AND {filters} AND {_NOT_HELD_BACK})
 RETURNING {_ITEM_COLUMNS}, {_CLAIMED_PLAIN_RELATIONS}"""
 
 
 # What _ITEM_RELATIONS reads, for an item take_first_pending just claimed: it waited on no
-# dependency that is not done, and it declares no files.
+# dependency that is not done, and it declares no files. (A worktree item is left to the core:
+# its branch renamed after the new token, an item sent back's first refusal and the queue's
+# holds its claim takes over.)
 _CLAIMED_PLAIN_RELATIONS = (
     "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), '[]', '[]'"
 )

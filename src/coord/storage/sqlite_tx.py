@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from coord.fast import holds, patterns
-from coord.model import SHOWN_STATES, Agent, Event, Item, Reply, Reservation
+from coord.model import SHOWN_STATES, Agent, Event, Item, LandingLease, Reply, Reservation
 from coord.storage.rows import reservation_of
 from coord.storage.sqlite_items import SQLiteItemTx
 
@@ -73,7 +73,37 @@ class SQLiteTx(SQLiteItemTx):
         waiting = int(row[0])
         counts["claimed"] -= waiting
         counts["needs_human"] = waiting
+        # the items sent back from landing (a few, off items_rework): pending, shown apart
+        row = self.conn.execute(
+            "SELECT count(*) FROM items INDEXED BY items_rework "
+            "WHERE rework IS NOT NULL AND state = 'pending'"
+        ).fetchone()
+        rework = int(row[0])
+        counts["pending"] -= rework
+        counts["needs_rework"] = rework
         return counts
+
+    def queued_items(self, limit: int) -> list[Item]:
+        return self._items(
+            "state = 'queued'",
+            (),
+            f"ORDER BY submitted_at, id LIMIT {int(limit)}",
+            source="items INDEXED BY items_queued",
+        )
+
+    def landing_lease(self) -> LandingLease | None:
+        row = self.conn.execute(
+            "SELECT holder, token, expires_at FROM landing_lease WHERE name = 'main'"
+        ).fetchone()
+        return None if row is None else LandingLease(row[0], int(row[1]), row[2])
+
+    def set_landing_lease(self, holder: str | None, token: int, expires_at: float | None) -> None:
+        self.conn.execute(
+            "INSERT INTO landing_lease (name, holder, token, expires_at) "
+            "VALUES ('main', ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+            "holder = excluded.holder, token = excluded.token, expires_at = excluded.expires_at",
+            (holder, token, expires_at),
+        )
 
     def claims_ending_between(self, start: float, end: float, limit: int) -> list[Item]:
         # the partial index items_claimed_lease keeps this to the claims in the window (named,

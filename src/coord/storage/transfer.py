@@ -68,7 +68,8 @@ TABLES: tuple[Table, ...] = (
         "items",
         "id kind title body priority labels state created_by recipient claimed_by "
         "fencing_token lease_expires_at created_at updated_at closed_at key spec spec_line "
-        "checks evidence question escalate_to reserved_for",
+        "checks evidence question escalate_to reserved_for branch base_commit worktree "
+        "submitted_head submitted_at merged_commit rework rework_for rework_until",
         "id",
         counter=True,
         json="labels checks",
@@ -85,6 +86,7 @@ TABLES: tuple[Table, ...] = (
         counter=True,
     ),
     _table("events", "seq at agent item_id kind details", "seq", counter=True),
+    _table("landing_lease", "name holder token expires_at", "name"),
 )
 BY_NAME = {table.name: table for table in TABLES}
 
