@@ -28,12 +28,15 @@ from starlette.testclient import TestClient
 from conftest import init_board_dir
 from coord.core.board import Board
 from coord.limits import MAX_INTEGER
+from coord.model import WorktreeSpec
 from coord.server.app import create_app
 from coord.server.openapi import OPENAPI
 
 TOKEN = "test-token"
 ITEM = 2  # the item a scenario works on (package R3, label ui); item 1 is a spare, to depend on
-SAMPLE_CONTEXT = {"<id>": ITEM, "<key>": "R3", "<dep>": 1, "<token>": 1}
+SAMPLE_CONTEXT = {"<id>": ITEM, "<key>": "R3", "<dep>": 1, "<token>": 1, "<landing>": 1}
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+WORKTREE = {"base_commit": COMMIT, "path_root": "/srv/app/.worktrees"}
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -45,6 +48,9 @@ class Scenario:
     claimed: bool = False  # item 2 claimed by "a" (its token is <token>)
     escalated: bool = False  # ... and waiting on a human
     cancelled: bool = False  # item 2 cancelled by its creator
+    worktree: bool = False  # item 2 claimed by "a" with a worktree
+    queued: bool = False  # ... and submitted: queued to land
+    landing: bool = False  # the runner "r" holds the landing lease (its token is <landing>)
 
 
 _HOLDER = {"agent": "a", "token": "<token>"}
@@ -76,6 +82,29 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("POST", "/v1/mirror:refresh"): Scenario({}),  # 409 on this SQLite board
     ("POST", "/v1/shutdown"): Scenario({}),
     ("POST", "/v1/web/codes"): Scenario({"agent": "h"}),
+    ("POST", "/v1/items/{id}/submit"): Scenario({**_HOLDER, "head": COMMIT}, worktree=True),
+    ("POST", "/v1/items/{id}/abandon"): Scenario({"agent": "a", "reason": "why"}, queued=True),
+    ("POST", "/v1/landing/acquire"): Scenario({"runner": "r"}),
+    ("POST", "/v1/landing/renew"): Scenario({"runner": "r", "token": "<landing>"}, landing=True),
+    ("POST", "/v1/landing/release"): Scenario({"runner": "r", "token": "<landing>"}, landing=True),
+    ("POST", "/v1/items/{id}/merged"): Scenario(
+        {"runner": "r", "landing_token": "<landing>", "item_token": "<token>", "commit": COMMIT},
+        queued=True,
+        landing=True,
+    ),
+    ("POST", "/v1/items/{id}/merged-outside"): Scenario(
+        {"agent": "a", "commit": COMMIT, "found_by": "ancestry"}, worktree=True
+    ),
+    ("POST", "/v1/items/{id}/needs-rework"): Scenario(
+        {
+            "runner": "r",
+            "landing_token": "<landing>",
+            "item_token": "<token>",
+            "facts": {"reason": "conflict"},
+        },
+        queued=True,
+        landing=True,
+    ),
 }
 
 # Values the server accepts, by field name (a field of the scenario's body is tried with its
@@ -123,6 +152,17 @@ SAMPLES: dict[str, list[Any]] = {
     "command": ["sed -i s/a/b/ src/a.py"],
     "tool": ["Bash"],
     "more_files": [0, 3],
+    "worktree": [WORKTREE],
+    "head": [COMMIT],
+    "commit": [COMMIT, "0" * 64],
+    "runner": ["r"],
+    "landing_token": ["<landing>"],
+    "item_token": ["<token>"],
+    "found_by": ["ancestry", "patch_id", "tree"],
+    "facts": [
+        {"reason": "check_failed", "check_output": "FAILED", "main_commit": COMMIT},
+        {"reason": "files_held", "files": ["src/a.py"]},
+    ],
 }
 # Objects listed inside a field: the smallest one, the i-th of many, and values of their fields.
 ELEMENTS: dict[str, Callable[[int], dict[str, Any]]] = {
@@ -214,11 +254,17 @@ class Site:
             token = 1
             if scenario.claimed or scenario.escalated:
                 token = board.claim(ITEM, agent="a").token
+            if scenario.worktree or scenario.queued:
+                spec = WorktreeSpec(WORKTREE["base_commit"], WORKTREE["path_root"])
+                token = board.claim(ITEM, agent="a", worktree=spec).token
+            if scenario.queued:
+                board.landing.submit(ITEM, agent="a", token=token, head=COMMIT)
+            landing = board.landing.acquire(runner="r").token if scenario.landing else 1
             if scenario.escalated:
                 board.escalate(ITEM, agent="a", token=token, question="which one?")
             if scenario.cancelled:
                 board.cancel(ITEM, agent="a", reason="not now")
-            context = {**SAMPLE_CONTEXT, "<token>": token}
+            context = {**SAMPLE_CONTEXT, "<token>": token, "<landing>": landing}
             app = create_app(board, TOKEN, on_shutdown=lambda: None)
             yield TestClient(app, base_url="http://127.0.0.1", headers=AUTH), context
         finally:
@@ -414,7 +460,8 @@ def _ids_needed(value: Any) -> int:
 
 def _limit_cases(method: str, path: str, schema: dict[str, Any]) -> Iterator[Any]:
     for name, field in schema.get("properties", {}).items():
-        if name == "token":  # its one right value is the claim's: checked by the fencing tests
+        # its one right value is the claim's (or the landing lease's): the fencing tests'
+        if name in ("token", "landing_token", "item_token"):
             continue
         for what, _, _ in limits_of(name, field):
             yield pytest.param(method, path, name, what, id=f"{method} {path} {name} {what}")

@@ -301,11 +301,19 @@ class Board:
 
     # --- claims ----------------------------------------------------------------------------
 
-    def claim(self, item_id: Any, *, agent: str, lease_seconds: float | None = None) -> Claim:
-        """Claim one item. Exactly one of any number of concurrent callers wins."""
+    def claim(
+        self,
+        item_id: Any,
+        *,
+        agent: str,
+        lease_seconds: float | None = None,
+        worktree: model.WorktreeSpec | None = None,
+    ) -> Claim:
+        """Claim one item. Exactly one of any number of concurrent callers wins. With
+        ``worktree`` the item records its branch, base and path in the same transaction."""
         agent = model.check_agent(agent)
         ref = model.check_item_ref(item_id)
-        return self._claims.claim(ref, agent, self._lease(lease_seconds))
+        return self._claims.claim(ref, agent, self._lease(lease_seconds), worktree=worktree)
 
     def claim_next(
         self,
@@ -314,11 +322,13 @@ class Board:
         kind: str | None = None,
         label: str | None = None,
         lease_seconds: float | None = None,
+        worktree: model.WorktreeSpec | None = None,
     ) -> Claim:
         """Claim the best ready item: priority 0 first, then the oldest."""
         agent = model.check_agent(agent)
         kind = model.check_kind(kind) if kind else None
-        return self._claims.claim_next(agent, kind, label, self._lease(lease_seconds))
+        lease = self._lease(lease_seconds)
+        return self._claims.claim_next(agent, kind, label, lease, worktree=worktree)
 
     def claim_batch(
         self,

@@ -36,14 +36,25 @@ class Claims:
             live = tx.live_reservations(now, near=item.files) if item.files else []
             return self.take(tx, item, agent, lease, now, live, worktree=worktree)
 
-    def claim_next(self, agent: str, kind: str | None, label: str | None, lease: float) -> Claim:
+    def claim_next(
+        self,
+        agent: str,
+        kind: str | None,
+        label: str | None,
+        lease: float,
+        *,
+        worktree: WorktreeSpec | None = None,
+    ) -> Claim:
         kinds = (kind,) if kind else model.WORK_KINDS
         with self.ctx.storage.write() as tx:
             now = self.ctx.now(tx)
             expires = now + lease
             # The usual case, a pending item without files, is one statement; takeovers and
-            # items with files come here only when they are first in line.
-            item = tx.take_first_pending(agent, kinds, label, now, expires)
+            # items with files come here only when they are first in line. A claim with a
+            # worktree writes its record too: the general path.
+            item = None
+            if worktree is None:
+                item = tx.take_first_pending(agent, kinds, label, now, expires)
             if item is not None:
                 token = item.fencing_token
                 details = {"token": token, "lease_expires_at": iso(expires)}
@@ -51,7 +62,7 @@ class Claims:
                 return Claim(item, agent, token, expires)
             scan = _Scan(self, tx, agent, now)
             for item, live in scan.ready(kinds, label):
-                return self.take(tx, item, agent, lease, now, live)
+                return self.take(tx, item, agent, lease, now, live, worktree=worktree)
         raise scan.nothing_ready(kind, label)
 
     def claim_batch(

@@ -9,12 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 from coord.server.context import Call
+from coord.server.landing import worktree_of
 
 
 def claim(call: Call) -> dict[str, Any]:
     board = call.board
     won = board.claim(
-        call.item_id, agent=call.agent(), lease_seconds=call.body.get("lease_seconds")
+        call.item_id,
+        agent=call.agent(),
+        lease_seconds=call.body.get("lease_seconds"),
+        worktree=worktree_of(call),
     )
     return won.to_dict(board.now())
 
@@ -32,7 +36,7 @@ def claim_next(call: Call) -> dict[str, Any]:
         won = board.claim_batch(body["count"], **options)
         now = board.now()
         return {"items": [c.to_dict(now) for c in won]}
-    return board.claim_next(**options).to_dict(board.now())
+    return board.claim_next(**options, worktree=worktree_of(call)).to_dict(board.now())
 
 
 def _as_holder(call: Call, verb: Callable[..., Any], **fields: Any) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from coord.limits import (
     MIN_PRUNE_AGE,
     REPLIES_PAGE,
 )
-from coord.server import claims, events, identity, items, reservations, status, stream
+from coord.server import claims, events, identity, items, landing, reservations, status, stream
+from coord.server.landing import WORKTREE
 from coord.server.schemas import (
     ADOPT,
     AGENT,
@@ -245,7 +246,7 @@ ROUTES: tuple[Route, ...] = (
         "claim an item: exactly one concurrent caller wins",
         CLAIM,
         write=True,
-        body=Body({"agent": AGENT, "lease_seconds": LEASE}, ("agent",)),
+        body=Body({"agent": AGENT, "lease_seconds": LEASE, "worktree": WORKTREE}, ("agent",)),
         errors=ABOUT_AN_ITEM,
     ),
     Route(
@@ -264,6 +265,7 @@ ROUTES: tuple[Route, ...] = (
                 "kind": KIND,
                 "label": {"type": "string"},
                 "count": {"type": "integer", "minimum": 1, "maximum": model.MAX_BATCH},
+                "worktree": WORKTREE,
             },
             ("agent",),
         ),
@@ -709,6 +711,8 @@ ROUTES: tuple[Route, ...] = (
         board=False,
     ),
 )
+
+ROUTES += landing.ROUTES  # a worktree item's way to main
 
 # answered without the token (the 401's message names them)
 PUBLIC_PATHS = tuple(route.path for route in ROUTES if route.public)
