@@ -177,7 +177,14 @@ CONFIG_KEYS = (
     "escalation_hold_seconds",
     "idle_exit_seconds",
     "database",
+    # a worktree item's way to main (issue 24)
+    "main_branch",
+    "worktree_root",
+    "worktree_setup",
+    "start_in_worktree",
+    "land_strategy",
 )
+LAND_STRATEGIES = ("rebase", "merge", "squash")
 DATABASE_SCHEMES = ("postgresql", "postgres")  # what libpq takes as a connection URL
 PASSWORD_FIX = (
     "keep the password out of the URL: libpq reads it from the PGPASSWORD environment "
@@ -252,7 +259,37 @@ def check_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
             check_database_url(config["database"])
         except InvalidInput as err:
             raise InvalidInput(f"{path}: database: {err.message}", field="database") from None
+    _check_landing_settings(config, path)
     return config
+
+
+def _check_landing_settings(config: dict[str, Any], path: Path) -> None:
+    for key, what in (
+        ("main_branch", "a branch name (main)"),
+        ("worktree_root", "a directory, relative to the repository or absolute"),
+        ("worktree_setup", "a shell command run in each new worktree"),
+    ):
+        value = config.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidInput(f"{path}: {key} {value!r} is not {what}", field=key)
+    branch = config.get("main_branch")
+    if branch is not None and (branch.startswith(("-", "refs/")) or " " in branch):
+        raise InvalidInput(
+            f"{path}: main_branch {branch!r} is not a branch name (write it as `main`, not "
+            "`refs/heads/main`)",
+            field="main_branch",
+        )
+    start = config.get("start_in_worktree")
+    if start is not None and not isinstance(start, bool):
+        raise InvalidInput(
+            f"{path}: start_in_worktree must be true or false", field="start_in_worktree"
+        )
+    strategy = config.get("land_strategy")
+    if strategy is not None and strategy not in LAND_STRATEGIES:
+        raise InvalidInput(
+            f"{path}: land_strategy {strategy!r} is not one of {', '.join(LAND_STRATEGIES)}",
+            field="land_strategy",
+        )
 
 
 def check_database_url(url: Any, field: str = "database") -> str:
