@@ -224,6 +224,13 @@ COMMANDS: Commands = {
         "cmd_migrate",
         "args_migrate",
     ),
+    "land": _elsewhere(
+        "coord.cli.land_cmd",
+        "land queued worktree items on main in order: checks on the exact tree, main moved "
+        "by compare-and-set (exit 1 if one was sent back or must wait)",
+        "cmd_land",
+        "args_land",
+    ),
     "guard": (
         files.cmd_guard,
         "may I edit these paths? exit 0, or 2 with the reasons "

@@ -13,6 +13,7 @@ of its whole change against each commit on main since its base, then tree equali
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ MAIN_REF = "refs/heads/main"
 
 @dataclass(slots=True)
 class Outcome:
-    kind: str  # "merged" | "needs_rework"
+    kind: str  # "merged" | "needs_rework" | "waiting" (the checkout of main is in the way)
     commit: str | None = None
     reason: str = ""
     files: list[str] = field(default_factory=list)
@@ -35,14 +36,110 @@ class Outcome:
     runs: list[dict[str, Any]] = field(default_factory=list)
 
 
+# The identity of the commits a landing makes (a merge or squash commit, a rebased copy's
+# committer) where the repository sets none: a CI machine or a fresh container often has
+# no user.name, and git refuses to commit without one.
+_FALLBACK_IDENTITY = {"name": "coord", "email": "coord@localhost"}
+# A landing runs no hook of the user's: it is not the user committing or merging.
+_NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+STRATEGIES = ("rebase", "merge", "squash")
+# what ``git merge --ff-only`` says when local changes are in the way
+_IN_THE_WAY = ("would be overwritten", "untracked working tree files would be")
+
+Vet = Callable[[str, str, list[str]], "Outcome | None"]
+
+
 def _landing_worktree(git: Git, path: Path, tip: str) -> Git:
     if not (path / ".git").exists():
         git.run("worktree", "add", "--detach", str(path), tip)
-    here = Git(path)
+    here = Git(path, git.env)
     if here.ok("rev-parse", "-q", "--verify", "REBASE_HEAD"):
         here.run("rebase", "--abort", check=False)
+    if here.ok("rev-parse", "-q", "--verify", "MERGE_HEAD"):
+        here.run("merge", "--abort", check=False)
     here.run("checkout", "--detach", "--force", tip)  # our own tree: nothing of anyone's
+    here.run("clean", "-fdq")  # what a killed check left: this tree is coord's alone
     return here
+
+
+def _identity(git: Git) -> Git:
+    env: dict[str, str] = {}
+    for part, fallback in _FALLBACK_IDENTITY.items():
+        if not git.out("config", f"user.{part}", check=False):
+            env[f"GIT_AUTHOR_{part.upper()}"] = fallback
+            env[f"GIT_COMMITTER_{part.upper()}"] = fallback
+    return git.with_env(**env) if env else git
+
+
+def _candidate(
+    here: Git, strategy: str, old: str, head: str, branch: str, message: str
+) -> tuple[str | None, list[str]]:
+    """Build the tree that would land, in the landing worktree: main's tip ``old`` with the
+    branch's change. (commit, []) or (None, conflicting files)."""
+    if strategy == "rebase":
+        built = here.run(*_NO_HOOKS, "rebase", "--no-autosquash", old, check=False)
+    else:
+        here.run("checkout", "--detach", "--force", old)
+        flags = ["--squash"] if strategy == "squash" else ["--no-ff", "-m", message]
+        built = here.run(*_NO_HOOKS, "merge", "--no-edit", *flags, head, check=False)
+        if built.returncode == 0 and strategy == "squash":
+            built = here.run(*_NO_HOOKS, "commit", "--allow-empty", "-qm", message, check=False)
+    if built.returncode != 0:
+        conflicted = here.out("diff", "--name-only", "--diff-filter=U").split()
+        here.run("rebase" if strategy == "rebase" else "merge", "--abort", check=False)
+        return None, conflicted
+    return here.out("rev-parse", "HEAD"), []
+
+
+def checked_out(repo: Path, main: str = MAIN_REF) -> Path | None:
+    """The working tree where ``main`` is checked out (the user's own, typically), if any."""
+    listing = Git(repo).out("worktree", "list", "--porcelain")
+    path: Path | None = None
+    for line in listing.splitlines():
+        if line.startswith("worktree "):
+            path = Path(line[len("worktree ") :])
+        elif line == f"branch {main}" and path is not None:
+            return path
+    return None
+
+
+def _move_main(
+    git: Git, main: str, candidate: str, old: str, checkout: Path | None, branch: str
+) -> str:
+    """Move main from ``old`` to ``candidate``: "moved", "lost" (main is no longer ``old``)
+    or "blocked" (local changes in the checkout of main are in the way)."""
+    if checkout is None:
+        moved = git.ok("update-ref", "-m", f"coord: land {branch}", main, candidate, old)
+        return "moved" if moved else "lost"
+    # main is checked out: its tree moves with it, as `git merge --ff-only` moves it (never
+    # leaving the checkout looking reverted), and only from the tip that was checked
+    there = Git(checkout, git.env)
+    if there.out("rev-parse", main) != old:
+        return "lost"
+    done = there.run(*_NO_HOOKS, "merge", "--ff-only", "-q", candidate, check=False)
+    if done.returncode == 0:
+        if there.out("rev-parse", main) == candidate:
+            return "moved"
+        return "lost"  # pragma: no cover - a fast-forward to a later descendant
+    said = done.stderr.decode("utf-8", "replace")
+    if any(words in said for words in _IN_THE_WAY):
+        return "blocked"
+    return "lost"
+
+
+def _in_the_way(checkout: Path, old: str, candidate: str) -> list[str]:
+    """Files the landing would change that the checkout of main has local changes in."""
+    here = Git(checkout)
+    changing = set(here.out("diff", "--name-only", old, candidate).splitlines())
+    listed = here.run("status", "--porcelain", "-z", "--untracked-files=all").stdout
+    dirty: set[str] = set()
+    entries = iter(listed.decode("utf-8", "surrogateescape").split("\0"))
+    for entry in entries:
+        if len(entry) > 3:
+            dirty.add(entry[3:])
+            if entry[0] in "RC":  # a rename's source follows as its own entry
+                dirty.add(next(entries, ""))
+    return sorted(changing & dirty)
 
 
 def land(
@@ -54,8 +151,18 @@ def land(
     *,
     retries: int = 5,
     check_timeout: float = 1800.0,
+    main: str = MAIN_REF,
+    strategy: str = "rebase",
+    message: str | None = None,
+    vet: Vet | None = None,
+    checkout: Path | None = None,
 ) -> Outcome:
-    git = Git(repo)
+    """Land ``branch`` at ``submitted_head`` on ``main``. ``vet(candidate, old, changed
+    files)`` may refuse a candidate (the files another item holds); ``checkout``: the working
+    tree where main is checked out, moved with it."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}")
+    git = _identity(Git(repo))
     now = git.out("rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False)
     if now != submitted_head:
         return Outcome(
@@ -64,12 +171,12 @@ def land(
             f"({submitted_head[:12]}): submit again",
         )
     for attempt in range(1, retries + 1):
-        old = git.out("rev-parse", MAIN_REF)
+        old = git.out("rev-parse", main)
         here = _landing_worktree(git, landing_path, submitted_head)
-        rebased = here.run("rebase", "--no-autosquash", old, check=False)
-        if rebased.returncode != 0:
-            conflicted = here.out("diff", "--name-only", "--diff-filter=U").split()
-            here.run("rebase", "--abort", check=False)
+        candidate, conflicted = _candidate(
+            here, strategy, old, submitted_head, branch, message or f"coord: land {branch}"
+        )
+        if candidate is None:
             return Outcome(
                 "needs_rework",
                 reason="conflict with main",
@@ -77,7 +184,12 @@ def land(
                 main=old,
                 attempts=attempt,
             )
-        candidate = here.out("rev-parse", "HEAD")
+        changed = here.out("diff", "--name-only", old, candidate).splitlines()
+        if vet is not None:
+            refused = vet(candidate, old, changed)
+            if refused is not None:
+                refused.main, refused.attempts = old, attempt
+                return refused
         runs = checks_module.run(checks, cwd=landing_path, timeout=check_timeout)
         failed = [r for r in runs if r["exit_code"] != 0]
         if failed:
@@ -89,8 +201,27 @@ def land(
                 attempts=attempt,
                 runs=runs,
             )
-        if git.ok("update-ref", "-m", f"coord: land {branch}", MAIN_REF, candidate, old):
+        if checkout is not None:
+            blocking = _in_the_way(checkout, old, candidate)
+            if blocking:
+                return Outcome(
+                    "waiting",
+                    reason=f"local changes in {checkout} (where {main} is checked out) are in "
+                    "the way: commit, stash or discard them there, then land again",
+                    files=blocking,
+                    main=old,
+                    attempts=attempt,
+                )
+        moved = _move_main(git, main, candidate, old, checkout, branch)
+        if moved == "moved":
             return Outcome("merged", commit=candidate, main=old, attempts=attempt, runs=runs)
+        if moved == "blocked":
+            return Outcome(
+                "waiting",
+                reason=f"local changes in {checkout} are in the way of moving {main}",
+                main=old,
+                attempts=attempt,
+            )
         # main moved while we checked: start again from its new tip
     return Outcome(
         "needs_rework", reason=f"main kept moving: {retries} attempts lost", attempts=retries

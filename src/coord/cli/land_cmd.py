@@ -1,0 +1,84 @@
+"""`coord land`: run the landing queue in the foreground.
+
+Lands every queued worktree item on main in submit order (``coord.landing.runner``), under
+the board's landing lease, and prints what became of each: merged (its commit), sent back
+for rework (why, which files), or waiting (the checkout of main has local changes in the
+way: which files). ``--watch`` keeps landing as items are queued, until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coord.cli.context import Context, Result
+
+EXIT_SENT_BACK = 1  # some item was sent back for rework, or must wait
+WATCH_SECONDS = 5.0
+
+
+def args_land(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep landing as items are queued, every few seconds, until interrupted",
+    )
+    p.add_argument(
+        "--check-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="how long one check may run on the candidate tree",
+    )
+
+
+def cmd_land(args: argparse.Namespace, ctx: Context) -> Result:
+    from coord.fast import board_files
+    from coord.landing import runner, worktrees
+
+    board_dir = ctx.board_dir
+    repo = worktrees.main_root(board_dir.parent)
+    config = board_files.read_config(board_dir)
+    name = ctx.agent(required=False) or "landing"
+    landing = runner.Runner(
+        ctx.session,
+        repo,
+        board_dir,
+        name,
+        main_branch=config.get("main_branch") or "main",
+        strategy=config.get("land_strategy") or "rebase",
+        worktree_root=worktrees.resolve_root(repo, config.get("worktree_root")),
+        check_timeout=args.check_timeout,
+    )
+    results = landing.land_all()
+    while args.watch:
+        time.sleep(WATCH_SECONDS)
+        results = landing.land_all()
+        for line in _lines([r.to_dict() for r in results]):
+            print(line, flush=True)
+    shown = [r.to_dict() for r in results]
+    code = 0 if all(r["outcome"] == "merged" for r in shown) else EXIT_SENT_BACK
+    text = "\n".join(_lines(shown)) or "the landing queue is empty"
+    return {"landed": shown}, text, code
+
+
+def _lines(results: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for r in results:
+        what = {
+            "merged": f"merged as {str(r.get('commit', ''))[:12]}",
+            "needs_rework": "sent back for rework",
+            "waiting": "waiting",
+            "skipped": "skipped",
+        }.get(r["outcome"], r["outcome"])
+        line = f"item {r['ref']}: {what}"
+        if r.get("reason"):
+            line += f": {r['reason']}"
+        if r.get("files"):
+            line += f" ({', '.join(r['files'])})"
+        if r.get("cleaned"):
+            line += f"; {r['cleaned']}"
+        out.append(line)
+    return out

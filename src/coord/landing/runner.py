@@ -1,0 +1,221 @@
+"""The landing queue's runner: lands queued worktree items on main, one at a time, in order.
+
+One runner per board holds the board's landing lease (``POST /v1/landing/acquire``, fenced
+like a claim: a runner that lost it cannot record a landing). For each queued item, in
+submit order, ``coord.landing.steps.land`` builds the candidate in the runner's own landing
+worktree (``.coord``'s sibling ``.worktrees/.landing``, never a user's checkout), refuses a
+candidate that changes a file another item holds, runs the item's checks on that exact tree
+and moves main by compare-and-set. Then the board hears what happened: ``merged`` (the
+commit; its files are freed and its dependents become ready) or ``needs-rework`` (the facts:
+conflicting files, the failed check's output, main's commit). When main is checked out with
+local changes in the way, the item stays queued and the runner stops, saying which files.
+
+After a merge the item's worktree and branch are removed when nothing would be lost
+(``coord.landing.removal``: clean, and its commits on main); otherwise they stay, and
+``coord worktree list`` shows them.
+
+The runner reaches the board only over the daemon's HTTP API (``Transport``), as the CLI
+does; the git work is local, in the board's repository.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coord.errors import CoordError
+from coord.fast import fsfold, patterns
+from coord.landing import steps, worktrees
+
+if TYPE_CHECKING:
+    from coord.client.flow import Transport
+
+LANDING_DIRNAME = ".landing"  # in the worktree root: the runner's own worktree
+LEASE_SECONDS = 600.0  # renewed before each item; a check may run long
+QUEUE_HOLDER = "coord/queue"  # coord.core.landings.QUEUE_HOLDER: the queue's own holds
+
+
+@dataclass(slots=True)
+class Landed:
+    """What the runner made of one queued item."""
+
+    item: int
+    ref: str
+    kind: str  # merged | needs_rework | waiting | skipped
+    commit: str | None = None
+    reason: str = ""
+    files: list[str] = field(default_factory=list)
+    cleaned: str = ""  # what became of its worktree and branch after a merge
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"item": self.item, "ref": self.ref, "outcome": self.kind}
+        for name in ("commit", "reason", "files", "cleaned"):
+            value = getattr(self, name)
+            if value:
+                out[name] = value
+        return out
+
+
+class Runner:
+    def __init__(
+        self,
+        transport: Transport,
+        repo: Path,
+        board_dir: Path,
+        name: str,
+        *,
+        main_branch: str = "main",
+        strategy: str = "rebase",
+        worktree_root: Path | None = None,
+        check_timeout: float = 1800.0,
+    ) -> None:
+        self.transport = transport
+        self.repo = repo
+        self.board_dir = board_dir
+        self.name = name
+        self.main = f"refs/heads/{main_branch}"
+        self.strategy = strategy
+        root = worktree_root or repo / ".worktrees"
+        self.landing_path = root / LANDING_DIRNAME
+        self.check_timeout = check_timeout
+        self.fold = fsfold.board_fold(board_dir)
+        self.token: int | None = None
+
+    # --- the lease ---------------------------------------------------------------------------
+
+    def acquire(self) -> int:
+        won = self._post(
+            "/v1/landing/acquire", {"runner": self.name, "lease_seconds": LEASE_SECONDS}
+        )
+        self.token = int(won["token"])
+        return self.token
+
+    def renew(self) -> None:
+        body = {"runner": self.name, "token": self.token, "lease_seconds": LEASE_SECONDS}
+        self._post("/v1/landing/renew", body)
+
+    def release(self) -> None:
+        if self.token is not None:
+            # lapsed or taken over: nothing of ours to give back
+            with contextlib.suppress(CoordError):
+                self._post("/v1/landing/release", {"runner": self.name, "token": self.token})
+            self.token = None
+
+    # --- one pass over the queue -------------------------------------------------------------
+
+    def land_all(self) -> list[Landed]:
+        """Land every queued item in submit order, under the landing lease; stop at the first
+        that must wait for the checkout of main."""
+        self.acquire()
+        results: list[Landed] = []
+        try:
+            queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
+            for item in queue:
+                self.renew()
+                landed = self.land_one(item)
+                results.append(landed)
+                if landed.kind == "waiting":
+                    break
+        finally:
+            self.release()
+        return results
+
+    def land_one(self, item: dict[str, Any]) -> Landed:
+        ref = str(item.get("key") or item["id"])
+        branch, head = item.get("branch"), item.get("submitted_head")
+        if not branch or not head:
+            return Landed(item["id"], ref, "skipped", reason="no branch or head recorded")
+        root = self.landing_path.parent
+        os.makedirs(root, exist_ok=True)
+        worktrees.ensure_ignored(self.repo, root)  # never "untracked" in the user's checkout
+        outcome = steps.land(
+            self.repo,
+            branch,
+            head,
+            list(item.get("checks") or []),
+            self.landing_path,
+            check_timeout=self.check_timeout,
+            main=self.main,
+            strategy=self.strategy,
+            message=f"{item.get('title') or branch} (coord item {ref}, {branch})",
+            vet=lambda candidate, old, changed: self._held_elsewhere(item, changed),
+            checkout=steps.checked_out(self.repo, self.main),
+        )
+        landed = Landed(item["id"], ref, outcome.kind, outcome.commit, outcome.reason)
+        landed.files = outcome.files
+        tokens = {
+            "runner": self.name,
+            "landing_token": self.token,
+            "item_token": item["fencing_token"],
+        }
+        if outcome.kind == "merged":
+            self._post(f"/v1/items/{item['id']}/merged", {**tokens, "commit": outcome.commit})
+            landed.cleaned = self._clean(item)
+        elif outcome.kind == "needs_rework" and outcome.reason.startswith("main kept moving"):
+            landed.kind = "waiting"  # nothing for its holder to fix: the next pass tries again
+        elif outcome.kind == "needs_rework":
+            facts: dict[str, Any] = {"reason": _reason_of(outcome), "files": outcome.files}
+            if outcome.output_tail or outcome.reason:
+                facts["check_output"] = outcome.output_tail or outcome.reason
+            if outcome.main:
+                facts["main_commit"] = outcome.main
+            self._post(f"/v1/items/{item['id']}/needs-rework", {**tokens, "facts": facts})
+        return landed
+
+    def _held_elsewhere(self, item: dict[str, Any], changed: list[str]) -> steps.Outcome | None:
+        """A candidate that changes a file another item or agent holds does not land."""
+        live = self.transport.call("GET", "/v1/reservations")["reservations"]
+        others = [
+            r
+            for r in live
+            if r.get("exclusive", True)
+            and r.get("item") != item["id"]
+            and not (r.get("agent") == QUEUE_HOLDER and r.get("item") == item["id"])
+        ]
+        blocked: list[str] = []
+        holders: set[str] = set()
+        for path in changed:
+            for held in others:
+                if patterns.covers(held["pattern"], path, fold=self.fold):
+                    blocked.append(path)
+                    holders.add(
+                        f"{held['agent']}" + (f" (item {held['item']})" if held.get("item") else "")
+                    )
+                    break
+        if not blocked:
+            return None
+        return steps.Outcome(
+            "needs_rework",
+            reason=f"it changes files held by {', '.join(sorted(holders))}",
+            files=blocked,
+        )
+
+    def _clean(self, item: dict[str, Any]) -> str:
+        """Remove a merged item's worktree and branch where nothing would be lost."""
+        path = item.get("worktree")
+        if not path or not Path(path).exists():
+            return ""
+        from coord.landing import removal
+
+        try:
+            removal.remove(self.repo, path, main=self.main)
+        except CoordError as err:
+            return f"kept {path}: {err.message}"
+        return f"removed {path} and its branch"
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        return self.transport.call("POST", path, body)
+
+
+def _reason_of(outcome: steps.Outcome) -> str:
+    """The board's word for why landing sent the item back."""
+    if outcome.reason.startswith("conflict"):
+        return "conflict"
+    if outcome.reason.startswith("check failed"):
+        return "check_failed"
+    if "held by" in outcome.reason:
+        return "files_held"
+    return "head_moved"

@@ -1,0 +1,186 @@
+"""The landing queue end to end (issue 24): a real daemon, real git, `coord land` as a fresh
+process. An item is claimed with a worktree over HTTP, worked and committed there, submitted,
+and landed; what must hold afterwards is read back from git and the board, not from the
+runner's own report."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Daemon, run_cli
+from coord.landing import worktrees
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def repo(daemon: Daemon) -> Path:
+    """The board's repository: main checked out at its root (the user's checkout), one
+    commit, .coord/ ignored."""
+    root = daemon.board_dir.parent
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Dev")
+    git(root, "config", "user.email", "dev@example.com")
+    (root / ".git/info/exclude").write_text(".coord/\n")
+    (root / "src").mkdir()
+    (root / "src/app.py").write_text("A = 1\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def ok(daemon: Daemon, method: str, path: str, body: Any = None) -> Any:
+    status, answer = daemon.request(method, path, body)
+    assert status < 300, (status, answer)
+    return answer
+
+
+def add(daemon: Daemon, title: str, **fields: Any) -> int:
+    return int(ok(daemon, "POST", "/v1/items", {"agent": "lead", "title": title, **fields})["id"])
+
+
+def work(daemon: Daemon, repo: Path, item: int, agent: str, writes: dict[str, str]) -> dict:
+    """Claim ``item`` with a worktree, make it, commit ``writes`` there, submit the head."""
+    base = git(repo, "rev-parse", "main")
+    spec = {"base_commit": base, "path_root": str(repo / ".worktrees")}
+    claim = ok(daemon, "POST", f"/v1/items/{item}/claim", {"agent": agent, "worktree": spec})
+    shown = ok(daemon, "GET", f"/v1/items/{item}")
+    made = worktrees.create(
+        repo,
+        shown["branch"],
+        base,
+        item=item,
+        token=claim["token"],
+        root=repo / ".worktrees",
+    )
+    wt = Path(made.path)
+    assert wt == Path(shown["worktree"])
+    for path, text in writes.items():
+        (wt / path).parent.mkdir(parents=True, exist_ok=True)
+        (wt / path).write_text(text)
+    git(wt, "add", "-A")
+    git(wt, "commit", "-qm", f"item {item}")
+    head = git(wt, "rev-parse", "HEAD")
+    body = {"agent": agent, "token": claim["token"], "head": head}
+    ok(daemon, "POST", f"/v1/items/{item}/submit", body)
+    return {"worktree": wt, "branch": shown["branch"], "head": head}
+
+
+def land(daemon: Daemon, repo: Path) -> subprocess.CompletedProcess[str]:
+    done = run_cli("land", board_dir=daemon.board_dir, cwd=repo, agent="lander")
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def test_a_submitted_item_lands_and_only_then_unblocks_its_dependent(
+    daemon: Daemon, repo: Path
+) -> None:
+    first = add(daemon, "add the parser", files=["src/parser.py"], checks=["test -f src/parser.py"])
+    second = add(daemon, "use the parser", deps=[first])
+    made = work(daemon, repo, first, "alice", {"src/parser.py": "P = 1\n"})
+    queued = ok(daemon, "GET", f"/v1/items/{first}")
+    assert queued["state"] == "queued"
+    assert not ok(daemon, "GET", f"/v1/items/{second}")["ready"]  # submitted is not merged
+    held = ok(daemon, "GET", "/v1/reservations")["reservations"]
+    assert [(r["agent"], r["pattern"]) for r in held] == [("coord/queue", "src/parser.py")]
+
+    done = land(daemon, repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    merged = ok(daemon, "GET", f"/v1/items/{first}")
+    assert merged["state"] == "merged"
+    assert git(repo, "rev-parse", "main") == merged["merged_commit"]
+    assert git(repo, "show", "main:src/parser.py") == "P = 1"
+    # the user's checkout of main moved with it, not left looking reverted
+    assert (repo / "src/parser.py").read_text() == "P = 1\n"
+    assert git(repo, "status", "--porcelain") == ""
+    assert ok(daemon, "GET", f"/v1/items/{second}")["ready"]
+    assert ok(daemon, "GET", "/v1/reservations")["reservations"] == []
+    assert not made["worktree"].exists()
+    assert git(repo, "branch", "--list", made["branch"]) == ""
+
+
+def test_a_failing_check_sends_the_item_back_with_its_output_and_main_stays(
+    daemon: Daemon, repo: Path
+) -> None:
+    item = add(daemon, "break it", checks=["echo 'boom: 3 failed' && exit 1"])
+    before = git(repo, "rev-parse", "main")
+    work(daemon, repo, item, "alice", {"src/app.py": "A = 2\n"})
+    done = land(daemon, repo)
+    assert done.returncode == 1, done.stdout
+    back = ok(daemon, "GET", f"/v1/items/{item}")
+    assert back["state"] == "needs_rework"
+    assert back["rework"]["reason"] == "check_failed"
+    assert "boom: 3 failed" in back["rework"]["check_output"]
+    assert back["rework_for"] == "alice"
+    assert git(repo, "rev-parse", "main") == before
+
+
+def test_a_conflict_with_main_names_the_files(daemon: Daemon, repo: Path) -> None:
+    item = add(daemon, "change app")
+    work(daemon, repo, item, "alice", {"src/app.py": "A = 2\n"})
+    (repo / "src/app.py").write_text("A = 3\n")  # a human's commit to main meanwhile
+    git(repo, "commit", "-qam", "human")
+    before = git(repo, "rev-parse", "main")
+    land(daemon, repo)
+    back = ok(daemon, "GET", f"/v1/items/{item}")
+    assert (back["state"], back["rework"]["reason"]) == ("needs_rework", "conflict")
+    assert back["rework"]["files"] == ["src/app.py"]
+    assert back["rework"]["main_commit"] == before
+    assert git(repo, "rev-parse", "main") == before
+    assert (repo / "src/app.py").read_text() == "A = 3\n"
+
+
+def test_a_branch_that_changed_a_file_someone_else_holds_does_not_land(
+    daemon: Daemon, repo: Path
+) -> None:
+    item = add(daemon, "sneaky", files=["src/mine.py"])
+    ok(daemon, "POST", "/v1/reservations", {"agent": "bob", "patterns": ["src/app.py"]})
+    before = git(repo, "rev-parse", "main")
+    work(daemon, repo, item, "alice", {"src/mine.py": "M = 1\n", "src/app.py": "A = 9\n"})
+    land(daemon, repo)
+    back = ok(daemon, "GET", f"/v1/items/{item}")
+    assert (back["state"], back["rework"]["reason"]) == ("needs_rework", "files_held")
+    assert back["rework"]["files"] == ["src/app.py"]
+    assert "bob" in back["rework"]["check_output"]
+    assert git(repo, "rev-parse", "main") == before
+
+
+def test_local_changes_in_the_checkout_of_main_make_the_landing_wait(
+    daemon: Daemon, repo: Path
+) -> None:
+    item = add(daemon, "change app")
+    work(daemon, repo, item, "alice", {"src/app.py": "A = 2\n"})
+    (repo / "src/app.py").write_text("A = human's work in progress\n")
+    before = git(repo, "rev-parse", "main")
+    done = land(daemon, repo)
+    assert done.returncode == 1 and "src/app.py" in done.stdout, done.stdout
+    assert ok(daemon, "GET", f"/v1/items/{item}")["state"] == "queued"
+    assert git(repo, "rev-parse", "main") == before
+    assert (repo / "src/app.py").read_text() == "A = human's work in progress\n"
+
+    git(repo, "checkout", "--", "src/app.py")  # the human puts it aside
+    assert land(daemon, repo).returncode == 0
+    assert ok(daemon, "GET", f"/v1/items/{item}")["state"] == "merged"
+    assert (repo / "src/app.py").read_text() == "A = 2\n"
+
+
+def test_a_zombies_commit_after_the_submit_never_reaches_main(daemon: Daemon, repo: Path) -> None:
+    """Invariant 19: only the head recorded at submit lands."""
+    item = add(daemon, "feature")
+    made = work(daemon, repo, item, "alice", {"src/feature.py": "F = 1\n"})
+    (made["worktree"] / "src/evil.py").write_text("EVIL = 1\n")
+    git(made["worktree"], "add", "-A")
+    git(made["worktree"], "commit", "-qm", "after the submit")
+    before = git(repo, "rev-parse", "main")
+    land(daemon, repo)
+    back = ok(daemon, "GET", f"/v1/items/{item}")
+    assert (back["state"], back["rework"]["reason"]) == ("needs_rework", "head_moved")
+    assert git(repo, "rev-parse", "main") == before
+    assert "src/evil.py" not in git(repo, "ls-tree", "-r", "--name-only", "main")
