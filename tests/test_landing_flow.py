@@ -184,3 +184,27 @@ def test_a_zombies_commit_after_the_submit_never_reaches_main(daemon: Daemon, re
     assert (back["state"], back["rework"]["reason"]) == ("needs_rework", "head_moved")
     assert git(repo, "rev-parse", "main") == before
     assert "src/evil.py" not in git(repo, "ls-tree", "-r", "--name-only", "main")
+
+
+def test_a_branch_squash_merged_by_hand_is_found_merged(daemon: Daemon, repo: Path) -> None:
+    """Item 8: merged means computed. A human squash-merges the branch; the next pass finds
+    it on main by its patch and records it merged, with the same effects."""
+    item = add(daemon, "feature", files=["src/feature.py"])
+    dependent = add(daemon, "after it", deps=[item])
+    fresh = add(daemon, "not started")
+    made = work(daemon, repo, item, "alice", {"src/feature.py": "F = 1\n"})
+    base = git(repo, "rev-parse", "main")
+    spec = {"base_commit": base, "path_root": str(repo / ".worktrees")}
+    ok(daemon, "POST", f"/v1/items/{fresh}/claim", {"agent": "bob", "worktree": spec})
+    git(repo, "branch", ok(daemon, "GET", f"/v1/items/{fresh}")["branch"], base)
+    git(repo, "merge", "--squash", "-q", made["branch"])
+    git(repo, "commit", "-qm", "squashed by hand")
+    done = land(daemon, repo)
+    assert done.returncode == 0, done.stdout
+    merged = ok(daemon, "GET", f"/v1/items/{item}")
+    assert merged["state"] == "merged"
+    assert merged["merged_commit"] == git(repo, "rev-parse", "main")
+    assert ok(daemon, "GET", f"/v1/items/{dependent}")["ready"]
+    assert ok(daemon, "GET", "/v1/reservations")["reservations"] == []
+    # a claim whose branch has nothing of its own yet sits on main too: it is not merged
+    assert ok(daemon, "GET", f"/v1/items/{fresh}")["state"] == "claimed"

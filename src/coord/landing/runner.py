@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from coord.errors import CoordError
 from coord.fast import fsfold, patterns
+from coord.fast.git import Git
 from coord.landing import steps, worktrees
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ class Runner:
         self.acquire()
         results: list[Landed] = []
         try:
+            results += self.merged_by_hand()
             queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
             for item in queue:
                 self.renew()
@@ -164,6 +166,40 @@ class Runner:
                 facts["main_commit"] = outcome.main
             self._post(f"/v1/items/{item['id']}/needs-rework", {**tokens, "facts": facts})
         return landed
+
+    def merged_by_hand(self) -> list[Landed]:
+        """Worktree items whose commits reached main some other way (a human's merge,
+        fast-forward, squash or rebase): found by ancestry, then patch-id, then tree, and
+        recorded merged like a landing. A claim whose branch has no commit of its own yet
+        is not merged, though its head is on main."""
+        found: list[Landed] = []
+        git = Git(self.repo)
+        for state in ("claimed", "queued"):
+            listed = self.transport.call("GET", f"/v1/items?state={state}&limit=1000")["items"]
+            for item in listed:
+                branch, base = item.get("branch"), item.get("base_commit")
+                if not branch or not base:
+                    continue
+                head = item.get("submitted_head") or git.out(
+                    "rev-parse", "-q", "--verify", f"refs/heads/{branch}", check=False
+                )
+                if not head or git.out("rev-list", "--count", f"{base}..{head}", check=False) in (
+                    "",
+                    "0",
+                ):
+                    continue  # the branch is gone here, or has nothing of its own yet
+                how = steps.merged_outside(self.repo, base, head, self.main)
+                if how is None:
+                    continue
+                tip = git.out("rev-parse", self.main)
+                body = {"agent": self.name, "commit": tip, "found_by": how.replace("-", "_")}
+                self._post(f"/v1/items/{item['id']}/merged-outside", body)
+                ref = str(item.get("key") or item["id"])
+                landed = Landed(item["id"], ref, "merged", tip, f"found on main by {how}")
+                if state == "queued":  # a live claim's worktree is its holder's to leave
+                    landed.cleaned = self._clean(item)
+                found.append(landed)
+        return found
 
     def _held_elsewhere(self, item: dict[str, Any], changed: list[str]) -> steps.Outcome | None:
         """A candidate that changes a file another item or agent holds does not land."""
