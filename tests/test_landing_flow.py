@@ -5,7 +5,11 @@ runner's own report."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +212,50 @@ def test_a_branch_squash_merged_by_hand_is_found_merged(daemon: Daemon, repo: Pa
     assert ok(daemon, "GET", "/v1/reservations")["reservations"] == []
     # a claim whose branch has nothing of its own yet sits on main too: it is not merged
     assert ok(daemon, "GET", f"/v1/items/{fresh}")["state"] == "claimed"
+
+
+def test_a_runner_killed_mid_check_is_replaced_and_main_moves_once(
+    daemon: Daemon, repo: Path
+) -> None:
+    """kill -9 while the item's check runs: nothing was recorded, the item stays queued, the
+    landing lease lapses, and the next runner lands it; main moved once for it."""
+    marker = repo.parent / "check-started"
+    check = f"if [ ! -e {marker} ]; then touch {marker}; sleep 60; fi"
+    item = add(daemon, "slow check", checks=[check])
+    base = git(repo, "rev-parse", "main")
+    work(daemon, repo, item, "alice", {"src/slow.py": "S = 1\n"})
+    env = {**os.environ, "COORD_DIR": str(daemon.board_dir), "COORD_AGENT": "lander"}
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "coord", "land", "--lease", "2"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its check too, as a client's kill of the process tree
+    )
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), runner.communicate(timeout=5)
+    os.killpg(runner.pid, signal.SIGKILL)
+    runner.communicate(timeout=5)
+    assert ok(daemon, "GET", f"/v1/items/{item}")["state"] == "queued"
+    assert git(repo, "rev-parse", "main") == base
+
+    lease = ok(daemon, "GET", "/v1/landing")  # the dead runner's, lapsing
+    while lease["holder"] is not None and not _lapsed(lease["expires_at"]):
+        assert time.monotonic() < deadline, lease
+        time.sleep(0.2)
+        lease = ok(daemon, "GET", "/v1/landing")
+    done = run_cli("land", "--lease", "2", board_dir=daemon.board_dir, cwd=repo, agent="next")
+    assert done.returncode == 0, done.stdout + done.stderr
+    merged = ok(daemon, "GET", f"/v1/items/{item}")
+    assert merged["state"] == "merged"
+    assert git(repo, "rev-list", "--count", f"{base}..main") == "1"
+    assert git(repo, "show", "main:src/slow.py") == "S = 1"
+
+
+def _lapsed(expires_at: str) -> bool:
+    from datetime import datetime
+
+    return datetime.fromisoformat(expires_at.replace("Z", "+00:00")).timestamp() < time.time()

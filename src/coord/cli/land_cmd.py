@@ -26,6 +26,14 @@ def args_land(p: argparse.ArgumentParser) -> None:
         help="keep landing as items are queued, every few seconds, until interrupted",
     )
     p.add_argument(
+        "--lease",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="the landing lease's length, renewed while this runner lands; another runner "
+        "may take the queue over this long after this one dies",
+    )
+    p.add_argument(
         "--check-timeout",
         type=float,
         default=1800.0,
@@ -51,6 +59,7 @@ def cmd_land(args: argparse.Namespace, ctx: Context) -> Result:
         strategy=config.get("land_strategy") or "rebase",
         worktree_root=worktrees.resolve_root(repo, config.get("worktree_root")),
         check_timeout=args.check_timeout,
+        lease_seconds=args.lease,
     )
     results = landing.land_all()
     while args.watch:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,9 @@ if TYPE_CHECKING:
     from coord.client.flow import Transport
 
 LANDING_DIRNAME = ".landing"  # in the worktree root: the runner's own worktree
-LEASE_SECONDS = 600.0  # renewed before each item; a check may run long
+# The landing lease: short, so a runner that died (kill -9, a closed laptop) stops holding
+# the queue within a minute, and renewed every quarter of it while an item's checks run.
+LEASE_SECONDS = 60.0
 QUEUE_HOLDER = "coord/queue"  # coord.core.landings.QUEUE_HOLDER: the queue's own holds
 
 
@@ -72,6 +75,7 @@ class Runner:
         strategy: str = "rebase",
         worktree_root: Path | None = None,
         check_timeout: float = 1800.0,
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         self.transport = transport
         self.repo = repo
@@ -84,18 +88,19 @@ class Runner:
         self.check_timeout = check_timeout
         self.fold = fsfold.board_fold(board_dir)
         self.token: int | None = None
+        self.lease_seconds = lease_seconds
+        self.lost: str | None = None  # why the lease was lost while landing, if it was
 
     # --- the lease ---------------------------------------------------------------------------
 
     def acquire(self) -> int:
-        won = self._post(
-            "/v1/landing/acquire", {"runner": self.name, "lease_seconds": LEASE_SECONDS}
-        )
+        body = {"runner": self.name, "lease_seconds": self.lease_seconds}
+        won = self._post("/v1/landing/acquire", body)
         self.token = int(won["token"])
         return self.token
 
     def renew(self) -> None:
-        body = {"runner": self.name, "token": self.token, "lease_seconds": LEASE_SECONDS}
+        body = {"runner": self.name, "token": self.token, "lease_seconds": self.lease_seconds}
         self._post("/v1/landing/renew", body)
 
     def release(self) -> None:
@@ -112,6 +117,9 @@ class Runner:
         that must wait for the checkout of main."""
         self.acquire()
         results: list[Landed] = []
+        stop = threading.Event()
+        renewing = threading.Thread(target=self._keep_lease, args=(stop,), daemon=True)
+        renewing.start()
         try:
             results += self.merged_by_hand()
             queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
@@ -122,8 +130,21 @@ class Runner:
                 if landed.kind == "waiting":
                     break
         finally:
+            stop.set()
+            renewing.join()
             self.release()
         return results
+
+    def _keep_lease(self, stop: threading.Event) -> None:
+        """Renew the landing lease every quarter of its length until ``stop``; a renewal the
+        board refuses (the lease lapsed and was taken) is remembered, and the runner's next
+        write about an item is refused by its token anyway."""
+        while not stop.wait(self.lease_seconds / 4):
+            try:
+                self.renew()
+            except CoordError as err:
+                self.lost = err.message
+                return
 
     def land_one(self, item: dict[str, Any]) -> Landed:
         ref = str(item.get("key") or item["id"])
