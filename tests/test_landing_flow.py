@@ -259,3 +259,45 @@ def _lapsed(expires_at: str) -> bool:
     from datetime import datetime
 
     return datetime.fromisoformat(expires_at.replace("Z", "+00:00")).timestamp() < time.time()
+
+
+PLAN = """# Plan
+
+**Reserved: P1 by @alice.**
+- [ ] **P1 — parser.** Dependencies: none.
+  - Files: `src/parser.py`
+  - Checks: `test -f src/parser.py`
+- [ ] **P2 — printer.** Dependencies: P1.
+  - Files: `src/printer.py`
+"""
+
+
+def test_landing_ticks_the_packages_box_and_drops_its_reservation_on_main(
+    daemon: Daemon, repo: Path
+) -> None:
+    """The document on main says done only for code on main: the tick is part of what
+    lands, in the same compare-and-set."""
+    (repo / "docs").mkdir()
+    (repo / "docs/plan.md").write_text(PLAN)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "plan")
+    imported = run_cli(
+        "spec", "import", "docs/plan.md", board_dir=daemon.board_dir, agent="lead", cwd=repo
+    )
+    assert imported.returncode == 0, imported.stderr
+    first = int(ok(daemon, "GET", "/v1/items/P1")["id"])
+    work(daemon, repo, first, "alice", {"src/parser.py": "P = 1\n"})
+    before = git(repo, "rev-parse", "main")
+    assert land(daemon, repo).returncode == 0
+    on_main = git(repo, "show", "main:docs/plan.md")
+    assert "- [x] **P1 — parser.**" in on_main
+    assert "Reserved: P1" not in on_main
+    assert "- [ ] **P2 — printer.**" in on_main
+    assert on_main == PLAN.replace("**Reserved: P1 by @alice.**\n", "").replace(
+        "- [ ] **P1", "- [x] **P1"
+    ).rstrip("\n")
+    # the code and the tick landed together: one move of main, both in its history
+    assert git(repo, "show", f"{before}:docs/plan.md") == PLAN.rstrip("\n")
+    assert git(repo, "show", "main:src/parser.py") == "P = 1"
+    assert ok(daemon, "GET", "/v1/items/P1")["state"] == "merged"
+    assert ok(daemon, "GET", "/v1/items/P2")["ready"]

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from coord.errors import CoordError
 from coord.fast import fsfold, patterns
 from coord.fast.git import Git
-from coord.landing import steps, worktrees
+from coord.landing import steps, ticks, worktrees
 
 if TYPE_CHECKING:
     from coord.client.flow import Transport
@@ -166,6 +166,7 @@ class Runner:
             message=f"{item.get('title') or branch} (coord item {ref}, {branch})",
             vet=lambda candidate, old, changed: self._held_elsewhere(item, changed),
             checkout=steps.checked_out(self.repo, self.main),
+            tidy=lambda tree: _tick(tree, item),
         )
         landed = Landed(item["id"], ref, outcome.kind, outcome.commit, outcome.reason)
         landed.files = outcome.files
@@ -265,6 +266,14 @@ class Runner:
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         return self.transport.call("POST", path, body)
+
+
+def _tick(tree: Path, item: dict[str, Any]) -> str | None:
+    """Tick the item's package in its design document, in the tree that lands."""
+    spec, package = item.get("spec"), item.get("key")  # spec: "PATH:LINE"
+    if not spec or not package or not ticks.tick_in(tree, spec.rsplit(":", 1)[0], package):
+        return None
+    return f"docs(coord): done {package}\n\nLanded from {item.get('branch')}."
 
 
 def _reason_of(outcome: steps.Outcome) -> str:

@@ -156,10 +156,12 @@ def land(
     message: str | None = None,
     vet: Vet | None = None,
     checkout: Path | None = None,
+    tidy: Callable[[Path], str | None] | None = None,
 ) -> Outcome:
     """Land ``branch`` at ``submitted_head`` on ``main``. ``vet(candidate, old, changed
-    files)`` may refuse a candidate (the files another item holds); ``checkout``: the working
-    tree where main is checked out, moved with it."""
+    files)`` may refuse a candidate (the files another item holds); ``tidy(tree)`` may edit
+    the candidate's tree (the design document's box), returning the commit message for its
+    edit; ``checkout``: the working tree where main is checked out, moved with it."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}")
     git = _identity(Git(repo))
@@ -190,6 +192,11 @@ def land(
             if refused is not None:
                 refused.main, refused.attempts = old, attempt
                 return refused
+        said = tidy(landing_path) if tidy is not None else None
+        if said is not None:  # part of what lands, checked with it
+            here.run("add", "-A")
+            here.run(*_NO_HOOKS, "commit", "-qm", said)
+            candidate = here.out("rev-parse", "HEAD")
         runs = checks_module.run(checks, cwd=landing_path, timeout=check_timeout)
         failed = [r for r in runs if r["exit_code"] != 0]
         if failed:
