@@ -1,0 +1,231 @@
+"""The flow from claim to main under load: a plan of packages worked by K agents at once.
+
+    python bench/landing.py [--packages 40] [--agents 4 8] [--unit 0.4] [--seed 7]
+
+A random DAG of packages with known work times (``unit`` seconds times 1-4), some creating
+files in one new directory and some editing one shared file in sequence through their
+dependencies. K scripted agents (separate OS processes) each loop: claim the best ready
+item with a worktree (``POST /v1/claim-next``), make the worktree (``coord.landing.
+worktrees.create``), sleep the package's work time, write its file, commit, submit. One
+landing runner (``coord land --watch``'s loop, in its own process) lands what is queued.
+
+Printed beside the reference of the same DAG and times: the makespan of the ideal list
+schedule (K machines, a package ready when its dependencies are done, landing free and
+instant), and the efficiency ideal / measured (target >= 0.9 with checks of 0 s); landings
+per minute. Not a test: nothing is asserted about speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import CLEANUP, PYTHON, new_board_dir, start_daemon
+
+SHARED = "src/shared/registry.py"
+
+
+def plan(count: int, seed: int) -> list[dict]:
+    """Packages P1..Pn: each depends on up to two earlier ones; every fifth edits the
+    shared registry after the previous fifth (a chain through dependencies)."""
+    rng = random.Random(seed)
+    packages: list[dict] = []
+    last_shared: str | None = None
+    for n in range(1, count + 1):
+        key = f"P{n}"
+        deps = sorted(
+            {f"P{rng.randint(1, n - 1)}" for _ in range(rng.randint(0, 2))} if n > 1 else set()
+        )
+        path = f"src/new/p{n}.py"
+        if n % 5 == 0:
+            path = SHARED
+            if last_shared is not None and last_shared not in deps:
+                deps.append(last_shared)
+            last_shared = key
+        packages.append({"key": key, "deps": deps, "file": path, "weight": rng.randint(1, 4)})
+    return packages
+
+
+def ideal(packages: list[dict], agents: int, unit: float) -> float:
+    """The list schedule's makespan: K machines, ready when every dependency is done,
+    the ready package of lowest number first (claim-next's order: all priorities equal)."""
+    done_at: dict[str, float] = {}
+    pending = list(packages)
+    now = 0.0
+    running: list[tuple[float, str]] = []
+    while pending or running:
+        ready = [p for p in pending if all(d in done_at for d in p["deps"])]
+        while ready and len(running) < agents:
+            package = ready.pop(0)
+            pending.remove(package)
+            heapq.heappush(running, (now + package["weight"] * unit, package["key"]))
+        finish, key = heapq.heappop(running)
+        now = finish
+        done_at[key] = finish
+    return now
+
+
+def agent(board_dir: Path, repo: Path, name: str, weights: dict[str, int], unit: float) -> None:
+    """One scripted agent: claim with a worktree, work, commit, submit, until nothing is
+    left to claim."""
+    from coord.client.http import Client
+    from coord.errors import NothingReady
+    from coord.landing import worktrees
+
+    client = Client(board_dir)
+    root = repo / ".worktrees"
+    while True:
+        base = _git(repo, "rev-parse", "main")
+        spec = {"base_commit": base, "path_root": str(root)}
+        try:
+            won = client.post("/v1/claim-next", {"agent": name, "worktree": spec})
+        except NothingReady:
+            if not client.get("/v1/items?state=pending&limit=1")["items"]:
+                return  # nothing left to claim: the others finish what they hold
+            time.sleep(0.1)
+            continue
+        item, token = won["item"], won["token"]
+        made = worktrees.create(repo, item["branch"], base, item=item["id"], token=token, root=root)
+        time.sleep(weights[item["key"]] * unit)
+        path = Path(made.path) / item["files"][0]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as out:
+            out.write(f"{item['key']} = True\n")
+        _git(made.path, "add", "-A")
+        _git(made.path, "commit", "-qm", item["key"])
+        head = _git(made.path, "rev-parse", "HEAD")
+        body = {"agent": name, "token": token, "head": head}
+        client.post(f"/v1/items/{item['id']}/submit", body)
+
+
+def lander(board_dir: Path, repo: Path) -> None:
+    """The landing runner, as `coord land --watch` runs it."""
+    from coord.client.http import Client
+    from coord.landing.runner import Runner
+
+    runner = Runner(Client(board_dir), repo, board_dir, "lander")
+    while True:
+        runner.land_all()
+        time.sleep(0.05)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    identity = ["-c", "user.name=agent", "-c", "user.email=agent@example.com"]
+    done = subprocess.run(
+        ["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int]:
+    board_dir = new_board_dir(f"landing-{agents}")
+    repo = board_dir.parent
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    (repo / ".git/info/exclude").write_text(".coord/\n")
+    (repo / "src/shared").mkdir(parents=True)
+    (repo / SHARED).write_text("# shared\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-qm", "base"],
+        cwd=repo,
+        check=True,
+    )
+    doc = ["# Plan", ""]
+    for p in packages:
+        deps = ", ".join(p["deps"]) or "none"
+        doc += [f"- [ ] **{p['key']} — work.** Dependencies: {deps}.", f"  - Files: `{p['file']}`"]
+    (repo / "docs").mkdir()
+    (repo / "docs/plan.md").write_text("\n".join(doc) + "\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-qm", "plan"],
+        cwd=repo,
+        check=True,
+    )
+    daemon = start_daemon(board_dir)
+    url, token = f"http://127.0.0.1:{daemon.port}", daemon.token
+    env = {**os.environ, "COORD_DIR": str(board_dir)}
+    subprocess.run(
+        [PYTHON, "-m", "coord", "spec", "import", "docs/plan.md", "--as", "lead"],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    weights = json.dumps({p["key"]: p["weight"] for p in packages})
+    began = time.perf_counter()
+    me = [PYTHON, __file__, "--as-process"]
+    runner = subprocess.Popen([*me, "lander", str(board_dir), str(repo)], env=env)
+    workers = [
+        subprocess.Popen(
+            [*me, "agent", str(board_dir), str(repo), f"agent-{k}", weights, str(unit)], env=env
+        )
+        for k in range(agents)
+    ]
+
+    def merged() -> int:
+        req = urllib.request.Request(f"{url}/v1/items?state=merged&limit=1000")
+        req.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(req, timeout=30) as answer:
+            return len(json.loads(answer.read())["items"])
+
+    while merged() < len(packages):
+        if all(w.poll() is not None for w in workers) and runner.poll() is not None:
+            break
+        time.sleep(0.1)
+    took = time.perf_counter() - began
+    for proc in (*workers, runner):
+        proc.kill()
+        proc.wait()
+    count = merged()
+    daemon.stop()
+    return took, count
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--as-process"]:  # one of the run's own processes
+        role, board_dir, repo, *rest = sys.argv[2:]
+        if role == "agent":
+            agent(Path(board_dir), Path(repo), rest[0], json.loads(rest[1]), float(rest[2]))
+        else:
+            lander(Path(board_dir), Path(repo))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--packages", type=int, default=40)
+    parser.add_argument("--agents", type=int, nargs="+", default=[4, 8])
+    parser.add_argument("--unit", type=float, default=0.4, help="seconds of work per weight")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    packages = plan(args.packages, args.seed)
+    total = sum(p["weight"] for p in packages) * args.unit
+    print(
+        f"== landing: {len(packages)} packages, {total:.1f} s of work in all, checks of 0 s, "
+        "one landing runner"
+    )
+    try:
+        for agents in args.agents:
+            reference = ideal(packages, agents, args.unit)
+            took, count = run(packages, agents, args.unit)
+            print(
+                f"   K={agents}: makespan {took:6.1f} s beside the ideal list schedule's "
+                f"{reference:6.1f} s: efficiency {reference / took:.2f} (target >= 0.90); "
+                f"{count} of {len(packages)} merged, {count / took * 60:.0f} landings a minute",
+                flush=True,
+            )
+    finally:
+        CLEANUP.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
