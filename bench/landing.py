@@ -114,9 +114,7 @@ def lander(board_dir: Path, repo: Path) -> None:
     from coord.landing.runner import Runner
 
     runner = Runner(Client(board_dir), repo, board_dir, "lander")
-    while True:
-        runner.land_all()
-        time.sleep(0.05)
+    runner.watch(0.05, 30.0, lambda landed: None)
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -9,14 +9,14 @@ way: which files). ``--watch`` keeps landing as items are queued, until interrup
 from __future__ import annotations
 
 import argparse
-import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from coord.cli.context import Context, Result
 
 EXIT_SENT_BACK = 1  # some item was sent back for rework, or must wait
-WATCH_SECONDS = 5.0
+WATCH_SECONDS = 2.0  # how often a watching runner reads the queue
+SWEEP_SECONDS = 30.0  # how often it looks for items merged by hand (git work per item)
 
 
 def args_land(p: argparse.ArgumentParser) -> None:
@@ -61,12 +61,13 @@ def cmd_land(args: argparse.Namespace, ctx: Context) -> Result:
         check_timeout=args.check_timeout,
         lease_seconds=args.lease,
     )
+    if args.watch:
+        landing.watch(
+            WATCH_SECONDS,
+            SWEEP_SECONDS,
+            lambda landed: print("\n".join(_lines([landed.to_dict()])), flush=True),
+        )
     results = landing.land_all()
-    while args.watch:
-        time.sleep(WATCH_SECONDS)
-        results = landing.land_all()
-        for line in _lines([r.to_dict() for r in results]):
-            print(line, flush=True)
     shown = [r.to_dict() for r in results]
     code = 0 if all(r["outcome"] == "merged" for r in shown) else EXIT_SENT_BACK
     text = "\n".join(_lines(shown)) or "the landing queue is empty"

@@ -23,6 +23,7 @@ from pathlib import Path
 from coord.errors import Conflict, GitError, NotFound
 from coord.fast.git import Git
 from coord.landing import snapshot
+from coord.landing.gitlock import changing_worktrees
 from coord.landing.steps import MAIN_REF, merged_outside
 from coord.landing.worktrees import Worktree, dirname_for, find, main_root
 
@@ -91,13 +92,15 @@ def remove(
         if branch_head and not kept(repo, branch_head, main):
             git.run("update-ref", snapshot.PREFIX + name + "-branch", branch_head, "")
             done.snapshots.append(snapshot.PREFIX + name + "-branch")
-    git.run("worktree", "unlock", str(wt.path))
     # dirty only when its work was just snapshotted; a change made since then is the window
     # this cannot close (and a clean one that got dirty meanwhile is refused by git)
     force = ["--force"] if losing and not wt.clean else []
-    removed = git.run("worktree", "remove", *force, str(wt.path), check=False)
+    with changing_worktrees(repo):
+        git.run("worktree", "unlock", str(wt.path))
+        removed = git.run("worktree", "remove", *force, str(wt.path), check=False)
+        if removed.returncode != 0:
+            git.run("worktree", "lock", "--reason", wt.lock_reason or "coord", str(wt.path))
     if removed.returncode != 0:
-        git.run("worktree", "lock", "--reason", wt.lock_reason or "coord", str(wt.path))
         raise Conflict(
             f"git would not remove {wt.path}: " + removed.stderr.decode("utf-8", "replace").strip(),
             worktree=str(wt.path),

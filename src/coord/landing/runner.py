@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,19 +114,21 @@ class Runner:
 
     # --- one pass over the queue -------------------------------------------------------------
 
-    def land_all(self) -> list[Landed]:
+    def land_all(self, *, sweep: bool = True) -> list[Landed]:
         """Land every queued item in submit order, under the landing lease; stop at the first
-        that must wait for the checkout of main."""
+        that must wait for the checkout of main. ``sweep``: first find the items merged by
+        hand. An empty queue takes no lease (a watching runner writes nothing while idle)."""
+        results = self.merged_by_hand() if sweep else []
+        queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
+        if not queue:
+            return results
         self.acquire()
-        results: list[Landed] = []
         stop = threading.Event()
         renewing = threading.Thread(target=self._keep_lease, args=(stop,), daemon=True)
         renewing.start()
         try:
-            results += self.merged_by_hand()
-            queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
-            for item in queue:
-                self.renew()
+            # read again under the lease: another runner may have landed some meanwhile
+            for item in self.transport.call("GET", "/v1/queue?limit=1000")["items"]:
                 landed = self.land_one(item)
                 results.append(landed)
                 if landed.kind == "waiting":
@@ -134,6 +138,18 @@ class Runner:
             renewing.join()
             self.release()
         return results
+
+    def watch(self, every: float, sweep_every: float, report: Callable[[Landed], None]) -> None:
+        """Land as items are queued, until interrupted: the queue read every ``every``
+        seconds, the sweep for items merged by hand every ``sweep_every``."""
+        swept = 0.0
+        while True:
+            due = time.monotonic() - swept >= sweep_every
+            for landed in self.land_all(sweep=due):
+                report(landed)
+            if due:
+                swept = time.monotonic()
+            time.sleep(every)
 
     def _keep_lease(self, stop: threading.Event) -> None:
         """Renew the landing lease every quarter of its length until ``stop``; a renewal the

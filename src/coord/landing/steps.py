@@ -20,6 +20,7 @@ from typing import Any
 
 from coord.client import checks as checks_module
 from coord.fast.git import Git
+from coord.landing.gitlock import changing_worktrees
 
 MAIN_REF = "refs/heads/main"
 
@@ -51,7 +52,8 @@ Vet = Callable[[str, str, list[str]], "Outcome | None"]
 
 def _landing_worktree(git: Git, path: Path, tip: str) -> Git:
     if not (path / ".git").exists():
-        git.run("worktree", "add", "--detach", str(path), tip)
+        with changing_worktrees(git.cwd):
+            git.run("worktree", "add", "--detach", str(path), tip)
     here = Git(path, git.env)
     if here.ok("rev-parse", "-q", "--verify", "REBASE_HEAD"):
         here.run("rebase", "--abort", check=False)

@@ -36,6 +36,7 @@ from coord.fast import worktree as fast_worktree
 from coord.fast.board_files import BOARD_DIRNAME
 from coord.fast.git import Git
 from coord.landing import include
+from coord.landing.gitlock import changing_worktrees
 from coord.landing.steps import MAIN_REF, merged_outside
 
 DEFAULT_ROOT = ".worktrees"
@@ -219,6 +220,25 @@ def create(
     reason = fast_worktree.lock_reason(
         item, token, branch, pid, os.uname().nodename, fast_worktree.process_started(pid)
     )
+    with changing_worktrees(repo):
+        made = _make(git, repo, path, branch, base, reuse, pid, reason)
+    copied = include.copy(repo, path, leave_out=[root])
+    made.copied, made.not_copied = copied.copied, copied.skipped
+    if setup:
+        made.setup = checks_module.run([setup], cwd=path, timeout=setup_timeout)[0]
+    return made
+
+
+def _make(
+    git: Git,
+    repo: Path,
+    path: Path,
+    branch: str,
+    base: str,
+    reuse: str | None,
+    pid: int,
+    reason: str,
+) -> Created:
     made = Created(path, branch, "")
     source = branch if _branch_exists(git, branch) else None
     if source is None and reuse is not None and _branch_exists(git, reuse):
@@ -264,10 +284,6 @@ def create(
     else:
         git.run("worktree", "add", "--lock", "--reason", reason, "-b", branch, str(path), base)
     made.head = Git(path).out("rev-parse", "HEAD")
-    copied = include.copy(repo, path, leave_out=[root])
-    made.copied, made.not_copied = copied.copied, copied.skipped
-    if setup:
-        made.setup = checks_module.run([setup], cwd=path, timeout=setup_timeout)[0]
     return made
 
 
