@@ -239,17 +239,25 @@ def land(
 
 def merged_outside(repo: Path, base: str, head: str, main: str = MAIN_REF) -> str | None:
     """How ``head`` (branched at ``base``) reached main: 'ancestry', 'patch-id', 'tree', or
-    None when it did not."""
+    None when it did not. A fixed number of git commands however long main has grown since
+    ``base``: every commit's patch-id from one ``git log -p`` (a merge diffed against its
+    first parent), every tree from one listing."""
     git = Git(repo)
     if git.ok("merge-base", "--is-ancestor", head, main):
         return "ancestry"
+    span = f"{base}..{main}"
     mine = _patch_id(git, git.run("diff", base, head).stdout)
+    if mine:
+        patches = git.run(
+            "log", "-p", "--diff-merges=first-parent", "--format=commit %H", span
+        ).stdout
+        if patches:
+            found = git.run("patch-id", "--stable", input=patches).stdout.decode()
+            if any(line.split(" ")[0] == mine for line in found.splitlines()):
+                return "patch-id"
     tree = git.out("rev-parse", f"{head}^{{tree}}")
-    for commit in git.out("rev-list", f"{base}..{main}").split():
-        if mine and _patch_id(git, git.run("diff", f"{commit}^", commit).stdout) == mine:
-            return "patch-id"
-        if git.out("rev-parse", f"{commit}^{{tree}}") == tree:
-            return "tree"
+    if tree in git.out("log", "--format=%T", span).split():
+        return "tree"
     return None
 
 
