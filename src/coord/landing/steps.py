@@ -248,17 +248,23 @@ def merged_outside(repo: Path, base: str, head: str, main: str = MAIN_REF) -> st
     span = f"{base}..{main}"
     mine = _patch_id(git, git.run("diff", base, head).stdout)
     if mine:
-        patches = git.run(
-            "log", "-p", "--diff-merges=first-parent", "--format=commit %H", span
-        ).stdout
-        if patches:
-            found = git.run("patch-id", "--stable", input=patches).stdout.decode()
-            if any(line.split(" ")[0] == mine for line in found.splitlines()):
-                return "patch-id"
+        on_main = _patch_ids(git, span)
+        # squashed: the whole change is one commit on main; rebased: each of its commits is
+        if mine in on_main or (_patch_ids(git, f"{base}..{head}") or {mine}) <= on_main:
+            return "patch-id"
     tree = git.out("rev-parse", f"{head}^{{tree}}")
     if tree in git.out("log", "--format=%T", span).split():
         return "tree"
     return None
+
+
+def _patch_ids(git: Git, span: str) -> set[str]:
+    """The patch-id of every commit in ``span`` (a merge's against its first parent)."""
+    patches = git.run("log", "-p", "--diff-merges=first-parent", "--format=commit %H", span)
+    if not patches.stdout:
+        return set()
+    found = git.run("patch-id", "--stable", input=patches.stdout).stdout.decode()
+    return {line.split(" ")[0] for line in found.splitlines() if line}
 
 
 def _patch_id(git: Git, diff: bytes) -> str:
