@@ -5,6 +5,7 @@ runner's own report."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -301,3 +302,35 @@ def test_landing_ticks_the_packages_box_and_drops_its_reservation_on_main(
     assert git(repo, "show", "main:src/parser.py") == "P = 1"
     assert ok(daemon, "GET", "/v1/items/P1")["state"] == "merged"
     assert ok(daemon, "GET", "/v1/items/P2")["ready"]
+
+
+def test_main_on_a_remote_is_moved_by_a_push_never_forced_and_a_lost_race_lands_again(
+    daemon: Daemon, repo: Path
+) -> None:
+    """main lives on a bare remote: a human pushes to it while the item's check runs, the
+    runner's push is refused (never forced), and the next attempt lands on top of theirs."""
+    origin = repo.parent / "origin.git"
+    git(repo.parent, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(repo, "remote", "add", "origin", str(origin))
+    git(repo, "push", "-q", "origin", "main")
+    config = daemon.board_dir / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "land_remote": "origin"}))
+    human = repo.parent / "human"
+    git(repo.parent, "clone", "-q", str(origin), str(human))
+    flag = repo.parent / "pushed-once"
+    race = (
+        f"if [ ! -e {flag} ]; then touch {flag}; cd {human} && echo h > human.txt && "
+        "git add human.txt && git -c user.name=h -c user.email=h@example.com commit -qm "
+        "human && git push -q origin main; fi"
+    )
+    item = add(daemon, "remote work", checks=[race])
+    work(daemon, repo, item, "alice", {"src/remote.py": "R = 1\n"})
+    done = land(daemon, repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    merged = ok(daemon, "GET", f"/v1/items/{item}")
+    on_origin = git(origin, "rev-parse", "main")
+    assert merged["state"] == "merged" and merged["merged_commit"] == on_origin
+    assert git(origin, "show", "main:human.txt") == "h"  # the human's push stands
+    assert git(origin, "show", "main:src/remote.py") == "R = 1"
+    assert git(repo, "rev-parse", "main") == on_origin  # the local main followed
+    assert (repo / "src/remote.py").read_text() == "R = 1\n"

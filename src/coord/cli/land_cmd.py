@@ -60,6 +60,7 @@ def cmd_land(args: argparse.Namespace, ctx: Context) -> Result:
         worktree_root=worktrees.resolve_root(repo, config.get("worktree_root")),
         check_timeout=args.check_timeout,
         lease_seconds=args.lease,
+        remote=config.get("land_remote"),
     )
     if args.watch:
         landing.watch(

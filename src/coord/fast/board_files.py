@@ -183,6 +183,7 @@ CONFIG_KEYS = (
     "worktree_setup",
     "start_in_worktree",
     "land_strategy",
+    "land_remote",
 )
 LAND_STRATEGIES = ("rebase", "merge", "squash")
 DATABASE_SCHEMES = ("postgresql", "postgres")  # what libpq takes as a connection URL
@@ -268,6 +269,7 @@ def _check_landing_settings(config: dict[str, Any], path: Path) -> None:
         ("main_branch", "a branch name (main)"),
         ("worktree_root", "a directory, relative to the repository or absolute"),
         ("worktree_setup", "a shell command run in each new worktree"),
+        ("land_remote", "a git remote's name (origin)"),
     ):
         value = config.get(key)
         if value is not None and (not isinstance(value, str) or not value.strip()):

@@ -78,12 +78,16 @@ class Runner:
         worktree_root: Path | None = None,
         check_timeout: float = 1800.0,
         lease_seconds: float = LEASE_SECONDS,
+        remote: str | None = None,
     ) -> None:
         self.transport = transport
         self.repo = repo
         self.board_dir = board_dir
         self.name = name
         self.main = f"refs/heads/{main_branch}"
+        self.remote = remote
+        # what "on main" is judged against: the remote's main when main lives there
+        self.judged = f"refs/remotes/{remote}/{main_branch}" if remote else self.main
         self.strategy = strategy
         root = worktree_root or repo / ".worktrees"
         self.landing_path = root / LANDING_DIRNAME
@@ -118,6 +122,8 @@ class Runner:
         """Land every queued item in submit order, under the landing lease; stop at the first
         that must wait for the checkout of main. ``sweep``: first find the items merged by
         hand. An empty queue takes no lease (a watching runner writes nothing while idle)."""
+        if sweep and self.remote is not None:  # judged against the remote's main as it is
+            Git(self.repo).run("fetch", "-q", self.remote, check=False, timeout=120.0)
         results = self.merged_by_hand() if sweep else []
         queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
         if not queue:
@@ -183,6 +189,7 @@ class Runner:
             vet=lambda candidate, old, changed: self._held_elsewhere(item, changed),
             checkout=steps.checked_out(self.repo, self.main),
             tidy=lambda tree: _tick(tree, item),
+            remote=self.remote,
         )
         landed = Landed(item["id"], ref, outcome.kind, outcome.commit, outcome.reason)
         landed.files = outcome.files
@@ -226,10 +233,10 @@ class Runner:
                     "0",
                 ):
                     continue  # the branch is gone here, or has nothing of its own yet
-                how = steps.merged_outside(self.repo, base, head, self.main)
+                how = steps.merged_outside(self.repo, base, head, self.judged)
                 if how is None:
                     continue
-                tip = git.out("rev-parse", self.main)
+                tip = git.out("rev-parse", self.judged)
                 body = {"agent": self.name, "commit": tip, "found_by": how.replace("-", "_")}
                 self._post(f"/v1/items/{item['id']}/merged-outside", body)
                 ref = str(item.get("key") or item["id"])
@@ -275,7 +282,7 @@ class Runner:
         from coord.landing import removal
 
         try:
-            removal.remove(self.repo, path, main=self.main)
+            removal.remove(self.repo, path, main=self.judged)
         except CoordError as err:
             return f"kept {path}: {err.message}"
         return f"removed {path} and its branch"

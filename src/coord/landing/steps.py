@@ -23,6 +23,7 @@ from coord.fast.git import Git
 from coord.landing.gitlock import changing_worktrees
 
 MAIN_REF = "refs/heads/main"
+REMOTE_TIMEOUT = 120.0  # a fetch or push over the network
 
 
 @dataclass(slots=True)
@@ -129,6 +130,18 @@ def _move_main(
     return "lost"
 
 
+def _follow(git: Git, main: str, landed: str, checkout: Path | None, branch: str) -> None:
+    """Bring the local main up to what landed on the remote, where that is a fast-forward
+    (and the checkout of main, as `git merge --ff-only` would, when nothing is in its way);
+    else it stays as it is, for its owner to pull."""
+    local = git.out("rev-parse", "-q", "--verify", main, check=False)
+    if not local or not git.ok("merge-base", "--is-ancestor", local, landed):
+        return
+    if checkout is not None and _in_the_way(checkout, local, landed):
+        return
+    _move_main(git, main, landed, local, checkout, branch)
+
+
 def _in_the_way(checkout: Path, old: str, candidate: str) -> list[str]:
     """Files the landing would change that the checkout of main has local changes in."""
     here = Git(checkout)
@@ -159,11 +172,15 @@ def land(
     vet: Vet | None = None,
     checkout: Path | None = None,
     tidy: Callable[[Path], str | None] | None = None,
+    remote: str | None = None,
 ) -> Outcome:
     """Land ``branch`` at ``submitted_head`` on ``main``. ``vet(candidate, old, changed
     files)`` may refuse a candidate (the files another item holds); ``tidy(tree)`` may edit
     the candidate's tree (the design document's box), returning the commit message for its
-    edit; ``checkout``: the working tree where main is checked out, moved with it."""
+    edit; ``checkout``: the working tree where main is checked out, moved with it.
+    ``remote``: main lives there; it is fetched before each attempt and moved by a push that
+    is never forced (the remote refuses it when main moved: the compare-and-set), then the
+    local main follows it where it can."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}")
     git = _identity(Git(repo))
@@ -174,8 +191,11 @@ def land(
             reason=f"branch {branch} is at {now[:12] or 'nothing'}, not the head submitted "
             f"({submitted_head[:12]}): submit again",
         )
+    tracking = f"refs/remotes/{remote}/{main.removeprefix('refs/heads/')}" if remote else main
     for attempt in range(1, retries + 1):
-        old = git.out("rev-parse", main)
+        if remote is not None:
+            git.run("fetch", "-q", remote, f"+{main}:{tracking}", timeout=REMOTE_TIMEOUT)
+        old = git.out("rev-parse", tracking)
         here = _landing_worktree(git, landing_path, submitted_head)
         candidate, conflicted = _candidate(
             here, strategy, old, submitted_head, branch, message or f"coord: land {branch}"
@@ -210,6 +230,21 @@ def land(
                 attempts=attempt,
                 runs=runs,
             )
+        if remote is not None:
+            pushed = git.run(
+                *_NO_HOOKS,
+                "push",
+                "-q",
+                remote,
+                f"{candidate}:{main}",
+                check=False,
+                timeout=REMOTE_TIMEOUT,
+            )
+            if pushed.returncode == 0:
+                git.run("update-ref", tracking, candidate)
+                _follow(git, main, candidate, checkout, branch)
+                return Outcome("merged", commit=candidate, main=old, attempts=attempt, runs=runs)
+            continue  # the remote's main moved meanwhile: fetch it and start again
         if checkout is not None:
             blocking = _in_the_way(checkout, old, candidate)
             if blocking:
