@@ -113,7 +113,8 @@ def lander(board_dir: Path, repo: Path) -> None:
     from coord.client.http import Client
     from coord.landing.runner import Runner
 
-    runner = Runner(Client(board_dir), repo, board_dir, "lander")
+    del repo  # the board's own, with its settings
+    runner = Runner.for_board(Client(board_dir), board_dir, "lander")
     runner.watch(0.05, 30.0, lambda landed: None)
 
 

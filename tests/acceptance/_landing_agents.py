@@ -84,7 +84,8 @@ def runner(board_dir: str, repo: str) -> None:
     from coord.client.http import Client
     from coord.landing.runner import Runner
 
-    Runner(Client(Path(board_dir)), Path(repo), Path(board_dir), "lander").watch(
+    del repo  # the runner finds the board's repository, and its settings, as `coord land`
+    Runner.for_board(Client(Path(board_dir)), Path(board_dir), "lander").watch(
         0.1, 1.0, lambda landed: None
     )
 

@@ -11,12 +11,15 @@ worktree or branch is left but the runner's own landing worktree."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from conftest import Daemon, run_cli
 
@@ -76,8 +79,9 @@ def get(daemon: Daemon, path: str) -> Any:
     return answer
 
 
+@pytest.mark.parametrize("home", ["local main checked out", "a bare remote"])
 def test_a_plan_of_twelve_packages_reaches_main_through_four_agents_in_worktrees(
-    daemon: Daemon,
+    daemon: Daemon, home: str
 ) -> None:
     repo = daemon.board_dir.parent
     git(repo, "init", "-q", "-b", "main")
@@ -90,6 +94,13 @@ def test_a_plan_of_twelve_packages_reaches_main_through_four_agents_in_worktrees
     (repo / "docs/plan.md").write_text(PLAN)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "the plan")
+    origin = repo.parent / "origin.git"
+    if home == "a bare remote":
+        git(repo.parent, "init", "-q", "--bare", "-b", "main", str(origin))
+        git(repo, "remote", "add", "origin", str(origin))
+        git(repo, "push", "-q", "origin", "main")
+        config = daemon.board_dir / "config.json"
+        config.write_text(json.dumps({**json.loads(config.read_text()), "land_remote": "origin"}))
     imported = run_cli(
         "spec", "import", "docs/plan.md", board_dir=daemon.board_dir, agent="lead", cwd=repo
     )
@@ -116,12 +127,18 @@ def test_a_plan_of_twelve_packages_reaches_main_through_four_agents_in_worktrees
             time.sleep(0.3)
         for proc in agents:
             proc.wait(60)
+        # the runner removes a merged item's worktree right after recording it merged
+        while time.monotonic() < deadline and len(git(repo, "worktree", "list").splitlines()) > 2:
+            time.sleep(0.2)
     finally:
         for proc in (*agents, runner):
             if proc.poll() is None:
                 proc.kill()
             proc.wait(10)
 
+    if home == "a bare remote":  # main's home has it all, and the local main followed
+        local, remote = git(repo, "rev-parse", "main"), git(origin, "rev-parse", "main")
+        assert local == remote
     items = {i["key"]: i for i in get(daemon, "/v1/items?limit=100")["items"]}
     assert {key: i["state"] for key, i in items.items()} == dict.fromkeys(items, "merged")
     # main holds every package's change

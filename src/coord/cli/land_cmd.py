@@ -43,24 +43,14 @@ def args_land(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_land(args: argparse.Namespace, ctx: Context) -> Result:
-    from coord.fast import board_files
-    from coord.landing import runner, worktrees
+    from coord.landing import runner
 
-    board_dir = ctx.board_dir
-    repo = worktrees.main_root(board_dir.parent)
-    config = board_files.read_config(board_dir)
-    name = ctx.agent(required=False) or "landing"
-    landing = runner.Runner(
+    landing = runner.Runner.for_board(
         ctx.session,
-        repo,
-        board_dir,
-        name,
-        main_branch=config.get("main_branch") or "main",
-        strategy=config.get("land_strategy") or "rebase",
-        worktree_root=worktrees.resolve_root(repo, config.get("worktree_root")),
+        ctx.board_dir,
+        ctx.agent(required=False) or "landing",
         check_timeout=args.check_timeout,
         lease_seconds=args.lease,
-        remote=config.get("land_remote"),
     )
     if args.watch:
         landing.watch(

@@ -97,6 +97,22 @@ class Runner:
         self.lease_seconds = lease_seconds
         self.lost: str | None = None  # why the lease was lost while landing, if it was
 
+    @classmethod
+    def for_board(cls, transport: Transport, board_dir: Path, name: str, **given: Any) -> Runner:
+        """A runner for the board's repository, with the board's settings (``main_branch``,
+        ``land_strategy``, ``worktree_root``, ``land_remote``); ``given`` overrides."""
+        from coord.fast import board_files
+
+        repo = worktrees.main_root(board_dir.parent)
+        config = board_files.read_config(board_dir)
+        settings: dict[str, Any] = {
+            "main_branch": config.get("main_branch") or "main",
+            "strategy": config.get("land_strategy") or "rebase",
+            "worktree_root": worktrees.resolve_root(repo, config.get("worktree_root")),
+            "remote": config.get("land_remote"),
+        }
+        return cls(transport, repo, board_dir, name, **{**settings, **given})
+
     # --- the lease ---------------------------------------------------------------------------
 
     def acquire(self) -> int:
