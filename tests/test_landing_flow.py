@@ -21,7 +21,8 @@ from coord.landing import worktrees
 
 
 def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, (args, done.stderr)
     return done.stdout.strip()
 
 
@@ -220,7 +221,7 @@ def test_a_runner_killed_mid_check_is_replaced_and_main_moves_once(
 ) -> None:
     """kill -9 while the item's check runs: nothing was recorded, the item stays queued, the
     landing lease lapses, and the next runner lands it; main moved once for it."""
-    marker = repo.parent / "check-started"
+    marker = repo.parent / f"{repo.name}-check-started"
     check = f"if [ ! -e {marker} ]; then touch {marker}; sleep 60; fi"
     item = add(daemon, "slow check", checks=[check])
     base = git(repo, "rev-parse", "main")
@@ -309,15 +310,15 @@ def test_main_on_a_remote_is_moved_by_a_push_never_forced_and_a_lost_race_lands_
 ) -> None:
     """main lives on a bare remote: a human pushes to it while the item's check runs, the
     runner's push is refused (never forced), and the next attempt lands on top of theirs."""
-    origin = repo.parent / "origin.git"
+    origin = repo.parent / f"{repo.name}-origin.git"
     git(repo.parent, "init", "-q", "--bare", "-b", "main", str(origin))
     git(repo, "remote", "add", "origin", str(origin))
     git(repo, "push", "-q", "origin", "main")
     config = daemon.board_dir / "config.json"
     config.write_text(json.dumps({**json.loads(config.read_text()), "land_remote": "origin"}))
-    human = repo.parent / "human"
+    human = repo.parent / f"{repo.name}-human"
     git(repo.parent, "clone", "-q", str(origin), str(human))
-    flag = repo.parent / "pushed-once"
+    flag = repo.parent / f"{repo.name}-pushed-once"
     race = (
         f"if [ ! -e {flag} ]; then touch {flag}; cd {human} && echo h > human.txt && "
         "git add human.txt && git -c user.name=h -c user.email=h@example.com commit -qm "

@@ -94,7 +94,7 @@ def test_a_plan_of_twelve_packages_reaches_main_through_four_agents_in_worktrees
     (repo / "docs/plan.md").write_text(PLAN)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "the plan")
-    origin = repo.parent / "origin.git"
+    origin = repo.parent / f"{repo.name}-origin.git"
     if home == "a bare remote":
         git(repo.parent, "init", "-q", "--bare", "-b", "main", str(origin))
         git(repo, "remote", "add", "origin", str(origin))
@@ -156,7 +156,7 @@ def test_a_plan_of_twelve_packages_reaches_main_through_four_agents_in_worktrees
     sent_back = [e for e in events if e["kind"] == "needs_rework"]
     assert [e["item_id"] for e in sent_back] == [items["F6"]["id"]]
     # every check passed on the tree that landed: run them again on each merged commit
-    scratch = repo.parent / "scratch"
+    scratch = repo.parent / f"{repo.name}-scratch"
     git(repo, "worktree", "add", "-q", "--detach", str(scratch), "main")
     for item in items.values():
         git(scratch, "checkout", "-q", "--detach", item["merged_commit"])
