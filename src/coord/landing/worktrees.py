@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coord import model
 from coord.client import checks as checks_module
 from coord.errors import Conflict, InvalidInput
 from coord.fast import worktree as fast_worktree
@@ -39,7 +40,7 @@ from coord.landing import include
 from coord.landing.steps import MAIN_REF, merged_outside
 
 DEFAULT_ROOT = ".worktrees"
-BRANCH_PREFIX = "coord/"
+BRANCH_PREFIX = model.WORKTREE_BRANCH_PREFIX
 
 
 @dataclass(slots=True)
@@ -186,9 +187,9 @@ def ensure_ignored(repo: Path, root: Path) -> None:
 
 
 def dirname_for(branch: str) -> str:
-    """The worktree's directory name: its branch without ``coord/``, one path component."""
-    name = branch.removeprefix(BRANCH_PREFIX)
-    return name.replace("/", "-")
+    """The worktree's directory name: its branch without ``coord/``, one path component
+    (``model.worktree_dirname``: the rule the board's record of the path follows too)."""
+    return model.worktree_dirname(branch)
 
 
 def create(
