@@ -1,0 +1,331 @@
+"""A worktree item's client half (issue 24), written once for the CLI and the MCP tools: start
+(claim with a worktree, then make it), submit (the ``done`` of a worktree item), and what the
+worktrees of the board's repository are.
+
+``start`` claims through the daemon with the worktree spec (main's tip as the base, the
+configured root), so the board records the branch, base and path in the claim's transaction;
+then makes the linked worktree there (``coord.landing.worktrees.create``). If git cannot make
+it, the claim is released: nothing stays held for a worktree that does not exist.
+
+``submit`` runs where the agent works (git is read here): refused unless the item's worktree
+is clean, its HEAD is the item's branch and contains the base commit; then the daemon records
+HEAD's commit and the item is queued, its files held by the queue until merged or abandoned.
+
+Imported only by those verbs: git and the landing modules are not on ``coord next``'s path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from coord.client import flow, tokens
+from coord.errors import Conflict, CoordError, GitError, InvalidInput, NotFound
+from coord.fast import board_files
+from coord.fast import worktree as fast_worktree
+from coord.fast.git import Git
+
+DEFAULT_MAIN = "main"
+# names the agent's own long-lived process, whose life the worktree's lock follows
+PID_ENV = "COORD_AGENT_PID"
+
+
+def repo_of(session: flow.Session) -> Path:
+    """The main working tree of the board's repository (the board is at its root)."""
+    from coord.landing import worktrees
+
+    return worktrees.main_root(session.board_dir.parent)
+
+
+def settings(session: flow.Session) -> dict[str, Any]:
+    config = board_files.read_config(session.board_dir)
+    return {
+        "main_branch": config.get("main_branch") or DEFAULT_MAIN,
+        "worktree_root": config.get("worktree_root"),
+        "worktree_setup": config.get("worktree_setup"),
+        "start_in_worktree": bool(config.get("start_in_worktree")),
+    }
+
+
+def main_ref(session: flow.Session) -> str:
+    return f"refs/heads/{settings(session)['main_branch']}"
+
+
+def owner_pid() -> int:
+    """The process the worktree belongs to: ``COORD_AGENT_PID`` when the agent names its own,
+    else this command's parent (the agent's shell or client; the command itself ends now)."""
+    named = os.environ.get(PID_ENV, "")
+    if named.isdigit() and int(named) > 0:
+        return int(named)
+    return os.getppid()
+
+
+def start(
+    session: flow.Session,
+    agent: str,
+    ref: int | str | None = None,
+    *,
+    kind: str | None = None,
+    label: str | None = None,
+    lease: float | None = None,
+    pid: int | None = None,
+) -> dict[str, Any]:
+    """Claim ``ref`` (or the best ready item) with a worktree and make it: the claim, with
+    ``worktree`` (what was made: path, branch, base, copied files, the setup's run)."""
+    if not session.local:
+        raise InvalidInput(
+            "a worktree is made where the agent works: claim with a worktree through `coord "
+            "start` or `coord mcp` (stdio), not the daemon's own MCP endpoint",
+            field="worktree",
+        )
+    from coord.landing import worktrees
+
+    repo = repo_of(session)
+    config = settings(session)
+    main = config["main_branch"]
+    git = Git(repo)
+    base = git.out("rev-parse", "-q", "--verify", f"refs/heads/{main}^{{commit}}", check=False)
+    if not base:
+        raise InvalidInput(
+            f"the main branch {main!r} has no commit in {repo}: commit on it first, or set "
+            "main_branch in .coord/config.json to the branch work lands on",
+            field="main_branch",
+        )
+    root = worktrees.resolve_root(repo, config["worktree_root"])
+    spec = {"base_commit": base, "path_root": str(root)}
+    previous = None
+    if ref is not None:  # a worktree item claimed again keeps its branch (renamed)
+        previous = session.get(f"/v1/items/{ref}").get("branch")
+        won = flow.claim(session, agent, ref, lease, worktree=spec)
+    else:
+        won = flow.claim_next(session, agent, kind=kind, label=label, lease=lease, worktree=spec)
+    item = won["item"]
+    rework = item.get("rework") or {}
+    reuse = rework.get("previous_branch") or rework.get("branch") or previous
+    if reuse == item["branch"]:
+        reuse = None
+    try:
+        made = worktrees.create(
+            repo,
+            item["branch"],
+            base,
+            item=won["id"],
+            token=won["token"],
+            root=root,
+            reuse=reuse,
+            pid=owner_pid() if pid is None else pid,
+            setup=config["worktree_setup"],
+        )
+        if str(made.path) != item["worktree"]:
+            raise Conflict(
+                f"the worktree was made at {made.path}, not at {item['worktree']} where the "
+                "board records it: a bug in coord; remove it and report it",
+                worktree=str(made.path),
+            )
+    except CoordError as err:
+        _give_back(session, agent, won, err)
+        raise
+    won["worktree"] = {
+        "path": str(made.path),
+        "branch": made.branch,
+        "base_commit": base,
+        "reused": made.reused,
+        "copied": made.copied,
+        "not_copied": made.not_copied,
+        "setup": made.setup,
+    }
+    return won
+
+
+def _give_back(session: flow.Session, agent: str, won: dict[str, Any], err: CoordError) -> None:
+    """The worktree could not be made: release the claim, and say in ``err`` what to do."""
+    ref = won["id"]
+    try:
+        flow.release(session, agent, ref, won["token"], reason="its worktree could not be made")
+        kept = "the claim is released (nothing is held)"
+    except CoordError as failed:
+        kept = f"the claim could not be released ({failed.message}): `coord release {ref}`"
+    err.message = (
+        f"could not make the worktree of item {ref} on {won['item']['branch']}: {err.message}; "
+        f"{kept}. Fix what git says (a branch or directory in the way: `git worktree list`, "
+        "`git branch`), then `coord start` again"
+    )
+    err.details.update(id=ref, released="released" in kept)
+
+
+# --- submit ----------------------------------------------------------------------------------
+
+
+def item_here(session: flow.Session, where: str | None = None) -> int:
+    """The item whose coord worktree holds ``where`` (default: the current directory)."""
+    where = where or session.workdir
+    found = fast_worktree.claim_of(where, str(repo_of(session))) if where else None
+    if found is None:
+        raise InvalidInput(
+            f"{where} is in no coord worktree: name the item (`coord done ID`), or run it in "
+            "the worktree `coord start` made",
+            field="id",
+        )
+    return int(found[1]["item"])
+
+
+def submit(
+    session: flow.Session, agent: str, ref: int | str, *, token: int | None = None
+) -> dict[str, Any]:
+    """Hand the worktree's HEAD to the landing queue, after checking it here: the item,
+    queued."""
+    if not session.local:
+        raise InvalidInput(
+            "a worktree item is submitted where it was worked: call done through `coord done` "
+            "or `coord mcp` (stdio), which read its worktree",
+            field="item",
+        )
+    item = session.get(f"/v1/items/{ref}")
+    if not item.get("branch") or not item.get("worktree"):
+        raise Conflict(f"item {ref} has no worktree: `coord done {ref}` closes it", id=item["id"])
+    written = flow.token_for(session, agent, ref, token)
+    head = check_ready(item)
+    request = {"agent": agent, "token": written, "head": head}
+    try:
+        queued = session.post(f"/v1/items/{ref}/submit", request)
+    except CoordError as err:
+        if err.code == "lease_lost":
+            tokens.forget(session.board_dir, agent, ref)
+        raise
+    tokens.forget(session.board_dir, agent, ref, queued.get("id"), queued.get("key"))
+    return queued
+
+
+def check_ready(item: dict[str, Any]) -> str:
+    """HEAD's commit of the item's worktree, if it may be submitted: clean (nothing staged,
+    modified or untracked that git does not ignore), on the item's branch, containing the
+    base. Else ``Conflict`` saying what to do; nothing is changed."""
+    path, branch, base = Path(item["worktree"]), item["branch"], item.get("base_commit")
+    ref = item.get("key") or item["id"]
+    if not path.is_dir():
+        raise Conflict(
+            f"the worktree of item {ref}, {path}, is gone: nothing to submit; release the item "
+            f"(`coord release {ref}`) and start it again",
+            id=item["id"],
+            worktree=str(path),
+        )
+    git = Git(path)
+    status = git.out("status", "--porcelain", "--untracked-files=all")
+    if status:
+        lines = status.splitlines()
+        shown = ", ".join(line[3:] for line in lines[:5]) + (" …" if len(lines) > 5 else "")
+        raise Conflict(
+            f"the worktree {path} has {len(lines)} uncommitted change(s) ({shown}): commit "
+            "them (or remove them) and run done again; only committed work lands",
+            id=item["id"],
+            worktree=str(path),
+            uncommitted=len(lines),
+        )
+    on = git.out("symbolic-ref", "-q", "HEAD", check=False)
+    if on != f"refs/heads/{branch}":
+        raise Conflict(
+            f"the worktree {path} is on {on.removeprefix('refs/heads/') or 'a detached HEAD'}, "
+            f"not on the item's branch {branch}: `git switch {branch}` there (with your "
+            "commits on it), then run done again",
+            id=item["id"],
+            branch=branch,
+        )
+    head = git.out("rev-parse", "HEAD")
+    if base and not git.ok("merge-base", "--is-ancestor", base, head):
+        raise Conflict(
+            f"HEAD {head[:12]} of {path} does not contain the base commit {base[:12]} it "
+            "started from: its history was rewritten past the base; rebase it onto it and "
+            "run done again",
+            id=item["id"],
+            base_commit=base,
+        )
+    return head
+
+
+# --- what the worktrees are ------------------------------------------------------------------
+
+
+def worktrees_judged(session: flow.Session) -> list[dict[str, Any]]:
+    """Each coord worktree of the repository: its item as the board sees it, owner, cleanness,
+    whether it is merged; and what gc would do with it, and why."""
+    from coord.landing import worktrees
+
+    repo, main = repo_of(session), main_ref(session)
+    found = []
+    for wt in worktrees.list_worktrees(repo, main):
+        lock = wt.lock
+        assert lock is not None  # list_worktrees lists only coord's
+        try:
+            item: dict[str, Any] | None = session.get(f"/v1/items/{lock.item}")
+        except NotFound:
+            item = None
+        removable, why = _fate(wt, item)
+        found.append(
+            {
+                "path": str(wt.path),
+                "item": lock.item,
+                "token": lock.token,
+                "branch": wt.branch,
+                "head": wt.head,
+                "pid": lock.pid,
+                "host": lock.host,
+                "alive": wt.alive,
+                "exists": wt.exists,
+                "clean": wt.clean,
+                "changed": wt.changed,
+                "untracked": wt.untracked,
+                "merged": wt.merged if wt.ahead else None,
+                "ahead": wt.ahead,
+                "state": item["state"] if item else None,
+                "removable": removable,
+                "reason": why,
+            }
+        )
+    return found
+
+
+def _fate(wt: Any, item: dict[str, Any] | None) -> tuple[bool, str]:
+    """(whether gc may try to remove it, why): only what no claim and no queue entry needs;
+    ``removal.remove`` still refuses anything that would lose work."""
+    if item is None:
+        return True, "its item is gone from the board"
+    state, lock = item["state"], wt.lock
+    ours = item.get("branch") == wt.branch and item.get("fencing_token") == lock.token
+    if state in ("merged", "done"):
+        return True, f"item {lock.item} is {state}"
+    if state == "cancelled":
+        return True, f"item {lock.item} is cancelled"
+    if state == "queued" and ours:
+        return False, f"item {lock.item} is queued to land from it"
+    if state == "needs_rework" and (item.get("rework") or {}).get("branch") == wt.branch:
+        return False, f"item {lock.item} needs rework: its next claim reuses this branch"
+    if state in ("claimed", "needs_human") and ours:
+        if item.get("lease_expired") and wt.alive is False:
+            return False, (
+                f"item {lock.item}'s lease ran out and its process {lock.pid} is gone: "
+                "kept for the next claim to resume"
+            )
+        return False, f"item {lock.item} is claimed by {item.get('claimed_by')} in it"
+    return True, f"item {lock.item} is {state} and no longer worked here (released or abandoned)"
+
+
+def gc(session: flow.Session, *, dry_run: bool = False) -> list[dict[str, Any]]:
+    """Remove the worktrees no claim or queue entry needs, each only if nothing would be lost
+    (``removal.remove`` refuses otherwise, and it is kept with git's or coord's reason)."""
+    from coord.landing import removal
+
+    repo, main = repo_of(session), main_ref(session)
+    judged = worktrees_judged(session)
+    for wt in judged:
+        wt["removed"] = False
+        if not wt["removable"] or dry_run:
+            continue
+        try:
+            removal.remove(repo, wt["path"], main=main)
+        except (Conflict, NotFound, GitError) as err:
+            wt["reason"] = f"kept: {err.message}"
+            wt["removable"] = False
+            continue
+        wt["removed"] = True
+    return judged

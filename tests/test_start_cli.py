@@ -1,0 +1,224 @@
+"""A worktree item's faces (issue 24) through the real `coord` command against a real daemon,
+in a real repository: start, done = submit, the queue, abandon, worktree list and gc."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import Daemon, init_board_dir, run_cli, stop_leftover_daemon
+from coord import model
+from coord.core import landings
+from coord.landing import worktrees
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "t")
+    git(root, "config", "user.email", "t@example.com")
+    (root / "a.txt").write_text("a\n")
+    (root / ".gitignore").write_text(".coord/\n.env\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+@pytest.fixture
+def served(repo: Path) -> Iterator[Daemon]:
+    board = init_board_dir(repo)
+    d = Daemon(board).start()
+    yield d
+    d.stop()
+    stop_leftover_daemon(board)
+
+
+def cli(d: Daemon, *args: str, agent: str = "a", cwd: Path | None = None) -> tuple[int, dict]:
+    done = run_cli(*args, "--json", board_dir=d.board_dir, agent=agent, cwd=cwd)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def add(d: Daemon, title: str, *files: str) -> int:
+    extra = [a for f in files for a in ("--file", f)]
+    code, item = cli(d, "add", title, *extra, agent="h")
+    assert code == 0
+    return item["id"]
+
+
+def show(d: Daemon, ref: int) -> dict:
+    return cli(d, "show", str(ref))[1]
+
+
+def started(d: Daemon, ref: int | None = None, agent: str = "a") -> dict:
+    code, won = cli(d, "start", *([str(ref)] if ref is not None else []), agent=agent)
+    assert code == 0, won
+    return won
+
+
+def commit(wt: Path, name: str, text: str) -> str:
+    (wt / name).write_text(text)
+    git(wt, "add", name)
+    git(wt, "commit", "-qm", name)
+    return git(wt, "rev-parse", "HEAD")
+
+
+def test_the_board_records_the_path_create_makes_for_any_key(tmp_path: Path) -> None:
+    """One rule (model.worktree_dirname): the item's recorded worktree is where git makes it."""
+    for key in (None, "R3", "harness:R3.b", "x--y"):
+        item = model.Item(
+            7, "task", "t", "", 2, "pending", "h", None, None, 0, None, 0.0, 0.0, None, key=key
+        )
+        branch = landings.branch_name(item, 4)
+        spec = model.WorktreeSpec("0" * 40, str(tmp_path / "wt"))
+        recorded = landings.claim_changes(item, 4, spec)["worktree"]
+        assert recorded == str(tmp_path / "wt" / worktrees.dirname_for(branch))
+
+
+def test_start_claims_and_makes_a_locked_worktree_on_the_recorded_branch(
+    served: Daemon, repo: Path
+) -> None:
+    ref = add(served, "feature", "src/f.py")
+    base = git(repo, "rev-parse", "main")
+    won = started(served)  # no ID: the best ready item
+    item = show(served, ref)
+    assert item["state"] == "claimed" and item["claimed_by"] == "a"
+    assert item["branch"] == f"coord/{ref}-t{won['token']}"
+    assert item["base_commit"] == base
+    assert item["worktree"] == won["worktree"]["path"]
+    path = Path(item["worktree"])
+    assert path.parent == repo / ".worktrees"
+    assert git(path, "rev-parse", "--abbrev-ref", "HEAD") == item["branch"]
+    assert git(path, "rev-parse", "HEAD") == base
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert f"worktree {path}\n" in listed + "\n"
+    (found,) = worktrees.list_worktrees(repo)
+    assert found.path == path and found.lock is not None
+    assert (found.lock.item, found.lock.token) == (ref, won["token"])
+    assert found.lock.pid == os.getpid()  # the command's parent: this test
+    text = run_cli("start", board_dir=served.board_dir, agent="b")
+    assert text.returncode == 4  # nothing else ready: nothing made
+    assert len(worktrees.list_worktrees(repo)) == 1
+
+
+def test_a_failed_worktree_releases_the_claim_and_says_why(served: Daemon, repo: Path) -> None:
+    ref = add(served, "blocked by a directory")
+    # the path the board will record for token 1 is taken by a file: git cannot add it there
+    (repo / ".worktrees").mkdir()
+    (repo / ".worktrees" / f"{ref}-t1").write_text("in the way\n")
+    done = run_cli("start", str(ref), board_dir=served.board_dir, agent="a")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    item = show(served, ref)
+    assert item["state"] == "pending" and item["claimed_by"] is None
+    assert "could not make the worktree" in done.stderr
+    assert "already exists" in done.stderr  # git's reason
+    assert "the claim is released" in done.stderr
+    assert worktrees.list_worktrees(repo) == []
+
+
+def test_done_in_a_dirty_worktree_is_refused_and_changes_nothing(
+    served: Daemon, repo: Path
+) -> None:
+    ref = add(served, "dirty", "src/f.py")
+    won = started(served, ref)
+    path = Path(won["worktree"]["path"])
+    commit(path, "f.txt", "one\n")
+    (path / "loose.txt").write_text("untracked\n")
+    before = show(served, ref)
+    code, err = cli(served, "done", cwd=path)  # no ID: the worktree's item
+    assert code == 3 and "uncommitted" in err["message"], err
+    after = show(served, ref)
+    assert after["state"] == "claimed" and after["submitted_head"] is None
+    assert after["updated_at"] == before["updated_at"]
+    (path / "loose.txt").unlink()
+    (path / "f.txt").write_text("changed, not staged\n")
+    code, err = cli(served, "done", str(ref))
+    assert code == 3 and "uncommitted" in err["message"]
+    git(path, "checkout", "--", "f.txt")
+    git(path, "switch", "-q", "-c", "elsewhere")
+    code, err = cli(served, "done", str(ref))
+    assert code == 3 and "not on the item's branch" in err["message"]
+    assert show(served, ref)["state"] == "claimed"
+
+
+def test_done_of_a_clean_worktree_queues_it_and_its_files_stay_held(
+    served: Daemon, repo: Path
+) -> None:
+    ref = add(served, "clean", "src/f.py")
+    won = started(served, ref)
+    path = Path(won["worktree"]["path"])
+    head = commit(path, "f.txt", "one\n")
+    code, item = cli(served, "done", cwd=path)
+    assert code == 0, item
+    assert item["state"] == "queued" and item["submitted_head"] == head
+    shown = show(served, ref)
+    assert shown["state"] == "queued" and shown["submitted_head"] == head
+    # the files stay held, by the queue, against anyone else
+    code, err = cli(served, "reserve", "src/f.py", agent="b")
+    assert code == 3, err
+    text = run_cli("queue", board_dir=served.board_dir, agent="h")
+    assert text.returncode == 0 and won["item"]["branch"] in text.stdout
+    code, queue = cli(served, "queue")
+    assert [(q["id"], q["submitted_head"]) for q in queue["items"]] == [(ref, head)]
+    code, listed = cli(served, "ls", "--state", "queued")
+    assert code == 0 and [i["id"] for i in listed["items"]] == [ref]
+    # the token is over: a second done is refused
+    assert run_cli("done", str(ref), board_dir=served.board_dir, agent="a").returncode != 0
+
+
+def test_done_of_an_item_claimed_without_a_worktree_is_unchanged(served: Daemon) -> None:
+    ref = add(served, "plain", "src/p.py")
+    assert cli(served, "claim", str(ref))[0] == 0
+    code, item = cli(served, "done", str(ref))
+    assert code == 0 and item["state"] == "done" and item["branch"] is None
+    assert cli(served, "reserve", "src/p.py", agent="b")[0] == 0  # its files were freed
+
+
+def test_abandon_frees_the_files_and_gc_never_removes_unmerged_work(
+    served: Daemon, repo: Path
+) -> None:
+    ref = add(served, "given up", "src/g.py")
+    won = started(served, ref)
+    path = Path(won["worktree"]["path"])
+    commit(path, "g.txt", "work\n")
+    assert cli(served, "done", str(ref))[0] == 0
+    code, listed = cli(served, "worktree", "list")
+    assert code == 0, listed
+    (wt,) = listed["worktrees"]
+    assert (wt["item"], wt["state"], wt["clean"], wt["removable"]) == (ref, "queued", True, False)
+    code, item = cli(served, "abandon", str(ref), "--reason", "not wanted", agent="a")
+    assert code == 0 and item["state"] == "pending"
+    assert cli(served, "reserve", "src/g.py", agent="b")[0] == 0
+    code, dry = cli(served, "worktree", "gc", "--dry-run")
+    assert dry["worktrees"][0]["removable"] and not dry["worktrees"][0]["removed"]
+    code, gone = cli(served, "worktree", "gc")
+    (wt,) = gone["worktrees"]
+    # its commit is on no main and in no snapshot: kept, with the reason
+    assert not wt["removed"] and "neither on main nor in a snapshot" in wt["reason"]
+    assert path.is_dir() and git(repo, "rev-parse", won["item"]["branch"])
+
+
+def test_gc_removes_a_released_items_worktree_that_holds_nothing_new(
+    served: Daemon, repo: Path
+) -> None:
+    ref = add(served, "released")
+    won = started(served, ref)
+    path = Path(won["worktree"]["path"])
+    assert cli(served, "worktree", "gc")[1]["worktrees"][0]["removed"] is False  # claimed
+    assert cli(served, "release", str(ref))[0] == 0
+    code, gone = cli(served, "worktree", "gc")
+    assert code == 0 and gone["worktrees"][0]["removed"], gone
+    assert not path.exists()
