@@ -222,3 +222,68 @@ def test_gc_removes_a_released_items_worktree_that_holds_nothing_new(
     code, gone = cli(served, "worktree", "gc")
     assert code == 0 and gone["worktrees"][0]["removed"], gone
     assert not path.exists()
+
+
+def test_the_mcp_claim_makes_a_worktree_and_done_submits_it(
+    served: Daemon, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from mcp import Client
+
+    from coord.mcp.backends import HttpBackend
+    from coord.mcp.tools import build_server
+
+    ref = add(served, "through MCP", "src/m.py")
+    monkeypatch.chdir(repo)
+    server = build_server(HttpBackend(served.board_dir), lambda ctx: "mcp-a")
+
+    async def go(calls: list[tuple[str, dict]]) -> list:
+        async with Client(server) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    (won,) = asyncio.run(go([("claim", {"worktree": True})]))
+    assert not won.is_error, won.structured_content
+    view = won.structured_content
+    path = Path(view["worktree"])
+    assert view["id"] == ref and "work in" in view["work_in"] and path.is_dir()
+    assert show(served, ref)["worktree"] == str(path)
+    (path / "m.txt").write_text("uncommitted\n")
+    (dirty,) = asyncio.run(go([("done", {"item": ref})]))
+    assert dirty.is_error and "uncommitted" in dirty.structured_content["message"]
+    assert show(served, ref)["state"] == "claimed"
+    head = commit(path, "m.txt", "committed\n")
+    (submitted,) = asyncio.run(go([("done", {"item": ref})]))
+    assert not submitted.is_error, submitted.structured_content
+    assert submitted.structured_content["state"] == "queued"
+    assert show(served, ref)["submitted_head"] == head
+
+
+def test_start_in_worktree_makes_it_the_mcp_claims_default(
+    served: Daemon, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from mcp import Client
+
+    from coord.fast import board_files
+    from coord.mcp.backends import HttpBackend
+    from coord.mcp.tools import build_server
+
+    config = board_files.read_config(served.board_dir)
+    board_files.write_config(served.board_dir, {**config, "start_in_worktree": True})
+    first, second = add(served, "by default"), add(served, "not this time")
+    monkeypatch.chdir(repo)
+    server = build_server(HttpBackend(served.board_dir), lambda ctx: "mcp-b")
+
+    async def go() -> list:
+        async with Client(server) as client:
+            return [
+                await client.call_tool("claim", {"item": first}),
+                await client.call_tool("claim", {"item": second, "worktree": False}),
+            ]
+
+    with_one, without = asyncio.run(go())
+    assert Path(with_one.structured_content["worktree"]).is_dir()
+    assert "worktree" not in without.structured_content
+    assert show(served, second)["branch"] is None

@@ -89,13 +89,24 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
         label: Annotated[
             str | None, Field(description="with no item: claim only an item with this label")
         ] = None,
+        worktree: Annotated[
+            bool | None,
+            Field(
+                description="true: work in a git worktree of your own, on a branch from main's "
+                "tip (the result names its path: work there); default: the board's setting"
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Claim an item before you work on it: with no item, the best ready one (priority,
         then age); else the one given. Returns its id, package key, title, description, the
         files you now hold, its checks, your token and the lease's end. If someone else holds
         it, the result (isError, already_claimed) names the holder and when the lease ends:
-        pick another. isError with nothing_ready when there is nothing to do."""
-        return await tool.run(ctx, verbs.claim, item=item, kind=kind, label=label)
+        pick another. isError with nothing_ready when there is nothing to do. With worktree,
+        the result's worktree is where you work and commit; done then submits the branch to
+        land on main. An item sent back for rework carries why (rework)."""
+        return await tool.run(
+            ctx, verbs.claim, item=item, kind=kind, label=label, worktree=worktree
+        )
 
     @register
     async def heartbeat(ctx: Context, item: Item, token: Token = None) -> dict[str, Any]:
@@ -121,7 +132,9 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
     ) -> dict[str, Any]:
         """Close an item you hold. Its checks (shell commands) run first in your working
         tree; if one fails the item stays yours and the result shows the failing output. Only
-        with a real reason, skip_checks_reason closes it anyway (recorded for everyone)."""
+        with a real reason, skip_checks_reason closes it anyway (recorded for everyone). An
+        item claimed with a worktree is submitted instead: commit everything there first
+        (refused if the worktree is not clean); it is queued to land and done once merged."""
         return await tool.run(
             ctx, verbs.done, item=item, summary=summary, token=token, skip=skip_checks_reason
         )
