@@ -287,3 +287,36 @@ def test_start_in_worktree_makes_it_the_mcp_claims_default(
     assert Path(with_one.structured_content["worktree"]).is_dir()
     assert "worktree" not in without.structured_content
     assert show(served, second)["branch"] is None
+
+
+def test_a_reworked_item_started_again_keeps_its_branch_and_commits(
+    served: Daemon, repo: Path
+) -> None:
+    ref = add(served, "sent back", "src/r.py")
+    won = started(served, ref)
+    path = Path(won["worktree"]["path"])
+    head = commit(path, "r.txt", "first try\n")
+    assert cli(served, "done", str(ref))[0] == 0
+    status, lease = served.request("POST", "/v1/landing/acquire", {"runner": "lander"})
+    assert status == 200, lease
+    status, back = served.request(
+        "POST",
+        f"/v1/items/{ref}/needs-rework",
+        {
+            "runner": "lander",
+            "landing_token": lease["token"],
+            "item_token": won["token"],
+            "facts": {"reason": "conflict", "files": ["r.txt"]},
+        },
+    )
+    assert status == 200 and back["state"] == "needs_rework", back
+    again = started(served, ref)
+    assert again["token"] > won["token"]
+    made = again["worktree"]
+    assert made["reused"] == won["item"]["branch"]  # renamed, not made anew
+    new_path = Path(made["path"])
+    assert git(new_path, "rev-parse", "HEAD") == head  # the first try's commit is there
+    assert git(new_path, "rev-parse", "--abbrev-ref", "HEAD") == again["item"]["branch"]
+    assert not path.exists()  # moved, not copied
+    assert not git(repo, "branch", "--list", won["item"]["branch"])
+    assert show(served, ref)["worktree"] == str(new_path)
