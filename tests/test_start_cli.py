@@ -320,3 +320,78 @@ def test_a_reworked_item_started_again_keeps_its_branch_and_commits(
     assert not path.exists()  # moved, not copied
     assert not git(repo, "branch", "--list", won["item"]["branch"])
     assert show(served, ref)["worktree"] == str(new_path)
+
+
+def test_a_released_item_taken_by_next_again_goes_on_in_its_worktree(
+    served: Daemon, repo: Path
+) -> None:
+    ref = add(served, "picked up again")
+    won = started(served)
+    path = Path(won["worktree"]["path"])
+    head = commit(path, "w.txt", "half done\n")
+    (path / "notes.txt").write_text("uncommitted thoughts\n")
+    assert cli(served, "release", str(ref))[0] == 0
+    again = started(served, agent="b")  # claim-next: no ID
+    made = again["worktree"]
+    assert again["id"] == ref and made["reused"] == won["item"]["branch"]
+    new_path = Path(made["path"])
+    assert git(new_path, "rev-parse", "HEAD") == head
+    assert (new_path / "notes.txt").read_text() == "uncommitted thoughts\n"
+
+
+def test_worktree_list_says_a_dead_owner_and_gc_keeps_a_live_claim(
+    served: Daemon, repo: Path
+) -> None:
+    ref = add(served, "owner gone")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    done = run_cli(
+        "start",
+        str(ref),
+        "--json",
+        board_dir=served.board_dir,
+        agent="a",
+        env={"COORD_AGENT_PID": str(gone.pid)},
+    )
+    assert done.returncode == 0, done.stderr
+    code, listed = cli(served, "worktree", "list")
+    (wt,) = listed["worktrees"]
+    assert (wt["item"], wt["pid"], wt["alive"], wt["clean"]) == (ref, gone.pid, False, True)
+    assert wt["state"] == "claimed" and not wt["removable"]
+    text = run_cli("worktree", "list", board_dir=served.board_dir).stdout
+    assert f"{gone.pid} dead" in text and "claimed by a" in text
+    code, kept = cli(served, "worktree", "gc")
+    assert code == 0 and not kept["worktrees"][0]["removed"]
+    assert Path(wt["path"]).is_dir()
+
+
+def test_gc_removes_a_merged_items_worktree_and_branch(served: Daemon, repo: Path) -> None:
+    ref = add(served, "landed by hand")
+    won = started(served, ref)
+    path, branch = Path(won["worktree"]["path"]), won["item"]["branch"]
+    head = commit(path, "m.txt", "merged\n")
+    git(repo, "merge", "-q", "--ff-only", branch)  # a human lands it
+    status, merged = served.request(
+        "POST",
+        f"/v1/items/{ref}/merged-outside",
+        {"agent": "h", "commit": head, "found_by": "ancestry"},
+    )
+    assert status == 200 and merged["state"] == "merged", merged
+    code, gone = cli(served, "worktree", "gc")
+    (wt,) = gone["worktrees"]
+    assert code == 0 and wt["removed"] and "merged" in wt["reason"]
+    assert not path.exists() and not git(repo, "branch", "--list", branch)
+    assert git(repo, "rev-parse", "main") == head  # main keeps the work
+
+
+def test_start_and_done_say_where_to_work_and_that_it_is_queued(served: Daemon, repo: Path) -> None:
+    ref = add(served, "said plainly", "src/s.py")
+    said = run_cli("start", str(ref), board_dir=served.board_dir, agent="a")
+    assert said.returncode == 0, said.stderr
+    path = repo / ".worktrees" / f"{ref}-t1"
+    assert f"work in {path} (branch coord/{ref}-t1)" in said.stdout
+    commit(path, "s.txt", "x\n")
+    done = run_cli("done", board_dir=served.board_dir, agent="a", cwd=path)
+    assert done.returncode == 0, done.stderr
+    assert "is queued to land" in done.stdout and "stay held" in done.stdout
+    assert "src/s.py" in done.stdout

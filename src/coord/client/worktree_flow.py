@@ -103,8 +103,8 @@ def start(
     item = won["item"]
     rework = item.get("rework") or {}
     reuse = rework.get("previous_branch") or rework.get("branch") or previous
-    if reuse == item["branch"]:
-        reuse = None
+    if reuse is None or reuse == item["branch"]:
+        reuse = _earlier_branch(repo, won["id"], item["branch"])
     try:
         made = worktrees.create(
             repo,
@@ -136,6 +136,17 @@ def start(
         "setup": made.setup,
     }
     return won
+
+
+def _earlier_branch(repo: Path, item_id: int, branch: str) -> str | None:
+    """The branch of an earlier coord worktree of the item (a claim released, or lapsed and
+    taken over, by claim-next too): reused, so its commits and uncommitted work go on."""
+    from coord.landing import worktrees
+
+    for wt in worktrees.of_item(repo, item_id):
+        if wt.branch not in (None, branch):
+            return wt.branch
+    return None
 
 
 def _give_back(session: flow.Session, agent: str, won: dict[str, Any], err: CoordError) -> None:

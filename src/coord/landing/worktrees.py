@@ -283,6 +283,11 @@ def list_worktrees(repo: Path, main: str = MAIN_REF) -> list[Worktree]:
     return found
 
 
+def of_item(repo: Path, item: int) -> list[Worktree]:
+    """The coord worktrees locked for ``item`` (any token), not judged: cheap."""
+    return [wt for wt in _porcelain(main_root(repo)) if wt.lock and wt.lock.item == item]
+
+
 def judge(repo: Path, wt: Worktree, main: str = MAIN_REF) -> None:
     """Fill in whether its process lives, its uncommitted changes, and whether it is merged."""
     wt.alive = wt.lock.alive() if wt.lock else None
