@@ -126,6 +126,10 @@ def start(
     except CoordError as err:
         _give_back(session, agent, won, err)
         raise
+    except OSError as err:  # a file the copy or the setup could not write
+        failed = GitError(f"{err.strerror or err} ({err.filename or 'no file named'})")
+        _give_back(session, agent, won, failed)
+        raise failed from err
     won["worktree"] = {
         "path": str(made.path),
         "branch": made.branch,

@@ -38,8 +38,10 @@ claim (with no item: the best ready one) before you start; edit only the files y
 holds or that reserve_files gives you (a guard refuses edits to files others hold);
 heartbeat if you work longer than the lease; done when finished (it runs the item's checks);
 release what you give up; escalate when a human must decide; thread reads one item with its
-replies. A refused call is a result with isError: read its message, it says who holds what
-until when and what to do next."""
+replies. Claimed with a worktree (claim's worktree argument, or the board's default), work
+and commit in the worktree the claim names; done there submits your branch to land on main.
+A refused call is a result with isError: read its message, it says who holds what until when
+and what to do next."""
 
 # the calling agent's name, from the request (an HTTP header) or the process (stdio); a
 # resource read has no request context and gets None
