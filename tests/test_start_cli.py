@@ -395,3 +395,22 @@ def test_start_and_done_say_where_to_work_and_that_it_is_queued(served: Daemon, 
     assert done.returncode == 0, done.stderr
     assert "is queued to land" in done.stdout and "stay held" in done.stdout
     assert "src/s.py" in done.stdout
+
+
+def test_the_worktree_belongs_to_the_agent_not_the_shell_it_ran_start_in(
+    served: Daemon, repo: Path
+) -> None:
+    """An agent's client runs each command in `sh -c`, which ends with it: the lock names the
+    process past it (here this test), else every worktree would look dead at once."""
+    import shlex
+    import sys
+
+    ref = add(served, "through a shell")
+    env = {**os.environ, "COORD_DIR": str(served.board_dir), "COORD_AGENT": "a"}
+    command = f"{shlex.quote(sys.executable)} -m coord start {ref} --json"
+    done = subprocess.run(
+        ["sh", "-c", command + "; true"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    (found,) = worktrees.list_worktrees(repo)
+    assert found.lock is not None and found.lock.pid == os.getpid() and found.alive

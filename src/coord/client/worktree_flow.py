@@ -52,13 +52,45 @@ def main_ref(session: flow.Session) -> str:
     return f"refs/heads/{settings(session)['main_branch']}"
 
 
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "ash", "busybox"})
+
+
 def owner_pid() -> int:
     """The process the worktree belongs to: ``COORD_AGENT_PID`` when the agent names its own,
-    else this command's parent (the agent's shell or client; the command itself ends now)."""
+    else this command's parent (the command itself ends now), past the ``sh -c`` shells an
+    agent's client runs each command in (they end with it): the client, or a person's own
+    interactive shell."""
     named = os.environ.get(PID_ENV, "")
     if named.isdigit() and int(named) > 0:
         return int(named)
-    return os.getppid()
+    pid = os.getppid()
+    for _ in range(16):
+        parent = _parent_of(pid) if _transient_shell(pid) else None
+        if parent is None or parent <= 1:
+            return pid
+        pid = parent
+    return pid
+
+
+def _transient_shell(pid: int) -> bool:
+    """A shell running one command (``sh -c CMD``), by its /proc command line (Linux)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return False
+    name = os.path.basename(argv[0]).lstrip("-")
+    flags = [a for a in argv[1:4] if a.startswith("-") and not a.startswith("--")]
+    return name in SHELLS and any("c" in a[1:] for a in flags)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().decode("utf-8", "replace").rsplit(")", 1)[1].split()
+        return int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def start(
