@@ -13,6 +13,7 @@ import pytest
 
 from conftest import Daemon, init_board_dir, run_cli, stop_leftover_daemon
 from coord import model
+from coord.cli import render
 from coord.core import landings
 from coord.landing import worktrees
 
@@ -320,6 +321,9 @@ def test_a_reworked_item_started_again_keeps_its_branch_and_commits(
     assert not path.exists()  # moved, not copied
     assert not git(repo, "branch", "--list", won["item"]["branch"])
     assert show(served, ref)["worktree"] == str(new_path)
+    # the claim carries why it came back, in words too
+    said = render.claim_line(again)
+    assert "sent back from landing: conflict in r.txt" in said
 
 
 def test_a_released_item_taken_by_next_again_goes_on_in_its_worktree(

@@ -50,6 +50,15 @@ def claim_line(claim: dict[str, Any]) -> str:
         line += "; your lease had run out: claimed again, with a new token"
     elif claim.get("takeover_from"):
         line += f"; took over from {claim['takeover_from']}, whose lease had run out"
+    rework = (claim.get("item") or {}).get("rework")
+    if rework:  # sent back from landing: what to fix, without asking
+        files = ", ".join(rework.get("files") or [])
+        line += f"\nsent back from landing: {rework.get('reason')}" + (
+            f" in {one_line(files)}" if files else ""
+        )
+        if rework.get("check_output"):
+            tail = rework["check_output"].strip().splitlines()[-5:]
+            line += "\n" + "\n".join(f"  | {one_line(t)}" for t in tail)
     return line
 
 
