@@ -311,8 +311,10 @@ def test_a_reworked_item_started_again_keeps_its_branch_and_commits(
         },
     )
     assert status == 200 and back["state"] == "needs_rework", back
+    git(repo, "commit", "-q", "--allow-empty", "-m", "main moved on")
     again = started(served, ref)
     assert again["token"] > won["token"]
+    assert again["worktree"]["contains_base"] is False  # it says to rebase first
     made = again["worktree"]
     assert made["reused"] == won["item"]["branch"]  # renamed, not made anew
     new_path = Path(made["path"])
@@ -324,6 +326,12 @@ def test_a_reworked_item_started_again_keeps_its_branch_and_commits(
     # the claim carries why it came back, in words too
     said = render.claim_line(again)
     assert "sent back from landing: conflict in r.txt" in said
+    # its base is main's tip now: done wants it in the branch, so rebase first
+    code, err = cli(served, "done", cwd=new_path)
+    assert code == 3 and "git rebase" in err["message"], err
+    git(new_path, "rebase", "-q", again["item"]["base_commit"])
+    code, queued = cli(served, "done", cwd=new_path)
+    assert code == 0 and queued["state"] == "queued", queued
 
 
 def test_a_released_item_taken_by_next_again_goes_on_in_its_worktree(

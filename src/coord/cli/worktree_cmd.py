@@ -70,6 +70,11 @@ def cmd_start(args: argparse.Namespace, ctx: Context) -> Result:
     lines = [render.claim_line(won), f"work in {made['path']} (branch {made['branch']})"]
     if made.get("reused"):
         lines.append(f"your earlier branch {made['reused']} was kept, renamed: its commits are in")
+    if not made.get("contains_base", True):
+        lines.append(
+            f"it starts from an older main: `git rebase {made['base_commit'][:12]}` there "
+            "(main's tip now) before done"
+        )
     if made.get("not_copied"):
         lines.append(
             "not copied from .worktreeinclude: "

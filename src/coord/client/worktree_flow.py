@@ -167,6 +167,8 @@ def start(
         "branch": made.branch,
         "base_commit": base,
         "reused": made.reused,
+        # a reused branch from an older main: done wants the base in it (rebase onto it)
+        "contains_base": git.ok("merge-base", "--is-ancestor", base, made.head),
         "copied": made.copied,
         "not_copied": made.not_copied,
         "setup": made.setup,
@@ -281,9 +283,9 @@ def check_ready(item: dict[str, Any]) -> str:
     head = git.out("rev-parse", "HEAD")
     if base and not git.ok("merge-base", "--is-ancestor", base, head):
         raise Conflict(
-            f"HEAD {head[:12]} of {path} does not contain the base commit {base[:12]} it "
-            "started from: its history was rewritten past the base; rebase it onto it and "
-            "run done again",
+            f"HEAD {head[:12]} of {path} does not contain {base[:12]}, main's tip when the "
+            f"item was claimed: `git rebase {base[:12]}` there (a reused branch starts from "
+            "an older main; or its history was rewritten), then run done again",
             id=item["id"],
             base_commit=base,
         )

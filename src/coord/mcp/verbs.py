@@ -167,6 +167,11 @@ def _worktree_view(won: dict[str, Any]) -> dict[str, Any]:
         "work_in": f"work in {made['path']} (branch {made['branch']}), not in the main "
         "checkout: edit and commit there; done then submits your branch to land on main",
     }
+    if not made.get("contains_base", True):
+        view["work_in"] += (
+            f"; your earlier branch was reused: first `git rebase {made['base_commit']}` there "
+            "(main's tip now)"
+        )
     setup = made.get("setup")
     if setup is not None and setup.get("exit_code") != 0:
         view["setup_failed"] = {"exit_code": setup.get("exit_code"), "output": setup.get("output")}
