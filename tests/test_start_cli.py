@@ -426,3 +426,34 @@ def test_the_worktree_belongs_to_the_agent_not_the_shell_it_ran_start_in(
     assert done.returncode == 0, done.stderr
     (found,) = worktrees.list_worktrees(repo)
     assert found.lock is not None and found.lock.pid == os.getpid() and found.alive
+
+
+def test_start_offers_a_snapshot_of_earlier_work_and_resumes_it(served: Daemon, repo: Path) -> None:
+    from coord.landing import removal
+
+    ref = add(served, "crashed mid-work")
+    won = started(served, ref)
+    path = Path(won["worktree"]["path"])
+    head = commit(path, "c.txt", "committed\n")
+    (path / "c.txt").write_text("committed\nand more, unstaged\n")
+    (path / "new.txt").write_text("untracked\n")
+    # what a sweeper does to a dead agent's worktree: keep its work, then remove it
+    kept = removal.remove(repo, path, force_snapshot=True)
+    assert not path.exists() and kept.snapshots
+    assert cli(served, "release", str(ref))[0] == 0
+    offered = started(served, ref, agent="b")
+    snapshots = offered["worktree"]["snapshots"]
+    assert snapshots and snapshots[0]["ref"] == kept.snapshots[0]
+    said = run_cli("release", str(ref), board_dir=served.board_dir, agent="b")
+    assert said.returncode == 0, said.stderr
+    code, resumed = cli(served, "start", str(ref), "--resume", snapshots[0]["ref"], agent="b")
+    assert code == 0, resumed
+    where = Path(resumed["worktree"]["path"])
+    assert git(where, "rev-parse", "HEAD") == head
+    assert git(where, "rev-parse", "--abbrev-ref", "HEAD") == resumed["item"]["branch"]
+    assert (where / "c.txt").read_text() == "committed\nand more, unstaged\n"
+    assert (where / "new.txt").read_text() == "untracked\n"
+    assert cli(served, "release", str(ref), agent="b")[0] == 0
+    code, err = cli(served, "start", str(ref), "--resume", "refs/coord/snapshots/nope")
+    assert code == 5 and "no snapshot" in err["message"], err
+    assert show(served, ref)["state"] == "pending"  # refused before any claim

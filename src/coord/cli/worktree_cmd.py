@@ -35,6 +35,12 @@ def args_start(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", choices=argtypes.KINDS, help="with no ID: only this kind")
     p.add_argument("--label", help="with no ID: only items with this label")
     p.add_argument("--lease", type=argtypes.seconds, metavar="SECONDS", help="lease length")
+    p.add_argument(
+        "--resume",
+        metavar="REF",
+        help="go on from this snapshot of the item's earlier work (refs/coord/snapshots/…, "
+        "as start lists them): its commits and uncommitted changes, restored in the worktree",
+    )
 
 
 def args_queue(p: argparse.ArgumentParser) -> None:
@@ -64,12 +70,26 @@ def args_worktree(p: argparse.ArgumentParser) -> None:
 
 def cmd_start(args: argparse.Namespace, ctx: Context) -> Result:
     won = worktree_flow.start(
-        ctx.session, ctx.agent(), args.id, kind=args.kind, label=args.label, lease=args.lease
+        ctx.session,
+        ctx.agent(),
+        args.id,
+        kind=args.kind,
+        label=args.label,
+        lease=args.lease,
+        resume=args.resume,
     )
     made = won["worktree"]
     lines = [render.claim_line(won), f"work in {made['path']} (branch {made['branch']})"]
     if made.get("reused"):
         lines.append(f"your earlier branch {made['reused']} was kept, renamed: its commits are in")
+    if made.get("resumed"):
+        lines.append(f"resumed from {made['resumed']}: its changes are back, uncommitted")
+    for kept in made.get("snapshots") or []:
+        lines.append(
+            f"earlier work of this item is kept in {kept['ref']} ({kept['at']}): to go on "
+            f"from it, `coord release {_ref(won['item'])}` and `coord start "
+            f"{_ref(won['item'])} --resume {kept['ref']}`"
+        )
     if not made.get("contains_base", True):
         lines.append(
             f"it starts from an older main: `git rebase {made['base_commit'][:12]}` there "

@@ -102,9 +102,13 @@ def start(
     label: str | None = None,
     lease: float | None = None,
     pid: int | None = None,
+    resume: str | None = None,
 ) -> dict[str, Any]:
     """Claim ``ref`` (or the best ready item) with a worktree and make it: the claim, with
-    ``worktree`` (what was made: path, branch, base, copied files, the setup's run)."""
+    ``worktree`` (what was made: path, branch, base, copied files, the setup's run, and the
+    snapshots of the item's earlier work, offered to resume). ``resume``: one of those
+    snapshots, restored in the new worktree (its HEAD, staged, unstaged and untracked
+    changes)."""
     if not session.local:
         raise InvalidInput(
             "a worktree is made where the agent works: claim with a worktree through `coord "
@@ -127,8 +131,13 @@ def start(
     root = worktrees.resolve_root(repo, config["worktree_root"])
     spec = {"base_commit": base, "path_root": str(root)}
     previous = None
+    if resume is not None and ref is None:
+        raise InvalidInput("resume a snapshot of a named item: `coord start ID --resume REF`")
     if ref is not None:  # a worktree item claimed again keeps its branch (renamed)
-        previous = session.get(f"/v1/items/{ref}").get("branch")
+        before = session.get(f"/v1/items/{ref}")
+        previous = before.get("branch")
+        if resume is not None:
+            resume = _snapshot_named(repo, before["id"], resume)
         won = flow.claim(session, agent, ref, lease, worktree=spec)
     else:
         won = flow.claim_next(session, agent, kind=kind, label=label, lease=lease, worktree=spec)
@@ -155,6 +164,8 @@ def start(
                 "board records it: a bug in coord; remove it and report it",
                 worktree=str(made.path),
             )
+        if resume is not None:
+            _resume(made, resume)
     except CoordError as err:
         _give_back(session, agent, won, err)
         raise
@@ -168,12 +179,72 @@ def start(
         "base_commit": base,
         "reused": made.reused,
         # a reused branch from an older main: done wants the base in it (rebase onto it)
-        "contains_base": git.ok("merge-base", "--is-ancestor", base, made.head),
+        "contains_base": Git(made.path).ok("merge-base", "--is-ancestor", base, "HEAD"),
+        "resumed": resume,
+        "snapshots": [] if resume else snapshots_of(repo, won["id"]),
         "copied": made.copied,
         "not_copied": made.not_copied,
         "setup": made.setup,
     }
     return won
+
+
+def snapshots_of(repo: Path, item_id: int) -> list[dict[str, str]]:
+    """The snapshots kept of the item's earlier worktrees (``refs/coord/snapshots/<id>-t…``),
+    newest first: work a crash or a removal left, which ``start`` offers to resume."""
+    from coord.landing import snapshot
+
+    out = Git(repo).out(
+        "for-each-ref",
+        "--sort=-creatordate",
+        "--format=%(refname) %(objectname) %(creatordate:iso-strict)",
+        snapshot.PREFIX,
+    )
+    found = []
+    for line in out.splitlines():
+        name, commit, when = line.split(" ", 2)
+        short, mine = name.removeprefix(snapshot.PREFIX), f"{item_id}-t"
+        # (a "-branch" ref is a branch head kept beside a snapshot, not one itself)
+        numbered = short.startswith(mine) and short[len(mine) :][:1].isdigit()
+        if numbered and not short.endswith("-branch"):
+            found.append({"ref": name, "commit": commit, "at": when})
+    return found
+
+
+def _snapshot_named(repo: Path, item_id: int, ref: str) -> str:
+    from coord.landing import snapshot
+
+    full = ref if ref.startswith(snapshot.PREFIX) else snapshot.PREFIX + ref
+    if full not in {s["ref"] for s in snapshots_of(repo, item_id)}:
+        raise NotFound(
+            f"no snapshot {ref} of item {item_id}: `coord start` lists the item's snapshots",
+            snapshot=ref,
+        )
+    return full
+
+
+def _resume(made: Any, ref: str) -> None:
+    """Restore snapshot ``ref`` of the item in its worktree: HEAD (and the branch) moved to
+    the commit it was taken at, then its changes put back as they were. Refused unless that
+    loses nothing: no change in the worktree, and its HEAD already in the snapshot's."""
+    from coord.landing import snapshot
+
+    git = Git(made.path)
+    if git.out("status", "--porcelain", "--untracked-files=all"):
+        raise Conflict(
+            f"the worktree {made.path} has changes of its own (its setup command's, or an "
+            "earlier claim's): resume refused, so that none is lost",
+            snapshot=ref,
+        )
+    if not git.ok("merge-base", "--is-ancestor", "HEAD", f"{ref}^1"):
+        raise Conflict(
+            f"the worktree {made.path} is on commits the snapshot {ref} does not hold (an "
+            "earlier branch of the item, reused): resume refused, so that none is lost",
+            snapshot=ref,
+        )
+    git.run("reset", "-q", "--hard", f"{ref}^1")  # clean, and only moving ahead: nothing lost
+    snapshot.restore(made.path, ref)
+    made.head = git.out("rev-parse", "HEAD")
 
 
 def _earlier_branch(repo: Path, item_id: int, branch: str) -> str | None:
