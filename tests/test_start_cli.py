@@ -204,7 +204,9 @@ def test_abandon_frees_the_files_and_gc_never_removes_unmerged_work(
     assert code == 0 and item["state"] == "pending"
     assert cli(served, "reserve", "src/g.py", agent="b")[0] == 0
     code, dry = cli(served, "worktree", "gc", "--dry-run")
-    assert dry["worktrees"][0]["removable"] and not dry["worktrees"][0]["removed"]
+    (wt,) = dry["worktrees"]
+    assert code == 0 and not wt["removable"] and not wt["removed"]
+    assert "1 commit(s) not on main" in wt["reason"]
     code, gone = cli(served, "worktree", "gc")
     (wt,) = gone["worktrees"]
     # its commit is on no main and in no snapshot: kept, with the reason
@@ -220,6 +222,10 @@ def test_gc_removes_a_released_items_worktree_that_holds_nothing_new(
     path = Path(won["worktree"]["path"])
     assert cli(served, "worktree", "gc")[1]["worktrees"][0]["removed"] is False  # claimed
     assert cli(served, "release", str(ref))[0] == 0
+    code, dry = cli(served, "worktree", "gc", "--dry-run")
+    assert code == 0 and dry["worktrees"][0]["removable"] and path.is_dir()
+    said = run_cli("worktree", "gc", "--dry-run", board_dir=served.board_dir).stdout
+    assert f"would remove {path}" in said
     code, gone = cli(served, "worktree", "gc")
     assert code == 0 and gone["worktrees"][0]["removed"], gone
     assert not path.exists()

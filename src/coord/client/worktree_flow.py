@@ -317,6 +317,16 @@ def submit(
     return queued
 
 
+def _would_lose(wt: dict[str, Any]) -> str | None:
+    if not wt["exists"]:
+        return "gone from the disk: check it by hand"
+    if not wt["clean"]:
+        return f"{wt['changed']} changed and {wt['untracked']} untracked files not committed"
+    if wt["ahead"] and not wt["merged"]:
+        return f"{wt['ahead']} commit(s) not on main"
+    return None
+
+
 def check_ready(item: dict[str, Any]) -> str:
     """HEAD's commit of the item's worktree, if it may be submitted: clean (nothing staged,
     modified or untracked that git does not ignore), on the item's branch, containing the
@@ -439,7 +449,12 @@ def gc(session: flow.Session, *, dry_run: bool = False) -> list[dict[str, Any]]:
     judged = worktrees_judged(session)
     for wt in judged:
         wt["removed"] = False
-        if not wt["removable"] or dry_run:
+        if not wt["removable"]:
+            continue
+        if dry_run:  # what remove would refuse, said from the judgement (snapshots aside)
+            losing = _would_lose(wt)
+            if losing:
+                wt["removable"], wt["reason"] = False, f"kept: {losing}"
             continue
         try:
             removal.remove(repo, wt["path"], main=main)
