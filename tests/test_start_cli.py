@@ -176,6 +176,13 @@ def test_done_of_a_clean_worktree_queues_it_and_its_files_stay_held(
     assert [(q["id"], q["submitted_head"]) for q in queue["items"]] == [(ref, head)]
     code, listed = cli(served, "ls", "--state", "queued")
     assert code == 0 and [i["id"] for i in listed["items"]] == [ref]
+    # the live views show the queue: `coord watch` has a Landing panel
+    watched = run_cli("watch", "--once", board_dir=served.board_dir, env={"COLUMNS": "200"})
+    assert watched.returncode == 0, watched.stderr
+    assert "Landing 1" in watched.stdout and "queued" in watched.stdout
+    assert won["item"]["branch"] in watched.stdout and head[:10] in watched.stdout
+    code, snap = cli(served, "watch", "--once")
+    assert [(e["id"], e["state"], e["head"]) for e in snap["landing"]] == [(ref, "queued", head)]
     # the token is over: a second done is refused
     assert run_cli("done", str(ref), board_dir=served.board_dir, agent="a").returncode != 0
 
