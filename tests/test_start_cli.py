@@ -176,6 +176,9 @@ def test_done_of_a_clean_worktree_queues_it_and_its_files_stay_held(
     assert [(q["id"], q["submitted_head"]) for q in queue["items"]] == [(ref, head)]
     code, listed = cli(served, "ls", "--state", "queued")
     assert code == 0 and [i["id"] for i in listed["items"]] == [ref]
+    shown = run_cli("show", str(ref), board_dir=served.board_dir).stdout
+    assert f"branch {won['item']['branch']} from" in shown
+    assert f"submitted {head[:12]}" in shown and "queued to land" in shown
     # the live views show the queue: `coord watch` has a Landing panel
     watched = run_cli("watch", "--once", board_dir=served.board_dir, env={"COLUMNS": "200"})
     assert watched.returncode == 0, watched.stderr
