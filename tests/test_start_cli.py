@@ -270,9 +270,12 @@ def test_the_mcp_claim_makes_a_worktree_and_done_submits_it(
     assert dirty.is_error and "uncommitted" in dirty.structured_content["message"]
     assert show(served, ref)["state"] == "claimed"
     head = commit(path, "m.txt", "committed\n")
-    (submitted,) = asyncio.run(go([("done", {"item": ref})]))
+    (submitted, board) = asyncio.run(go([("done", {"item": ref}), ("board", {})]))
     assert not submitted.is_error, submitted.structured_content
     assert submitted.structured_content["state"] == "queued"
+    assert "queued to land" in submitted.structured_content["next"]
+    landing = board.structured_content["landing"]
+    assert [(i["id"], i["state"], i["head"]) for i in landing] == [(ref, "queued", head)]
     assert show(served, ref)["submitted_head"] == head
 
 

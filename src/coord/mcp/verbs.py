@@ -116,12 +116,23 @@ def summary(session: Backend, agent: str) -> dict[str, Any]:
     claimed = session.get("/v1/items", {"state": "claimed", "limit": 200})
     waiting = session.get("/v1/items", {"state": "needs_human", "limit": 50})
     held = claimed["items"] + waiting["items"]
+    queued = session.get("/v1/queue", {"limit": 100})["items"]
+    sent_back = session.get("/v1/items", {"state": "needs_rework", "limit": 50})["items"]
     return {
         "agent": agent,
         "mine": [_brief(i) for i in held if i["claimed_by"] == agent],
         "ready": [_brief(i) for i in ready["items"]],
         "claimed": [_brief(i) for i in claimed["items"] if i["claimed_by"] != agent],
         "needs_human": [_brief(i) for i in waiting["items"]],
+        # a worktree item's way to main: what waits to land (in order), what came back
+        "landing": [
+            {**_brief(i), "branch": i.get("branch"), "head": i.get("submitted_head")}
+            for i in queued
+        ]
+        + [
+            {**_brief(i), "rework_for": i.get("rework_for"), "rework": i.get("rework")}
+            for i in sent_back
+        ],
     }
 
 
