@@ -476,3 +476,16 @@ def test_start_offers_a_snapshot_of_earlier_work_and_resumes_it(served: Daemon, 
     code, err = cli(served, "start", str(ref), "--resume", "refs/coord/snapshots/nope")
     assert code == 5 and "no snapshot" in err["message"], err
     assert show(served, ref)["state"] == "pending"  # refused before any claim
+
+
+def test_a_failing_setup_is_said_and_the_worktree_kept(served: Daemon, repo: Path) -> None:
+    from coord.fast import board_files
+
+    config = board_files.read_config(served.board_dir)
+    setup = "echo setting up; echo broken >&2; exit 3"
+    board_files.write_config(served.board_dir, {**config, "worktree_setup": setup})
+    ref = add(served, "needs a setup")
+    said = run_cli("start", str(ref), board_dir=served.board_dir, agent="a")
+    assert said.returncode == 0, said.stderr
+    assert "the setup command failed (exit 3)" in said.stdout and "broken" in said.stdout
+    assert show(served, ref)["state"] == "claimed"  # the agent may fix it there

@@ -104,7 +104,7 @@ def cmd_start(args: argparse.Namespace, ctx: Context) -> Result:
     if setup is not None and setup.get("exit_code") != 0:
         lines.append(
             f"the setup command failed (exit {setup.get('exit_code')}); fix it in the worktree: "
-            + render.one_line(str(setup.get("output", ""))[-300:])
+            + render.one_line(str(setup.get("output_tail", ""))[-300:])
         )
     lines.append(f"when finished: commit there, then `coord done {_ref(won['item'])}` submits it")
     return won, "\n".join(lines)

@@ -185,7 +185,10 @@ def _worktree_view(won: dict[str, Any]) -> dict[str, Any]:
         )
     setup = made.get("setup")
     if setup is not None and setup.get("exit_code") != 0:
-        view["setup_failed"] = {"exit_code": setup.get("exit_code"), "output": setup.get("output")}
+        view["setup_failed"] = {
+            "exit_code": setup.get("exit_code"),
+            "output_tail": setup.get("output_tail"),
+        }
     if made.get("not_copied"):
         view["not_copied"] = made["not_copied"]
     return view
