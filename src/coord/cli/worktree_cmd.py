@@ -177,7 +177,10 @@ def _worktrees_text(found: list[dict[str, Any]]) -> str:
     for wt in found:
         alive = {True: "alive", False: "dead", None: "elsewhere"}[wt["alive"]]
         clean = "clean" if wt["clean"] else f"{wt['changed']}+{wt['untracked']} changes"
-        merged = wt["merged"] or ("nothing yet" if not wt["ahead"] else f"no ({wt['ahead']})")
+        if wt["state"] == "merged" or wt["merged"]:
+            merged = f"yes ({wt['merged']})" if wt["merged"] else "yes"
+        else:
+            merged = f"no ({wt['ahead']} ahead)" if wt["ahead"] else "nothing to land"
         rows.append(
             (
                 str(wt["item"]),
