@@ -2,7 +2,7 @@
 `coord abandon`, `coord worktree list|gc`; `coord done` of a worktree item is a submit
 (``coord.cli.commands.cmd_done`` renders it with ``submitted_text``).
 
-Each command is one call of ``coord.client.worktree_flow`` (or one request), rendered: what a
+Each command is one call of ``coord.landing.flow`` (or one request), rendered: what a
 start, a submit or a worktree's fate means is written there once, for the MCP tools too.
 Imported only when one of these commands runs: git is not on ``coord next``'s path.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from coord.cli import argtypes, render
-from coord.client import worktree_flow
+from coord.landing import flow as worktree_flow
 from coord.times import clock_of_iso
 
 if TYPE_CHECKING:

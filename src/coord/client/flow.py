@@ -145,7 +145,7 @@ def claim(
     worktree: dict[str, str] | None = None,
 ) -> Any:
     """``worktree`` (base_commit, path_root): the board records the item's branch, base and
-    worktree path in the claim (``coord.client.worktree_flow.start`` makes the worktree)."""
+    worktree path in the claim (``coord.landing.flow.start`` makes the worktree)."""
     request: dict[str, Any] = {"agent": agent, "lease_seconds": lease}
     if worktree is not None:
         request["worktree"] = worktree

@@ -35,7 +35,7 @@ def claim(
     if worktree is None:
         worktree = session.local and _start_in_worktree(session)
     if worktree:
-        from coord.client import worktree_flow
+        from coord.landing import flow as worktree_flow
 
         ref = None if item is None else _ref(item)
         return _worktree_view(worktree_flow.start(session, agent, ref, kind=kind, label=label))
