@@ -147,6 +147,7 @@ ITEM_COMMANDS = {
     "reply": ["hi"],
     "ack": [],
     "reopen": ["--reason", "r"],
+    "abandon": ["--reason", "r"],
 }
 
 

@@ -587,6 +587,21 @@ def check_commit(value: Any, field_name: str) -> str:
     return value
 
 
+WORKTREE_BRANCH_PREFIX = "coord/"
+
+
+def worktree_dirname(branch: str) -> str:
+    """A worktree's directory name under the worktree root: its branch without ``coord/``,
+    one path component. The one rule: the board records ``<path_root>/<this>`` at the claim
+    (``core.landings``) and ``landing.worktrees.create`` makes the worktree there."""
+    return branch.removeprefix(WORKTREE_BRANCH_PREFIX).replace("/", "-")
+
+
+def worktree_path(path_root: str, branch: str) -> str:
+    """Where the worktree of ``branch`` is, beneath the worktree root ``path_root``."""
+    return f"{path_root.rstrip('/')}/{worktree_dirname(branch)}"
+
+
 @dataclass(frozen=True, slots=True)
 class WorktreeSpec:
     """What a claim with a worktree records: main's tip the worktree starts from, and the

@@ -387,6 +387,10 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
         ran.extend(commands)
         _show_checks(args.id, commands, workdir, as_json=as_json)
 
+    if args.id is None:  # in a worktree `coord start` made: its item
+        from coord.client import worktree_flow
+
+        args.id = str(worktree_flow.item_here(ctx.session))
     item = flow.done(
         ctx.session,
         ctx.agent(),
@@ -398,6 +402,10 @@ def cmd_done(args: argparse.Namespace, ctx: Context) -> Result:
         watch=CheckProgress(),
         before_checks=before_checks,
     )
+    if item.get("state") == "queued":  # a worktree item: submitted to land
+        from coord.cli.worktree_cmd import submitted_text
+
+        return {**item, "checks_run": ran}, submitted_text(item)
     skipped = " (checks skipped: recorded)" if args.skip_checks else ""
     return {
         **item,

@@ -119,8 +119,35 @@ COMMANDS: Commands = {
     ),
     "done": (
         commands.cmd_done,
-        "close a claimed item; runs its checks here first and refuses if one fails",
+        "close a claimed item; runs its checks here first and refuses if one fails (a "
+        "worktree item: submit it to land)",
         parser.args_done,
+    ),
+    "start": _elsewhere(
+        "coord.cli.worktree_cmd",
+        "claim an item (default: the best ready one) in a worktree of its own, on its own "
+        "branch from main's tip; prints where to work",
+        "cmd_start",
+        "args_start",
+    ),
+    "queue": _elsewhere(
+        "coord.cli.worktree_cmd",
+        "the landing queue: submitted worktree items in the order they land",
+        "cmd_queue",
+        "args_queue",
+    ),
+    "abandon": _elsewhere(
+        "coord.cli.worktree_cmd",
+        "take a queued or needs_rework item off its way to main (pending, its files freed)",
+        "cmd_abandon",
+        "args_abandon",
+    ),
+    "worktree": _elsewhere(
+        "coord.cli.worktree_cmd",
+        "coord's worktrees: list (owner, clean, merged) and gc (what is merged or abandoned, "
+        "never unlanded work)",
+        "cmd_worktree",
+        "args_worktree",
     ),
     "escalate": (
         commands.cmd_escalate,

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 
+from coord import model
 from coord.cli import argtypes
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
@@ -145,9 +146,9 @@ def args_import(p: argparse.ArgumentParser) -> None:
 def args_ls(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--state",
-        choices=["pending", "claimed", "needs_human", "done", "cancelled", "open", "blocked"],
-        help="only items in this state (default: open, i.e. pending or claimed); blocked: "
-        "pending, waiting on a dependency not done",
+        choices=model.LISTED_STATES,
+        help="only items in this state (default: open, i.e. pending, claimed or queued); "
+        "blocked: pending, waiting on a dependency not done",
     )
     p.add_argument(
         "--mine",
@@ -299,7 +300,12 @@ def args_release(p: argparse.ArgumentParser) -> None:
 
 
 def args_done(p: argparse.ArgumentParser) -> None:
-    args_id(p)
+    p.add_argument(
+        "id",
+        nargs="?",
+        type=argtypes.item_ref,
+        help="an item id or package id (default: the item of the coord worktree you are in)",
+    )
     args_token(p)
     p.add_argument("--summary", default="", help="what was done")
     p.add_argument(

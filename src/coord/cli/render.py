@@ -50,6 +50,15 @@ def claim_line(claim: dict[str, Any]) -> str:
         line += "; your lease had run out: claimed again, with a new token"
     elif claim.get("takeover_from"):
         line += f"; took over from {claim['takeover_from']}, whose lease had run out"
+    rework = (claim.get("item") or {}).get("rework")
+    if rework:  # sent back from landing: what to fix, without asking
+        files = ", ".join(rework.get("files") or [])
+        line += f"\nsent back from landing: {rework.get('reason')}" + (
+            f" in {one_line(files)}" if files else ""
+        )
+        if rework.get("check_output"):
+            tail = rework["check_output"].strip().splitlines()[-5:]
+            line += "\n" + "\n".join(f"  | {one_line(t)}" for t in tail)
     return line
 
 
@@ -77,6 +86,35 @@ def items_table(items: Sequence[dict[str, Any]]) -> str:
             )
         )
     return _table(rows)
+
+
+def _worktree_lines(item: dict[str, Any]) -> list[str]:
+    """A worktree item's way to main: its branch and worktree, what it handed to the queue,
+    the commit it landed as, or why landing sent it back."""
+    if not item.get("branch"):
+        return []
+    base = (item.get("base_commit") or "")[:12]
+    lines = [f"  branch {item['branch']} from {base}, worktree {item.get('worktree')}"]
+    if item.get("submitted_head"):
+        lines.append(
+            f"  submitted {item['submitted_head'][:12]} at {item.get('submitted_at')}"
+            + (": queued to land" if item["state"] == "queued" else "")
+        )
+    if item.get("merged_commit"):
+        lines.append(f"  merged on main as {item['merged_commit'][:12]}")
+    rework = item.get("rework")
+    if rework:
+        files = ", ".join(rework.get("files") or [])
+        lines.append(
+            f"  sent back from landing: {rework.get('reason')}"
+            + (f" in {files}" if files else "")
+            + (
+                f" (for {item['rework_for']} until {item['rework_until']})"
+                if item.get("rework_for")
+                else ""
+            )
+        )
+    return lines
 
 
 def item_detail(item: dict[str, Any]) -> str:
@@ -107,6 +145,7 @@ def item_detail(item: dict[str, Any]) -> str:
         lines.append(f"  NEEDS A HUMAN{contact}: {item['question']}  (`coord answer {ref} ...`)")
     if item.get("spec"):
         lines.append(f"  from {item['spec']}")
+    lines += _worktree_lines(item)
     if item["labels"]:
         lines.append("  labels: " + ", ".join(item["labels"]))
     if item.get("checks"):

@@ -59,6 +59,8 @@ class Snapshot:
     reservations: list[dict[str, Any]]
     agents: list[dict[str, Any]]
     events: list[dict[str, Any]] = field(default_factory=list)
+    # a worktree item's way to main: the queue in submit order, then those sent back
+    landing: list[dict[str, Any]] = field(default_factory=list)
 
     def now(self) -> float:
         """The board's clock now."""
@@ -79,6 +81,7 @@ class Snapshot:
             self,
             claimed=[i for i in self.claimed if i["claimed_by"] == agent],
             needs_human=[i for i in self.needs_human if i["claimed_by"] == agent],
+            landing=[i for i in self.landing if landing_holder(i) == agent],
             reservations=[r for r in self.reservations if r["agent"] == agent],
             events=[e for e in self.events if e.get("agent") == agent],
         )
@@ -118,6 +121,18 @@ class Snapshot:
                 }
                 for item in self.ready
             ],
+            "landing": [
+                {
+                    **_item_ref(item),
+                    "state": item["state"],
+                    "holder": landing_holder(item),
+                    "branch": item.get("branch"),
+                    "head": item.get("submitted_head"),
+                    "submitted_at": item.get("submitted_at"),
+                    "rework": item.get("rework"),
+                }
+                for item in self.landing
+            ],
             "ready_count": self.ready_count,
             "reservations": [
                 {**r, "seconds_left": round(seconds_left(r["expires_at"], now), 1)}
@@ -145,6 +160,11 @@ def waits_on(item: dict[str, Any]) -> str:
     if item.get("reserved_for"):
         return f"reserved for {item['reserved_for']}"
     return "not claimable now"
+
+
+def landing_holder(item: dict[str, Any]) -> str | None:
+    """Whose a queued item (its submitter) or one sent back (its last holder) is."""
+    return item.get("rework_for") if item["state"] == "needs_rework" else item.get("claimed_by")
 
 
 def _item_ref(item: dict[str, Any]) -> dict[str, Any]:
@@ -185,6 +205,8 @@ def read_board(client: Client, rows: int, *, events: bool = False) -> Snapshot:
         ready_count=f"{len(shown)}+" if claimable["next"] is not None else str(len(shown)),
         reservations=client.get("/v1/reservations")["reservations"],
         agents=client.get("/v1/agents")["agents"],
+        landing=client.get(f"/v1/queue?limit={page}")["items"]
+        + items("state=needs_rework")["items"],
     )
     if events:
         after = max(0, last_seq - EVENTS_KEPT)

@@ -6,7 +6,7 @@ every word an agent wrote passes ``render.one_line`` (an escape sequence in a ti
 not obeyed). The curses loop and ``--once`` both print these lines.
 
 The sections share the height fairly: each gets its heading, then rows are dealt one at a time
-in turn (Claimed, Needs human, Ready, Held files, Activity) until the screen is full; a cut
+in turn (Claimed, Needs human, Landing, Ready, Held files, Activity) until the screen is full; a cut
 section ends with "… N more". On 80×24 each still shows a few rows.
 """
 
@@ -16,7 +16,7 @@ import unicodedata
 
 from coord.cli import render
 from coord.cli.render import duration
-from coord.cli.watch_board import seconds_left, waits_on
+from coord.cli.watch_board import landing_holder, seconds_left, waits_on
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     Segment = tuple[str, str]  # (text, style): "", "bold", "dim", "ok", "warn", "bad"
     Line = list[Segment]
 
-PANES = ("all", "claimed", "needs", "ready", "files", "activity")
+PANES = ("all", "claimed", "needs", "landing", "ready", "files", "activity")
 HEARTBEAT_FRESH, HEARTBEAT_STALE = 60.0, 300.0  # seconds: ok below the first, bad past the second
 LEASE_ENDING = 60.0  # a lease with less left than this is shown as a warning
 HOLDER_WIDTH = 12
@@ -49,6 +49,7 @@ def frame(
     sections = [
         ("claimed", _claimed(snapshot, now, agent)),
         ("needs", _needs_human(snapshot, agent)),
+        ("landing", _landing(snapshot, agent)),
         ("ready", _ready(snapshot)),
         ("files", _files(snapshot, now, agent)),
         ("activity", _activity(events, agent)),
@@ -105,9 +106,29 @@ def _claimed(snapshot: Snapshot, now: float, agent: str | None) -> tuple[Line, l
                 (" hb ", "dim"),
                 (f"{'-' if age is None else duration(age):>6}", _freshness(age)),
                 (f" {render.one_line(item['title'])}", ""),
+                *([(f"  {render.one_line(item['branch'])}", "dim")] if item.get("branch") else []),
             ]
         )
     return _heading("Claimed", snapshot.counts.get("claimed", 0), agent), rows
+
+
+def _landing(snapshot: Snapshot, agent: str | None) -> tuple[Line, list[Line]]:
+    """The queue in submit order, then the items landing sent back, each with why."""
+    items = [i for i in snapshot.landing if agent in (None, landing_holder(i))]
+    rows: list[Line] = []
+    for item in items:
+        who: Line = [(f"{_ref(item):<8}{_holder(landing_holder(item))} ", "")]
+        title = render.one_line(item["title"])
+        if item["state"] == "needs_rework":
+            rework = item.get("rework") or {}
+            files = ", ".join(rework.get("files") or [])
+            why = render.one_line(f"{rework.get('reason')}" + (f" in {files}" if files else ""))
+            rows.append([*who, ("needs rework", "warn"), (f" {why}: {title}", "")])
+        else:
+            head = (item.get("submitted_head") or "")[:10]
+            branch = render.one_line(item.get("branch") or "")
+            rows.append([*who, ("queued", "ok"), (f" {branch} {head} {title}", "")])
+    return _heading("Landing", len(items), agent), rows
 
 
 def _needs_human(snapshot: Snapshot, agent: str | None) -> tuple[Line, list[Line]]:

@@ -20,6 +20,7 @@ from coord.client import tokens
 from coord.errors import (
     ChecksFailed,
     ChecksRequired,
+    Conflict,
     CoordError,
     InvalidInput,
     LeaseLost,
@@ -135,8 +136,20 @@ def _optional_token(session: Session, agent: str, ref: int | str, given: int | N
 # --- claims ----------------------------------------------------------------------------------
 
 
-def claim(session: Session, agent: str, ref: int | str, lease: float | None = None) -> Any:
-    won = session.post(f"/v1/items/{ref}/claim", {"agent": agent, "lease_seconds": lease})
+def claim(
+    session: Session,
+    agent: str,
+    ref: int | str,
+    lease: float | None = None,
+    *,
+    worktree: dict[str, str] | None = None,
+) -> Any:
+    """``worktree`` (base_commit, path_root): the board records the item's branch, base and
+    worktree path in the claim (``coord.landing.flow.start`` makes the worktree)."""
+    request: dict[str, Any] = {"agent": agent, "lease_seconds": lease}
+    if worktree is not None:
+        request["worktree"] = worktree
+    won = session.post(f"/v1/items/{ref}/claim", request)
     tokens.remember_claim(session.board_dir, agent, won)
     return won
 
@@ -149,6 +162,7 @@ def claim_next(
     label: str | None = None,
     lease: float | None = None,
     count: int | None = None,
+    worktree: dict[str, str] | None = None,
 ) -> Any:
     """The best ready item claimed; with ``count``, ``{"items": [...]}`` of up to that many."""
     request: dict[str, Any] = {
@@ -157,6 +171,8 @@ def claim_next(
         "kind": kind,
         "label": label,
     }
+    if worktree is not None:
+        request["worktree"] = worktree
     if count is None:
         won = session.post("/v1/claim-next", request)
         tokens.remember_claim(session.board_dir, agent, won)
@@ -225,7 +241,8 @@ def done(
     the claim stays. ``before_checks`` hears the commands and the directory before any of
     them runs (they are shell commands someone else may have written: the face shows them);
     ``watch`` hears each check's output as it comes and how it went, for a face that shows
-    progress (``coord.client.checks.Watch``)."""
+    progress (``coord.client.checks.Watch``). An item claimed with a worktree is submitted
+    instead (``coord.client.worktree_flow.submit``): queued to land, its files still held."""
     body: dict[str, Any] = {"summary": summary}
     if skip_reason is not None:
         body["skip_checks"] = skip_reason
@@ -246,6 +263,20 @@ def done(
         except ChecksFailed as failed:
             failed.message = "\n".join([failed.message, checks.failed_output(runs)])
             raise
+    except Conflict as err:
+        if err.code != "conflict" or "branch" not in err.details:
+            raise
+        # a worktree item: its done is a submit (checked in its worktree; the checks run
+        # when it lands, on the tree that lands)
+        if skip_reason is not None:
+            raise InvalidInput(
+                f"item {ref} was claimed with a worktree: its checks run when it lands, on "
+                "the tree that lands, and cannot be skipped here; submit without skipping",
+                field="skip_checks",
+            ) from None
+        from coord.client import worktree_flow
+
+        return worktree_flow.submit(session, agent, ref, token=token)
 
 
 def edit(

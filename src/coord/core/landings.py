@@ -83,7 +83,7 @@ def claim_changes(item: Item, token: int, worktree: WorktreeSpec | None) -> dict
         changes.update(
             branch=branch,
             base_commit=worktree.base_commit,
-            worktree=f"{worktree.path_root.rstrip('/')}/{branch.removeprefix('coord/')}",
+            worktree=model.worktree_path(worktree.path_root, branch),
         )
     elif item.branch is not None:
         changes["branch"] = branch_name(item, token)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coord import model
 from coord.client import checks as checks_module
 from coord.errors import Conflict, InvalidInput
 from coord.fast import worktree as fast_worktree
@@ -40,7 +41,7 @@ from coord.landing.gitlock import changing_worktrees
 from coord.landing.steps import MAIN_REF, merged_outside
 
 DEFAULT_ROOT = ".worktrees"
-BRANCH_PREFIX = "coord/"
+BRANCH_PREFIX = model.WORKTREE_BRANCH_PREFIX
 
 
 @dataclass(slots=True)
@@ -187,9 +188,9 @@ def ensure_ignored(repo: Path, root: Path) -> None:
 
 
 def dirname_for(branch: str) -> str:
-    """The worktree's directory name: its branch without ``coord/``, one path component."""
-    name = branch.removeprefix(BRANCH_PREFIX)
-    return name.replace("/", "-")
+    """The worktree's directory name: its branch without ``coord/``, one path component
+    (``model.worktree_dirname``: the rule the board's record of the path follows too)."""
+    return model.worktree_dirname(branch)
 
 
 def create(
@@ -296,6 +297,11 @@ def list_worktrees(repo: Path, main: str = MAIN_REF) -> list[Worktree]:
         judge(repo, wt, main)
         found.append(wt)
     return found
+
+
+def of_item(repo: Path, item: int) -> list[Worktree]:
+    """The coord worktrees locked for ``item`` (any token), not judged: cheap."""
+    return [wt for wt in _porcelain(main_root(repo)) if wt.lock and wt.lock.item == item]
 
 
 def judge(repo: Path, wt: Worktree, main: str = MAIN_REF) -> None:

@@ -27,6 +27,7 @@ from coord.errors import CoordError, InvalidInput
 TOOL_WORDS: dict[str, tuple[str, str | None]] = {
     "next": ("claim", None),  # a claim with no item takes the best ready one
     "claim": ("claim", "item"),
+    "start": ("claim", "item"),  # the claim tool's worktree argument does what start does
     "show": ("thread", "item"),
     "log": ("board", None),
     "ls": ("board", None),
@@ -52,6 +53,7 @@ PERSONS_COMMANDS = {
     "git",
     "spec",
     "open",
+    "mcp",
 }
 
 _COMMAND = re.compile(r"`coord ([a-z][a-z-]*)((?: [^`]*)?)`")

@@ -38,8 +38,10 @@ claim (with no item: the best ready one) before you start; edit only the files y
 holds or that reserve_files gives you (a guard refuses edits to files others hold);
 heartbeat if you work longer than the lease; done when finished (it runs the item's checks);
 release what you give up; escalate when a human must decide; thread reads one item with its
-replies. A refused call is a result with isError: read its message, it says who holds what
-until when and what to do next."""
+replies. Claimed with a worktree (claim's worktree argument, or the board's default), work
+and commit in the worktree the claim names; done there submits your branch to land on main.
+A refused call is a result with isError: read its message, it says who holds what until when
+and what to do next."""
 
 # the calling agent's name, from the request (an HTTP header) or the process (stdio); a
 # resource read has no request context and gets None
@@ -89,13 +91,24 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
         label: Annotated[
             str | None, Field(description="with no item: claim only an item with this label")
         ] = None,
+        worktree: Annotated[
+            bool | None,
+            Field(
+                description="true: work in a git worktree of your own, on a branch from main's "
+                "tip (the result names its path: work there); default: the board's setting"
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Claim an item before you work on it: with no item, the best ready one (priority,
         then age); else the one given. Returns its id, package key, title, description, the
         files you now hold, its checks, your token and the lease's end. If someone else holds
         it, the result (isError, already_claimed) names the holder and when the lease ends:
-        pick another. isError with nothing_ready when there is nothing to do."""
-        return await tool.run(ctx, verbs.claim, item=item, kind=kind, label=label)
+        pick another. isError with nothing_ready when there is nothing to do. With worktree,
+        the result's worktree is where you work and commit; done then submits the branch to
+        land on main. An item sent back for rework carries why (rework)."""
+        return await tool.run(
+            ctx, verbs.claim, item=item, kind=kind, label=label, worktree=worktree
+        )
 
     @register
     async def heartbeat(ctx: Context, item: Item, token: Token = None) -> dict[str, Any]:
@@ -121,7 +134,9 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
     ) -> dict[str, Any]:
         """Close an item you hold. Its checks (shell commands) run first in your working
         tree; if one fails the item stays yours and the result shows the failing output. Only
-        with a real reason, skip_checks_reason closes it anyway (recorded for everyone)."""
+        with a real reason, skip_checks_reason closes it anyway (recorded for everyone). An
+        item claimed with a worktree is submitted instead: commit everything there first
+        (refused if the worktree is not clean); it is queued to land and done once merged."""
         return await tool.run(
             ctx, verbs.done, item=item, summary=summary, token=token, skip=skip_checks_reason
         )
@@ -234,7 +249,7 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
     @register
     async def board(ctx: Context) -> dict[str, Any]:
         """The board at a glance: what you hold, what is ready, who holds what, what waits
-        on a human."""
+        on a human, and what waits to land on main or was sent back for rework (landing)."""
         return await tool.run(ctx, verbs.summary)
 
     @register

@@ -16,18 +16,38 @@ from coord.mcp.backends import Backend
 
 
 def claim(
-    session: Backend, agent: str, item: int | str | None, kind: str | None, label: str | None
+    session: Backend,
+    agent: str,
+    item: int | str | None,
+    kind: str | None,
+    label: str | None,
+    worktree: bool | None = None,
 ) -> Any:
-    """The item given, or with none the best ready one (of this kind, with this label)."""
-    if item is None:
-        return _claim_view(flow.claim_next(session, agent, kind=kind, label=label))
-    if kind is not None or label is not None:
+    """The item given, or with none the best ready one (of this kind, with this label); with
+    ``worktree`` (by default the board's ``start_in_worktree``, where the agent works) in a
+    worktree of its own, as `coord start` makes it."""
+    if item is not None and (kind is not None or label is not None):
         raise InvalidInput(
             "kind and label choose among the ready items: give them without an item, or the "
             "item alone",
             field="kind" if kind is not None else "label",
         )
+    if worktree is None:
+        worktree = session.local and _start_in_worktree(session)
+    if worktree:
+        from coord.landing import flow as worktree_flow
+
+        ref = None if item is None else _ref(item)
+        return _worktree_view(worktree_flow.start(session, agent, ref, kind=kind, label=label))
+    if item is None:
+        return _claim_view(flow.claim_next(session, agent, kind=kind, label=label))
     return _claim_view(flow.claim(session, agent, _ref(item)))
+
+
+def _start_in_worktree(session: Backend) -> bool:
+    from coord.fast import board_files
+
+    return bool(board_files.read_config(session.board_dir).get("start_in_worktree"))
 
 
 def heartbeat(session: Backend, agent: str, item: int | str, token: int | None) -> Any:
@@ -41,7 +61,15 @@ def release(session: Backend, agent: str, item: int | str, reason: str, token: i
 def done(
     session: Backend, agent: str, item: int | str, summary: str, token: int | None, skip: str | None
 ) -> Any:
-    return flow.done(session, agent, _ref(item), token=token, summary=summary, skip_reason=skip)
+    """Close it; a worktree item is submitted (checked in its worktree), queued to land."""
+    closed = flow.done(session, agent, _ref(item), token=token, summary=summary, skip_reason=skip)
+    if closed.get("state") == "queued":
+        closed = {
+            **closed,
+            "next": "submitted: queued to land on main (done once merged); its files stay "
+            "held until then. Do not work in its worktree any more; claim other work",
+        }
+    return closed
 
 
 def escalate(
@@ -88,12 +116,23 @@ def summary(session: Backend, agent: str) -> dict[str, Any]:
     claimed = session.get("/v1/items", {"state": "claimed", "limit": 200})
     waiting = session.get("/v1/items", {"state": "needs_human", "limit": 50})
     held = claimed["items"] + waiting["items"]
+    queued = session.get("/v1/queue", {"limit": 100})["items"]
+    sent_back = session.get("/v1/items", {"state": "needs_rework", "limit": 50})["items"]
     return {
         "agent": agent,
         "mine": [_brief(i) for i in held if i["claimed_by"] == agent],
         "ready": [_brief(i) for i in ready["items"]],
         "claimed": [_brief(i) for i in claimed["items"] if i["claimed_by"] != agent],
         "needs_human": [_brief(i) for i in waiting["items"]],
+        # a worktree item's way to main: what waits to land (in order), what came back
+        "landing": [
+            {**_brief(i), "branch": i.get("branch"), "head": i.get("submitted_head")}
+            for i in queued
+        ]
+        + [
+            {**_brief(i), "rework_for": i.get("rework_for"), "rework": i.get("rework")}
+            for i in sent_back
+        ],
     }
 
 
@@ -125,7 +164,34 @@ def _claim_view(won: dict[str, Any]) -> dict[str, Any]:
         "files": item["files"],
         "checks": item.get("checks", []),
         "spec": item.get("spec"),
+        **({"rework": item["rework"]} if item.get("rework") else {}),
     }
+
+
+def _worktree_view(won: dict[str, Any]) -> dict[str, Any]:
+    made = won["worktree"]
+    view = {
+        **_claim_view(won),
+        "worktree": made["path"],
+        "branch": made["branch"],
+        "base_commit": made["base_commit"],
+        "work_in": f"work in {made['path']} (branch {made['branch']}), not in the main "
+        "checkout: edit and commit there; done then submits your branch to land on main",
+    }
+    if not made.get("contains_base", True):
+        view["work_in"] += (
+            f"; your earlier branch was reused: first `git rebase {made['base_commit']}` there "
+            "(main's tip now)"
+        )
+    setup = made.get("setup")
+    if setup is not None and setup.get("exit_code") != 0:
+        view["setup_failed"] = {
+            "exit_code": setup.get("exit_code"),
+            "output_tail": setup.get("output_tail"),
+        }
+    if made.get("not_copied"):
+        view["not_copied"] = made["not_copied"]
+    return view
 
 
 def _brief(item: dict[str, Any]) -> dict[str, Any]:
