@@ -27,13 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coord.errors import CoordError
-from coord.fast import fsfold, patterns
+from coord.fast import fsfold, patterns, worktree_owner
 from coord.landing import steps, worktrees
 
 if TYPE_CHECKING:
     from coord.client.flow import Transport
 
-LANDING_DIRNAME = ".landing"  # in the worktree root: the runner's own worktree
+LANDING_DIRNAME = (
+    worktree_owner.LANDING_DIRNAME
+)  # in the worktree root: the runner's own worktree (the guard refuses agents there)
 LEASE_SECONDS = 600.0  # renewed before each item; a check may run long
 QUEUE_HOLDER = "coord/queue"  # coord.core.landings.QUEUE_HOLDER: the queue's own holds
 
