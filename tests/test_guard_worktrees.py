@@ -19,7 +19,7 @@ import pytest
 
 from conftest import init_board_dir, stop_leftover_daemon
 from coord.core.board import Board
-from coord.fast import board_files, holds, worktree_owner
+from coord.fast import board_files, holds, mirror, worktree_owner
 from coord.fast.git import Git
 from coord.landing import steps, worktrees
 from coord.model import WorktreeSpec
@@ -308,24 +308,49 @@ def test_an_unreadable_lock_or_board_refuses(scene: Scene) -> None:
 
 
 def test_a_board_whose_items_cannot_be_read_refuses_worktree_paths_only(scene: Scene) -> None:
-    # the reservations read, the items not (a PostgreSQL board's mirror has no items table)
-    copy = scene.repo.parent / "holds-only" / board_files.DB_FILENAME
-    copy.parent.mkdir()
-    conn = sqlite3.connect(copy)
-    conn.execute(
-        "CREATE TABLE reservations (id INTEGER PRIMARY KEY, agent TEXT, pattern TEXT, "
-        "prefix TEXT, exclusive INTEGER, item_id INTEGER, reason TEXT, created_at REAL, "
-        "expires_at REAL, rule INTEGER)"
+    # the reservations read, the items not (a mirror an older daemon wrote has no items)
+    for name in (board_files.DB_FILENAME, mirror.MIRROR_FILENAME):
+        copy = scene.repo.parent / f"holds-only-{name}" / name
+        copy.parent.mkdir()
+        conn = sqlite3.connect(copy)
+        conn.execute(
+            "CREATE TABLE reservations (id INTEGER PRIMARY KEY, agent TEXT, pattern TEXT, "
+            "prefix TEXT, exclusive INTEGER, item_id INTEGER, reason TEXT, created_at REAL, "
+            "expires_at REAL, rule INTEGER)"
+        )
+        conn.close()
+        owners = worktree_owner.Owners(str(scene.board_dir), str(copy), None, "alice")
+        assert owners.inside(str(scene.repo)) is None  # the main tree reads nothing
+        with pytest.raises(holds.BoardUnreadable, match="cannot read"):
+            owners.inside(str(scene.alice))
+
+
+def test_a_postgresql_boards_mirror_says_who_holds_each_worktree(scene: Scene) -> None:
+    """The mirror as coord.server.follower writes it (tests/test_pg_mirror.py runs the real
+    follower on a real database): the claimed or queued worktree items, read like board.db."""
+    board = Board.open(scene.board_dir)
+    try:
+        alice = board.get(scene.alice_item)
+    finally:
+        board.close()
+    team = scene.repo.parent / "team"
+    team.mkdir()
+    now = time.time()
+    row = (alice.id, "claimed", "alice", alice.fencing_token, now + 600, alice.worktree)
+    mirror.write(str(team), [], database_now=now, taken_at=now, last_seq=1, items=[row])
+    at = mirror.path_of(str(team))
+    assert (
+        worktree_owner.Owners(str(scene.board_dir), at, now, "alice").inside(str(scene.alice))
+        is None
     )
-    conn.close()
-    owners = worktree_owner.Owners(str(scene.board_dir), str(copy), None, "alice")
-    assert owners.inside(str(scene.repo)) is None  # the main tree reads nothing
-    with pytest.raises(holds.BoardUnreadable, match="cannot read"):
-        owners.inside(str(scene.alice))
-    mirror = worktree_owner.Owners(str(scene.board_dir), str(scene.board_dir / "mirror.db"), 0, "a")
-    with pytest.raises(holds.BoardUnreadable, match="PostgreSQL"):
-        mirror.inside(str(scene.alice))
-    assert mirror.inside(str(scene.repo)) is None
+    theirs = worktree_owner.Owners(str(scene.board_dir), at, now, "bob")
+    refused = theirs.inside(str(scene.alice))
+    assert refused is not None and (refused.agent, refused.state) == ("alice", "claimed")
+    nobodys = theirs.inside(str(scene.bob))  # bob's item is not in this mirror: no claim's
+    assert nobodys is not None and "which no claim holds" in nobodys.why
+    later = worktree_owner.Owners(str(scene.board_dir), at, now + 601, "alice")
+    lapsed = later.inside(str(scene.alice))
+    assert lapsed is not None and lapsed.state == "lapsed"
 
 
 # --- the hooks -------------------------------------------------------------------------------

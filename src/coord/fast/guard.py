@@ -19,22 +19,15 @@ from __future__ import annotations
 import os
 
 from coord.errors import InvalidInput
-from coord.fast import (
-    fsfold,
-    hardlinks,
-    holds,
-    mirror,
-    own_files,
-    patterns,
-    targets,
-    worktree_owner,
-)
+from coord.fast import fsfold, hardlinks, holds, mirror, own_files, patterns, targets
 from coord.times import clock, iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Sequence
-    from typing import Any, Protocol, TypeVar
+    from typing import Any, Protocol, TypeGuard, TypeVar
+
+    from coord.fast.worktree_owner import Refusal
 
     class HeldFiles(Protocol):
         @property
@@ -104,6 +97,7 @@ def judge(
     command's directory or glob that writes what is under it) is refused too for each such
     worktree nested beneath it in the main working tree. ``holds.BoardUnreadable`` when a
     board, or a worktree's lock, that must be read cannot be."""
+    reach_beneath = {id(t) for t in beneath}
     boards: dict[str, list[targets.Target]] = {}
     for target in placed:
         boards.setdefault(target.board_dir, []).append(target)
@@ -115,15 +109,25 @@ def judge(
         fold = fsfold.board_fold(board_dir)  # recorded at init and daemon start, never probed here
         held_files = hardlinks.HeldLiterals(db, agent, now)  # read once, if a link needs it
         near = _near(live, len(mine))
-        owners = worktree_owner.Owners(board_dir, db, now, agent)
+        board_root = os.path.realpath(os.path.dirname(board_dir))
+        owners = None
         for target in mine:
-            refused = owners.inside(target.root)  # free in the main tree: no read at all
-            if refused is not None:
-                found.append((target, [refused]))
-                continue
+            # a path in the main working tree pays nothing (not even this import) unless a
+            # shell command writes beneath a directory of it, where worktrees may be nested
             nested: list[Any] = []
-            if target in beneath and target.root == owners.board_root:
-                nested = owners.beneath(target.name, fold)
+            deep = target.root == board_root and id(target) in reach_beneath
+            if target.root != board_root or deep:
+                if owners is None:
+                    from coord.fast import worktree_owner
+
+                    owners = worktree_owner.Owners(board_dir, db, now, agent)
+                if deep:
+                    nested = owners.beneath(target.name, fold)
+                else:
+                    refused = owners.inside(target.root)
+                    if refused is not None:
+                        found.append((target, [refused]))
+                        continue
             if target.one_file:
                 blocking = blockers(target.name, near(target.name), agent, fold=fold)
             else:
@@ -217,7 +221,7 @@ def check(
                 "item": r.item_id,
                 "expires_at": iso(r.expires_at),
             }
-            if not isinstance(r, worktree_owner.Refusal)
+            if not is_worktree(r)
             else {
                 "path": target.raw,
                 "holder": r.agent,
@@ -236,10 +240,16 @@ def _verdict(refusals: list[dict[str, Any]], note: str | None) -> dict[str, Any]
     return {"may_edit": not refusals, "refusals": refusals, "note": note}
 
 
+def is_worktree(blocker: object) -> TypeGuard[Refusal]:
+    """Is this blocker a worktree the agent may not write into
+    (``coord.fast.worktree_owner.Refusal``), not a hold? Asked without importing it."""
+    return getattr(blocker, "why", None) is not None
+
+
 def refusal_lines(path: str, blocking: Sequence[Any], *, raw: str | None = None) -> list[str]:
     lines = []
     for r in blocking:
-        if isinstance(r, worktree_owner.Refusal):  # the path as written: the worktree's own
+        if is_worktree(r):  # the path as written: the worktree's own
             lines.append(f"coord guard: {raw or path}: {r.why}; refusing the edit")
             continue
         until = clock(r.expires_at)

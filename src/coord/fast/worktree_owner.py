@@ -34,9 +34,11 @@ and, in a coord worktree, one indexed row of ``items``; ``beneath`` lists the re
 linked worktrees (one ``listdir`` of ``.git/worktrees``) only for a shell target that names a
 directory or a glob of the main tree.
 
-On a PostgreSQL board the guard reads the daemon's mirror (``coord.fast.mirror``), which holds
-the live reservations only, not who holds which item: a path in a coord worktree there is
-refused (fail closed) until the mirror carries the items' holders.
+On a PostgreSQL board the guard reads the daemon's mirror (``coord.fast.mirror``): beside the
+live reservations it holds the worktree items claimed or queued (their state, holder, token,
+lease and worktree), in ``items`` as on ``board.db``, so the same query answers; an item not
+there is held by no claim and no queue entry. A mirror an older daemon wrote has no such table:
+a path in a coord worktree is then refused (fail closed) until this daemon rewrites it.
 
 Stdlib only: it runs before every edit.
 """
@@ -119,6 +121,8 @@ class Owners:
         self.agent = agent
         self.judged: dict[str, Refusal | None] = {}
         self.nested: list[tuple[str, str]] | None = None  # (repository path, root)
+        # a PostgreSQL board's mirror: it holds only the worktree items claimed or queued
+        self.on_mirror = os.path.basename(db) != board_files.DB_FILENAME
 
     def inside(self, root: str) -> Refusal | None:
         """Why ``agent`` may not write in the working tree ``root`` (a target's); None when it
@@ -199,6 +203,16 @@ class Owners:
             )
         item, token = int(fields["item"]), int(fields["token"])
         row = self._item(item, root)
+        if row is None and self.on_mirror:  # neither claimed nor queued
+            return Refusal(
+                serial,
+                root,
+                f"it is in the worktree {root} that coord made for item {item}, which no claim "
+                "holds: the work left there must not be trampled, so nobody writes there; "
+                f"`coord worktree list` says what it holds, `coord start {item}` goes on with a "
+                "pending item, `coord worktree gc` cleans what is merged or abandoned",
+                item_id=item,
+            )
         if row is None:
             return Refusal(
                 serial,
@@ -264,12 +278,6 @@ class Owners:
 
     def _item(self, item: int, root: str) -> Any:
         """The item's ``ITEM_COLUMNS`` row, None when the board has no such item."""
-        if os.path.basename(self.db) != board_files.DB_FILENAME:
-            raise BoardUnreadable(
-                f"{root} is the worktree of item {item}, and on a PostgreSQL board the guard's "
-                "mirror holds no item holders, so it cannot tell whether it is yours; "
-                "refusing writes in coord worktrees there"
-            )
         if not os.path.exists(self.db):
             raise BoardUnreadable(f"no board at {self.db}")
         try:
@@ -281,7 +289,13 @@ class Owners:
             finally:
                 conn.close()
         except sqlite3.Error as err:
-            raise BoardUnreadable(f"cannot read {self.db}: {err}") from None
+            hint = ""
+            if self.on_mirror:
+                hint = (
+                    "; a mirror written by an older coord daemon holds no items: restart "
+                    "this machine's daemon (`coord serve`)"
+                )
+            raise BoardUnreadable(f"cannot read {self.db}: {err}{hint}") from None
         return row
 
 

@@ -28,7 +28,7 @@ import os
 import re
 
 from coord.errors import InvalidInput
-from coord.fast import guard, holds, targets, worktree_owner
+from coord.fast import guard, holds, targets
 from coord.hooks.git_options import Unsure, read_call
 from coord.times import clock
 
@@ -115,7 +115,7 @@ def refusal(
     if not held:
         return None
     for r in held:  # it runs in a worktree the agent may not write: whatever it would change
-        if isinstance(r, worktree_owner.Refusal):
+        if guard.is_worktree(r):
             return f"coord: `{call.shown}` rewrites the working tree {root}: {r.why}; refusing it"
     if plan is not None:
         try:
@@ -187,7 +187,7 @@ def _judged(
         shown = ", ".join(names[:_SHOWN_FILES])
         if len(names) > _SHOWN_FILES:
             shown += f" and {len(names) - _SHOWN_FILES} more"
-        if isinstance(r, worktree_owner.Refusal):
+        if guard.is_worktree(r):
             lines.append(f"coord: `{call.shown}` {plan.verb} {shown}: {r.why}; refusing it")
             continue
         item = f" for item {r.item_id}" if r.item_id is not None else ""

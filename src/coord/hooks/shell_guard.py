@@ -23,12 +23,14 @@ from __future__ import annotations
 import os
 
 from coord.errors import InvalidInput
-from coord.fast import board_files, guard, holds, own_files, targets, worktree_owner
+from coord.fast import board_files, guard, holds, own_files, targets
 from coord.hooks import shell_reach as reach
 from coord.times import clock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from coord.hooks.shell import Writes
 
 # git clean's options that take a value (as the next word, or attached)
@@ -93,7 +95,7 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
     unread: dict[str, dict[int, holds.Held]] = {}  # why -> the holds it could reach
     for (_, blocking), (_, raw, why) in zip(judged, placed.values(), strict=True):
         for r in blocking:
-            if isinstance(r, worktree_owner.Refusal):
+            if guard.is_worktree(r):
                 line = _worktree_line(raw, r, why)
             elif why is not None:
                 unread.setdefault(why, {})[r.id] = r
@@ -115,7 +117,7 @@ def _shell_line(raw: str, r: holds.Held) -> str:
     )
 
 
-def _worktree_line(raw: str, r: worktree_owner.Refusal, unread: str | None) -> str:
+def _worktree_line(raw: str, r: Any, unread: str | None) -> str:
     if unread is None:
         return f"coord: this command writes {raw}: {r.why}; refusing it"
     return (
