@@ -33,9 +33,8 @@ from coord.landing import steps, worktrees
 if TYPE_CHECKING:
     from coord.client.flow import Transport
 
-LANDING_DIRNAME = (
-    worktree_owner.LANDING_DIRNAME
-)  # in the worktree root: the runner's own worktree (the guard refuses agents there)
+# in the worktree root: the runner's own worktree (the guard refuses every agent there)
+LANDING_DIRNAME = worktree_owner.LANDING_DIRNAME
 LEASE_SECONDS = 600.0  # renewed before each item; a check may run long
 QUEUE_HOLDER = "coord/queue"  # coord.core.landings.QUEUE_HOLDER: the queue's own holds
 
