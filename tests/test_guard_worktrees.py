@@ -397,6 +397,9 @@ def test_a_shell_command_writing_into_another_agents_worktree_is_denied(
         f"cd {theirs} && echo x > a.py",
         f"git -C {theirs} stash",
         f"cd {theirs} && git checkout -- .",
+        f"ln {theirs}/a.py mine.py",  # a hard link is her file under another name
+        f"mv {theirs}/a.py .",  # moving it out removes it from her worktree
+        f"find {theirs} -name '*.py' -delete",
     ):
         reason = denied(run(command, "bob", scene.bob), client)
         assert "alice's worktree" in reason, (command, reason)
