@@ -194,3 +194,38 @@ def guard_on_a_clock_off_by(
         text=True,
         timeout=60,
     )
+
+
+def test_the_mirror_says_whose_worktree_a_path_is_in(
+    following: tuple[Path, Board, Follower, list[int]],
+) -> None:
+    """Issue 24 item 9 on a team board: the guard refuses bob's write into alice's coord
+    worktree and lets alice write there, from the claimed worktree items the mirror holds."""
+    from coord.landing import worktrees
+    from coord.model import WorktreeSpec
+
+    board_dir, board, _follower, _wakes = following
+    repo = board_dir.parent
+    who = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args in (["init", "-q", "-b", "main"], [*who, "commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    base = subprocess.run(
+        ["git", "rev-parse", "main"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    item = board.add("alice's", created_by="lead").id
+    spec = WorktreeSpec(base_commit=base, path_root=str(repo / ".worktrees"))
+    claim = board.landing.claim(item, agent="alice", worktree=spec)
+    got = board.get(item)
+    assert got.branch is not None
+    made = worktrees.create(repo, got.branch, base, item=item, token=claim.token)
+
+    def items() -> list[tuple[Any, ...]]:
+        with sqlite3.connect(board_dir / "mirror.db") as conn:
+            return conn.execute("SELECT id, claimed_by FROM items").fetchall()
+
+    eventually(lambda: items() == [(item, "alice")], "the claimed worktree item in the mirror")
+    refused = guard(board_dir, str(made.path / "a.py"), agent="bob", cwd=repo)
+    assert refused.returncode == 2, refused.stderr
+    assert f"alice's worktree {made.path}" in refused.stderr
+    assert guard(board_dir, "a.py", agent="alice", cwd=made.path).returncode == 0
+    assert guard(board_dir, "a.py", agent="bob", cwd=repo).returncode == 0  # the main tree

@@ -24,8 +24,10 @@ from coord.times import clock, iso
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
-    from typing import Any, Protocol, TypeVar
+    from collections.abc import Callable, Collection, Iterable, Sequence
+    from typing import Any, Protocol, TypeGuard, TypeVar
+
+    from coord.fast.worktree_owner import Refusal
 
     class HeldFiles(Protocol):
         @property
@@ -84,10 +86,18 @@ def _covers(held: HeldFiles, path: str, fold: fsfold.Fold) -> bool:
 
 
 def judge(
-    placed: Sequence[targets.Target], agent: str | None
-) -> list[tuple[targets.Target, list[holds.Held]]]:
-    """Each target with the live holds that forbid ``agent`` to write it, each board read
-    once. ``holds.BoardUnreadable`` when a board that must be read cannot be."""
+    placed: Sequence[targets.Target],
+    agent: str | None,
+    *,
+    beneath: Collection[targets.Target] = (),
+) -> list[tuple[targets.Target, list[Any]]]:
+    """Each target with what forbids ``agent`` to write it, each board read once: the live
+    holds, or the worktree it is in when that is another agent's, the landing worktree or one
+    no claim holds (``coord.fast.worktree_owner.Refusal``). A target in ``beneath`` (a shell
+    command's directory or glob that writes what is under it) is refused too for each such
+    worktree nested beneath it in the main working tree. ``holds.BoardUnreadable`` when a
+    board, or a worktree's lock, that must be read cannot be."""
+    reach_beneath = {id(t) for t in beneath}
     boards: dict[str, list[targets.Target]] = {}
     for target in placed:
         boards.setdefault(target.board_dir, []).append(target)
@@ -99,7 +109,25 @@ def judge(
         fold = fsfold.board_fold(board_dir)  # recorded at init and daemon start, never probed here
         held_files = hardlinks.HeldLiterals(db, agent, now)  # read once, if a link needs it
         near = _near(live, len(mine))
+        board_root = os.path.realpath(os.path.dirname(board_dir))
+        owners = None
         for target in mine:
+            # a path in the main working tree pays nothing (not even this import) unless a
+            # shell command writes beneath a directory of it, where worktrees may be nested
+            nested: list[Any] = []
+            deep = target.root == board_root and id(target) in reach_beneath
+            if target.root != board_root or deep:
+                if owners is None:
+                    from coord.fast import worktree_owner
+
+                    owners = worktree_owner.Owners(board_dir, db, now, agent)
+                if deep:
+                    nested = owners.beneath(target.name, fold)
+                else:
+                    refused = owners.inside(target.root)
+                    if refused is not None:
+                        found.append((target, [refused]))
+                        continue
             if target.one_file:
                 blocking = blockers(target.name, near(target.name), agent, fold=fold)
             else:
@@ -117,7 +145,7 @@ def judge(
             # of them, already among the blockers
             named = {held.id for held in blocking}
             aliases = hardlinks.held_aliases(target, db, agent, now, held_files)
-            found.append((target, blocking + [a for a in aliases if a.id not in named]))
+            found.append((target, nested + blocking + [a for a in aliases if a.id not in named]))
     return found
 
 
@@ -193,9 +221,18 @@ def check(
                 "item": r.item_id,
                 "expires_at": iso(r.expires_at),
             }
+            if not is_worktree(r)
+            else {
+                "path": target.raw,
+                "holder": r.agent,
+                "worktree": r.root,
+                "item": r.item_id,
+                "state": r.state,
+                "reason": r.why,
+            }
             for r in blocking
         ]
-        lines += refusal_lines(target.name, blocking)
+        lines += refusal_lines(target.name, blocking, raw=target.raw)
     return (2 if refusals else 0), lines, _verdict(refusals, None)
 
 
@@ -203,9 +240,18 @@ def _verdict(refusals: list[dict[str, Any]], note: str | None) -> dict[str, Any]
     return {"may_edit": not refusals, "refusals": refusals, "note": note}
 
 
-def refusal_lines(path: str, blocking: Sequence[HeldFiles]) -> list[str]:
+def is_worktree(blocker: object) -> TypeGuard[Refusal]:
+    """Is this blocker a worktree the agent may not write into
+    (``coord.fast.worktree_owner.Refusal``), not a hold? Asked without importing it."""
+    return getattr(blocker, "why", None) is not None
+
+
+def refusal_lines(path: str, blocking: Sequence[Any], *, raw: str | None = None) -> list[str]:
     lines = []
     for r in blocking:
+        if is_worktree(r):  # the path as written: the worktree's own
+            lines.append(f"coord guard: {raw or path}: {r.why}; refusing the edit")
+            continue
         until = clock(r.expires_at)
         item = f" for item {r.item_id}" if r.item_id is not None else ""
         lines.append(

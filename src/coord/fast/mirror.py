@@ -44,6 +44,10 @@ FORMAT = 1
 MIRROR_COLUMNS = (
     "id, agent, pattern, prefix, exclusive, item_id, reason, created_at, expires_at, rule"
 )
+# the worktree items a claim or the queue holds (coord.fast.worktree_owner reads them as it
+# reads board.db's items): a mirror an older daemon wrote has no such table, and the guard then
+# refuses writes in coord worktrees (fail closed) until this daemon rewrites it
+ITEM_COLUMNS = "id, state, claimed_by, fencing_token, lease_expires_at, worktree"
 _SCHEMA = """
 CREATE TABLE reservations (
     id INTEGER PRIMARY KEY, agent TEXT NOT NULL, pattern TEXT NOT NULL, prefix TEXT NOT NULL,
@@ -51,6 +55,10 @@ CREATE TABLE reservations (
     expires_at REAL NOT NULL, rule INTEGER NOT NULL
 );
 CREATE INDEX reservations_prefix ON reservations (prefix);
+CREATE TABLE items (
+    id INTEGER PRIMARY KEY, state TEXT NOT NULL, claimed_by TEXT, fencing_token INTEGER NOT NULL,
+    lease_expires_at REAL, worktree TEXT
+);
 CREATE TABLE stamp (
     format INTEGER NOT NULL, database_now REAL NOT NULL, taken_at REAL NOT NULL,
     last_seq INTEGER NOT NULL, pid INTEGER NOT NULL
@@ -170,9 +178,11 @@ def write(
     database_now: float,
     taken_at: float,
     last_seq: int,
+    items: Iterable[Sequence[object]] = (),
 ) -> None:
-    """Replace the mirror with ``rows`` (``MIRROR_COLUMNS``), stamped: a new file renamed
-    over the old, so a reader sees it whole. Only the daemon writes it."""
+    """Replace the mirror with ``rows`` (``MIRROR_COLUMNS``) and the claimed or queued
+    worktree ``items`` (``ITEM_COLUMNS``), stamped: a new file renamed over the old, so a
+    reader sees it whole. Only the daemon writes it."""
     from contextlib import suppress
 
     path = path_of(board_dir)
@@ -191,6 +201,8 @@ def write(
             conn.execute("BEGIN")
             marks = ",".join("?" * len(MIRROR_COLUMNS.split(",")))
             conn.executemany(f"INSERT INTO reservations ({MIRROR_COLUMNS}) VALUES ({marks})", rows)
+            item_marks = ",".join("?" * len(ITEM_COLUMNS.split(",")))
+            conn.executemany(f"INSERT INTO items ({ITEM_COLUMNS}) VALUES ({item_marks})", items)
             conn.execute(
                 "INSERT INTO stamp VALUES (?, ?, ?, ?, ?)",
                 (FORMAT, database_now, taken_at, last_seq, os.getpid()),

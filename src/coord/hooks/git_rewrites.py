@@ -114,6 +114,9 @@ def refusal(
         return f"coord: cannot check the board ({err}); refusing the command"
     if not held:
         return None
+    for r in held:  # it runs in a worktree the agent may not write: whatever it would change
+        if guard.is_worktree(r):
+            return f"coord: `{call.shown}` rewrites the working tree {root}: {r.why}; refusing it"
     if plan is not None:
         try:
             found = plan.find()
@@ -184,6 +187,9 @@ def _judged(
         shown = ", ".join(names[:_SHOWN_FILES])
         if len(names) > _SHOWN_FILES:
             shown += f" and {len(names) - _SHOWN_FILES} more"
+        if guard.is_worktree(r):
+            lines.append(f"coord: `{call.shown}` {plan.verb} {shown}: {r.why}; refusing it")
+            continue
         item = f" for item {r.item_id}" if r.item_id is not None else ""
         lines.append(
             f"coord: `{call.shown}` {plan.verb} {shown}, and {r.agent} holds {r.pattern}{item} "

@@ -29,6 +29,8 @@ from coord.times import clock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from coord.hooks.shell import Writes
 
 # git clean's options that take a value (as the next word, or attached)
@@ -60,8 +62,9 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
             rewrite = git_rewrites.refusal(args, where, home, agent, command, stashed)
             if rewrite is not None:
                 return rewrite
-    # one per board and canonical name: (the target, the word as written, why it is unread)
-    placed: dict[tuple[str, str], tuple[targets.Target, str, str | None]] = {}
+    # one per board, working tree and canonical name (``a.py`` in another agent's worktree is
+    # not the main tree's): (the target, the word as written, why it is unread)
+    placed: dict[tuple[str, str, str], tuple[targets.Target, str, str | None]] = {}
     written: list[tuple[str, str, str | None]] = [
         (raw, where, None) for raw, where in found.targets
     ]
@@ -76,21 +79,29 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
         except InvalidInput as err:
             return f"coord: this command writes {raw}: {err.message}; refusing it"
         for target, unjudged in reached:
-            placed.setdefault((target.board_dir, target.name), (target, raw, unjudged))
+            key = (target.board_dir, target.root, target.name)
+            placed.setdefault(key, (target, raw, unjudged))
     if not placed:
         return None
+    # a write the guard read reaches what is beneath a directory it names (rm -rf, cp -r):
+    # the worktrees nested there too; what it cannot read is judged where it runs, not by
+    # the worktrees beneath (a build in the main tree does not write into .worktrees/)
+    beneath = [t for t, _, why in placed.values() if why is None]
     try:
-        judged = guard.judge([t for t, _, _ in placed.values()], agent)
+        judged = guard.judge([t for t, _, _ in placed.values()], agent, beneath=beneath)
     except holds.BoardUnreadable as err:
         return f"coord: cannot check the board ({err}); refusing the command"
     lines: list[str] = []
     unread: dict[str, dict[int, holds.Held]] = {}  # why -> the holds it could reach
     for (_, blocking), (_, raw, why) in zip(judged, placed.values(), strict=True):
         for r in blocking:
-            if why is not None:
+            if guard.is_worktree(r):
+                line = _worktree_line(raw, r, why)
+            elif why is not None:
                 unread.setdefault(why, {})[r.id] = r
                 continue
-            line = _shell_line(raw, r)
+            else:
+                line = _shell_line(raw, r)
             if line not in lines:
                 lines.append(line)
     lines += [_unread_line(why, list(reached.values())) for why, reached in unread.items()]
@@ -103,6 +114,15 @@ def _shell_line(raw: str, r: holds.Held) -> str:
     return (
         f"coord: this command writes {raw}, and {r.agent} holds {r.pattern}{item} until {until}; "
         f"do not change it: pick other work or ask {r.agent}"
+    )
+
+
+def _worktree_line(raw: str, r: Any, unread: str | None) -> str:
+    if unread is None:
+        return f"coord: this command writes {raw}: {r.why}; refusing it"
+    return (
+        f"coord: {unread}: the guard cannot tell what it writes, and it runs where it could "
+        f"write into a worktree it may not: {r.why}; refusing it"
     )
 
 

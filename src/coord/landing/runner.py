@@ -30,14 +30,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coord.errors import CoordError
-from coord.fast import fsfold, patterns
+from coord.fast import fsfold, patterns, worktree_owner
 from coord.fast.git import Git
 from coord.landing import steps, ticks, worktrees
 
 if TYPE_CHECKING:
     from coord.client.flow import Transport
 
-LANDING_DIRNAME = ".landing"  # in the worktree root: the runner's own worktree
+# in the worktree root: the runner's own worktree (the guard refuses every agent there)
+LANDING_DIRNAME = worktree_owner.LANDING_DIRNAME
 # The landing lease: short, so a runner that died (kill -9, a closed laptop) stops holding
 # the queue within a minute, and renewed every quarter of it while an item's checks run.
 LEASE_SECONDS = 60.0

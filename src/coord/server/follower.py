@@ -94,7 +94,7 @@ class Follower:
                 f"for {REFRESH_WAIT_SECONDS:g} s; check that the server runs"
             )
         try:
-            database_now, last_seq, rows = self._reader.read()
+            database_now, last_seq, rows, items = self._reader.read()
             taken_at = time.time()  # after the answer: the estimate never runs ahead
             try:
                 mirror.write(
@@ -103,6 +103,7 @@ class Follower:
                     database_now=database_now,
                     taken_at=taken_at,
                     last_seq=last_seq,
+                    items=items,
                 )
             except OSError as err:  # a full disk, a read-only .coord/: the mirror ages
                 raise BoardIOError(

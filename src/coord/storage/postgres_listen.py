@@ -29,6 +29,12 @@ _LIVE = (
     "SELECT id, agent, pattern, prefix, exclusive, item_id, reason, created_at, expires_at, rule "
     "FROM reservations WHERE expires_at > %s ORDER BY id"
 )
+# the worktree items a claim or the landing queue holds, for the guard's worktree rule
+# (coord.fast.worktree_owner): who holds each one's worktree, in coord.fast.mirror.ITEM_COLUMNS
+_WORKTREE_ITEMS = (
+    "SELECT id, state, claimed_by, fencing_token, lease_expires_at, worktree FROM items "
+    "WHERE worktree IS NOT NULL AND state IN ('claimed', 'queued') ORDER BY id"
+)
 
 
 def _connect(dsn: str) -> psycopg.Connection[Any]:
@@ -90,14 +96,16 @@ class Listener(_Connected):
 class LiveReader(_Connected):
     """Reads the live reservations for the mirror."""
 
-    def read(self) -> tuple[float, int, list[tuple[Any, ...]]]:
+    def read(self) -> tuple[float, int, list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """(the database's clock, the board's last sequence number, the reservations live at
-        that moment in ``coord.fast.mirror.MIRROR_COLUMNS``)."""
+        that moment in ``coord.fast.mirror.MIRROR_COLUMNS``, the worktree items claimed or
+        queued in ``coord.fast.mirror.ITEM_COLUMNS``)."""
         try:
             conn = self._open()
             row = conn.execute(_CLOCK).fetchone()
             assert row is not None  # board_counters holds its one row from the first migration
             database_now, last_seq = float(row[0]), int(row[1])
-            return database_now, last_seq, conn.execute(_LIVE, (database_now,)).fetchall()
+            live = conn.execute(_LIVE, (database_now,)).fetchall()
+            return database_now, last_seq, live, conn.execute(_WORKTREE_ITEMS).fetchall()
         except psycopg.Error as err:
             raise self._lost(err) from None
