@@ -110,6 +110,7 @@ def test_start_claims_and_makes_a_locked_worktree_on_the_recorded_branch(
     assert found.path == path and found.lock is not None
     assert (found.lock.item, found.lock.token) == (ref, won["token"])
     assert found.lock.pid == os.getpid()  # the command's parent: this test
+    assert cli(served, "reserve", "src/f.py", agent="b")[0] == 3  # its files held from the claim
     text = run_cli("start", board_dir=served.board_dir, agent="b")
     assert text.returncode == 4  # nothing else ready: nothing made
     assert len(worktrees.list_worktrees(repo)) == 1
