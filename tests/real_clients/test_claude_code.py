@@ -407,3 +407,50 @@ def test_a_failing_command_that_changed_a_held_file_is_caught_by_post_tool_use_f
     assert (repo / "src/held.py").read_text() == FILES["src/held.py"]
     later = json.dumps(fake.main_requests("s")[-1])
     assert "src/held.py (held by other)" in later and "coord put it back" in later
+
+
+def test_a_package_goes_from_a_coord_worktree_to_main(
+    claude: Path, repo: Path, fake: FakeAnthropic
+) -> None:
+    """Issue 24 with the real client: Claude Code starts the item in a coord worktree
+    (`coord start`, through its Bash tool), edits there through its own Edit tool and the
+    guard, commits, and submits with `coord done`; the landing queue puts it on main."""
+    added = coord(repo, "add", "Tune the free module", "--file", "src/free.py", "--json")
+    assert added.returncode == 0, added.stderr
+    worktree = repo / ".worktrees" / "1-t1"
+    fake.script(
+        "s",
+        [
+            [bash("coord start 1")],
+            [ToolCall("Read", {"file_path": str(worktree / "src/free.py")})],
+            [
+                ToolCall(
+                    "Edit",
+                    {
+                        "file_path": str(worktree / "src/free.py"),
+                        "old_string": "free = 1",
+                        "new_string": "free = 2",
+                    },
+                )
+            ],
+            [bash(f"cd {worktree} && git add -A && git commit -qm 'tune free' && coord done")],
+        ],
+    )
+
+    run = run_claude(claude, repo, fake, "s")
+
+    assert_hooks_clean(run)
+    for call in fake.outcomes("s"):
+        assert not call.is_error, call
+    shown = json.loads(coord(repo, "show", "1", "--json").stdout)
+    assert shown["state"] == "queued", shown
+    landed = coord(repo, "land")
+    assert landed.returncode == 0, landed.stdout + landed.stderr
+    shown = json.loads(coord(repo, "show", "1", "--json").stdout)
+    assert shown["state"] == "merged", shown
+    main = subprocess.run(
+        ["git", "show", "main:src/free.py"], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert main.stdout == "free = 2\n"
+    assert (repo / "src/free.py").read_text() == "free = 2\n"  # the checkout moved with main
+    assert not worktree.exists()
