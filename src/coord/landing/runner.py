@@ -151,15 +151,22 @@ class Runner:
         renewing.start()
         try:
             # read again under the lease: another runner may have landed some meanwhile
+            landed_items: list[tuple[Landed, dict[str, Any]]] = []
             for item in self.transport.call("GET", "/v1/queue?limit=1000")["items"]:
                 landed = self.land_one(item)
                 results.append(landed)
+                landed_items.append((landed, item))
                 if landed.kind == "waiting":
                     break
         finally:
             stop.set()
             renewing.join()
             self.release()
+        # after the pass, not between landings: each removal judges its branch with git, and
+        # the next item in the queue should not wait for that
+        for landed, item in landed_items:
+            if landed.kind == "merged":
+                landed.cleaned = self._clean(item)
         return results
 
     def watch(self, every: float, sweep_every: float, report: Callable[[Landed], None]) -> None:
@@ -217,7 +224,6 @@ class Runner:
         }
         if outcome.kind == "merged":
             self._post(f"/v1/items/{item['id']}/merged", {**tokens, "commit": outcome.commit})
-            landed.cleaned = self._clean(item)
         elif outcome.kind == "needs_rework" and outcome.reason.startswith("main kept moving"):
             landed.kind = "waiting"  # nothing for its holder to fix: the next pass tries again
         elif outcome.kind == "needs_rework":
