@@ -406,6 +406,7 @@ def test_a_shell_command_writing_into_another_agents_worktree_is_denied(
     for command, cwd in (
         (f"echo x > .worktrees/{scene.alice.name}/a.py", scene.repo),
         ("rm -rf .worktrees", scene.repo),  # holds alice's worktree
+        ("git clean -ffdx .worktrees", scene.repo),  # -ff removes nested worktrees
         ("echo x > a.py", scene.alice.parent / worktree_owner.LANDING_DIRNAME),
     ):
         assert "worktree" in denied(run(command, "bob", cwd), client), command
@@ -414,6 +415,8 @@ def test_a_shell_command_writing_into_another_agents_worktree_is_denied(
         allowed(run(command, "alice", scene.alice))
     allowed(run(f"cat {theirs}/a.py", "bob", scene.bob))
     allowed(run("echo x > notes.txt && make", "bob", scene.repo))
+    allowed(run("git clean -fdx .worktrees", "bob", scene.repo))  # one -f skips them
+    allowed(run("git stash", "bob", scene.repo))
     # the landing worktree: nobody's
     landing = f"../{worktree_owner.LANDING_DIRNAME}/a.py"
     for agent in ("alice", "bob"):

@@ -115,7 +115,11 @@ def judge(
             # a path in the main working tree pays nothing (not even this import) unless a
             # shell command writes beneath a directory of it, where worktrees may be nested
             nested: list[Any] = []
-            deep = target.root == board_root and id(target) in reach_beneath
+            deep = (
+                target.root == board_root
+                and id(target) in reach_beneath
+                and _may_hold_directories(target)
+            )
             if target.root != board_root or deep:
                 if owners is None:
                     from coord.fast import worktree_owner
@@ -147,6 +151,15 @@ def judge(
             aliases = hardlinks.held_aliases(target, db, agent, now, held_files)
             found.append((target, nested + blocking + [a for a in aliases if a.id not in named]))
     return found
+
+
+def _may_hold_directories(target: targets.Target) -> bool:
+    """Could writing this shell target reach directories beneath it (a glob, the whole tree,
+    an existing directory), where linked worktrees may be nested? One ``stat`` for a literal."""
+    name = target.name
+    if name == patterns.WHOLE_REPOSITORY or not patterns.is_literal(name):
+        return True
+    return os.path.isdir(os.path.join(target.root, name))
 
 
 # past this many (target x hold) comparisons, each target is compared with the holds near it

@@ -175,7 +175,8 @@ class Owners:
                     f"cannot read {os.path.join(admin, name, 'gitdir')} ({err.strerror or err}), "
                     "so cannot tell where that worktree is"
                 ) from None
-            root = os.path.realpath(os.path.dirname(dot_git))
+            # git writes it absolute; relative (worktree.useRelativePaths) is from its directory
+            root = os.path.realpath(os.path.dirname(os.path.join(admin, name, dot_git)))
             if root.startswith(self.board_root + "/"):
                 found.append((os.path.relpath(root, self.board_root), root))
         return found

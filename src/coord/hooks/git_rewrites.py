@@ -114,8 +114,9 @@ def refusal(
         return f"coord: cannot check the board ({err}); refusing the command"
     if not held:
         return None
+    here = os.path.realpath(root)
     for r in held:  # it runs in a worktree the agent may not write: whatever it would change
-        if guard.is_worktree(r):
+        if guard.is_worktree(r) and r.root == here:
             return f"coord: `{call.shown}` rewrites the working tree {root}: {r.why}; refusing it"
     if plan is not None:
         try:
@@ -151,7 +152,10 @@ def _held_here(root: str, home: str | None, agent: str | None) -> list[holds.Hel
     if not placed:
         return []
     unique: dict[int, holds.Held] = {}
-    for _, blocking in guard.judge(placed, agent):
+    # and the worktrees nested in the tree that the agent may not write (`git clean -ffdx`
+    # removes them): then git is asked what it would change, and a directory it names there
+    # is judged below
+    for _, blocking in guard.judge(placed, agent, beneath=placed):
         for r in blocking:
             unique.setdefault(r.id, r)
     return list(unique.values())
@@ -178,7 +182,8 @@ def _judged(
             placed.setdefault((target.board_dir, target.name), target)
     chosen = list(placed.values())
     by_hold: dict[int, tuple[holds.Held, list[str]]] = {}
-    for target, blocking in guard.judge(chosen, agent):
+    directories = [t for t in chosen if not t.one_file]  # beneath them: nested worktrees
+    for target, blocking in guard.judge(chosen, agent, beneath=directories):
         for r in blocking:
             by_hold.setdefault(r.id, (r, []))[1].append(target.name)
     lines = []
