@@ -90,7 +90,8 @@ def bench_after_tool(runs: int) -> None:
     guard_only = [PYTHON, "-c", _NO_SNAPSHOT + _RUN.format(event="PreToolUse")]
     pre = [PYTHON, "-c", _RUN.format(event="PreToolUse")]
     post = [PYTHON, "-c", _RUN.format(event="PostToolUse")]
-    entry_pre = [PYTHON, "-m", "coord", "hook", "claude", "PreToolUse"]
+    # what `coord init` wires: the venv's `coord` console script (no runpy, unlike -m)
+    entry_pre = [str(Path(PYTHON).parent / "coord"), "hook", "claude", "PreToolUse"]
     names = ["python -c pass"]
     for tool in ("Bash", "Edit"):
         names += [
@@ -98,7 +99,7 @@ def bench_after_tool(runs: int) -> None:
             f"{tool}: guard + snapshot (pre)",
             f"{tool}: compare (post)",
             f"{tool}: pre + post",
-            f"{tool}: python -m coord hook PreToolUse",
+            f"{tool}: coord hook claude PreToolUse",
         ]
     times: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
@@ -121,7 +122,7 @@ def bench_after_tool(runs: int) -> None:
             sample[f"{tool}: compare (post)"] = took_post
             sample[f"{tool}: pre + post"] = (took_pre[0] + took_post[0], took_pre[1] + took_post[1])
             call += 1
-            sample[f"{tool}: python -m coord hook PreToolUse"] = _timed(
+            sample[f"{tool}: coord hook claude PreToolUse"] = _timed(
                 entry_pre, env, root, payload(root, "PreToolUse", tool, call)
             )
             _timed(post, env, root, payload(root, "PostToolUse", tool, call))  # its snapshot
