@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,35 +175,40 @@ def _targets(node: ast.AST, package: str) -> list[str]:
     return targets
 
 
+def _walk(
+    node: ast.AST, lazy: bool = False, typing: bool = False
+) -> Iterator[tuple[ast.AST, bool, bool]]:
+    """Every node, with whether it sits inside a function (lazy) or under TYPE_CHECKING."""
+    yield node, lazy, typing
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        lazy = True
+    if isinstance(node, ast.If) and _is_type_checking(node.test):
+        for child in node.body:
+            yield from _walk(child, lazy, True)
+        for child in node.orelse:
+            yield from _walk(child, lazy, typing)
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _walk(child, lazy, typing)
+
+
 def _edges() -> list[Edge]:
     edges = []
     for path in sorted(PACKAGE.rglob("*.py")):
         importer = _module_name(path)
         package = importer if path.name == "__init__.py" else importer.rpartition(".")[0]
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        lazy_nodes = {
-            id(inner)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-            for inner in ast.walk(node)
-        }
-        typing_nodes = {
-            id(inner)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.If) and _is_type_checking(node.test)
-            for inner in ast.walk(node)
-        }
+        nodes = list(_walk(tree))
         # `import coord` then `coord.Board`: the attribute is the import
         package_aliases = {
-            alias.asname or alias.name
-            for node in ast.walk(tree)
+            alias.asname or "coord"
+            for node, _, _ in nodes
             if isinstance(node, ast.Import)
             for alias in node.names
-            if alias.name == "coord"
+            if alias.name == "coord" or (alias.name.startswith("coord.") and not alias.asname)
         }
-        for node in ast.walk(tree):
+        for node, lazy, typing in nodes:
             targets = _targets(node, package)
-            lazy = id(node) in lazy_nodes
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
@@ -221,8 +227,7 @@ def _edges() -> list[Edge]:
                 targets, lazy = [node.value], True
             for target in targets:
                 if target == "coord" or target.startswith("coord."):
-                    typing = id(node) in typing_nodes
-                    edges.append(Edge(importer, target, node.lineno, lazy, typing))
+                    edges.append(Edge(importer, target, getattr(node, "lineno", 0), lazy, typing))
     return edges
 
 
