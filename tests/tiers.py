@@ -23,6 +23,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 
 TESTS = Path(__file__).resolve().parent
@@ -205,6 +206,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         left_out += [item for item in items if others[item.path] != shard]
         items[:] = [item for item in items if others[item.path] == shard]
     config.hook.pytest_deselected(items=left_out)
+    for item in items:
+        _fewer_examples(getattr(item, "obj", None))
+
+
+# the inner loop tries a fifth of each property test's examples; `make test` tries them all
+FAST_EXAMPLES = 5
+
+
+def _fewer_examples(test: Any) -> None:
+    if not getattr(test, "is_hypothesis_test", False):
+        return
+    current = getattr(test, "_hypothesis_internal_use_settings", None)
+    if current is None or getattr(test, "_coord_fast_examples", False):
+        return
+    wanted = max(10, current.max_examples // FAST_EXAMPLES)
+    test._hypothesis_internal_use_settings = hypothesis.settings(current, max_examples=wanted)
+    test._coord_fast_examples = True
 
 
 def _shares(items: list[pytest.Item], shards: int) -> dict[Path, int]:
