@@ -50,12 +50,10 @@ def _third_party_imports() -> dict[str, set[str]]:
     return found
 
 
-IMPORTS = _third_party_imports()
-
-
 def test_the_imports_are_read() -> None:
-    assert {"starlette", "uvicorn", "mcp", "psycopg"} <= set(IMPORTS)
-    assert IMPORTS["psycopg"] and all("postgres" in m for m in IMPORTS["psycopg"])
+    imports = _third_party_imports()
+    assert {"starlette", "uvicorn", "mcp", "psycopg"} <= set(imports)
+    assert imports["psycopg"] and all("postgres" in m for m in imports["psycopg"])
 
 
 def test_every_third_party_import_is_declared() -> None:
@@ -63,7 +61,7 @@ def test_every_third_party_import_is_declared() -> None:
     declared = {_distribution(r) for r in PROJECT["dependencies"]}
     postgres = {_distribution(r) for r in PROJECT["optional-dependencies"]["postgres"]}
     undeclared = []
-    for module, importers in sorted(IMPORTS.items()):
+    for module, importers in sorted(_third_party_imports().items()):
         distributions = {_distribution(d) for d in provided_by.get(module, [])}
         allowed = declared
         if all(m.startswith("coord.storage.postgres") for m in importers):

@@ -16,6 +16,7 @@ and each such import named in ``ENTRIES`` with its reason.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -231,7 +232,8 @@ def _edges() -> list[Edge]:
     return edges
 
 
-EDGES = _edges()
+# read when a test asks, not at collection: every pytest run collects this file
+EDGES = functools.cache(_edges)
 
 
 def _unit(module: str) -> str:
@@ -277,14 +279,14 @@ def _breach(edge: Edge) -> str | None:
 
 def test_the_graph_is_read() -> None:
     """The rule below means something only if the reader sees the imports it judges."""
-    pairs = {(_unit(e.importer), _unit(e.imported)) for e in EDGES}
+    pairs = {(_unit(e.importer), _unit(e.imported)) for e in EDGES()}
     assert ("core/", "storage/") in pairs
     assert ("cli/", "client/") in pairs
     assert ("fast/", "model.py") in pairs or ("fast/", "errors.py") in pairs
     assert ("model.py", "errors.py") in pairs
     assert ("__main__.py", "cli/") in pairs
-    assert any(e.lazy for e in EDGES) and any(not e.lazy for e in EDGES)
-    assert any(e.typing for e in EDGES)
+    assert any(e.lazy for e in EDGES()) and any(not e.lazy for e in EDGES())
+    assert any(e.typing for e in EDGES())
     # `from coord import Board` is read as the core, `from coord import Item` as the model
     assert LAZY_NAMES["Board"] == "coord.core.board"
     assert LAZY_NAMES["Item"] == "coord.model"
@@ -303,7 +305,7 @@ def test_every_part_has_a_row() -> None:
 
 
 def test_every_import_keeps_the_layout() -> None:
-    breaches = [f"{e}: {why}" for e in EDGES if (why := _breach(e))]
+    breaches = [f"{e}: {why}" for e in EDGES() if (why := _breach(e))]
     assert breaches == []
 
 
@@ -315,7 +317,7 @@ def test_each_named_entry_is_used_lazy_and_needed(entry: tuple[str, str]) -> Non
     assert _unit(imported) in MAY_IMPORT[_unit(importer)].lazily
     used = [
         e
-        for e in EDGES
+        for e in EDGES()
         if e.importer == importer
         and not e.typing
         and (e.imported == imported or e.imported.startswith(imported + "."))
@@ -372,7 +374,7 @@ def test_the_postgresql_backend_loads_only_where_a_postgresql_board_is_opened() 
     lazily, by the code that opens a PostgreSQL board."""
     leaks = [
         str(e)
-        for e in EDGES
+        for e in EDGES()
         if _is_postgres_backend(e.imported)
         and not _is_postgres_backend(e.importer)
         and not e.lazy
