@@ -10,6 +10,7 @@ PostgreSQL backend's own modules may import what the ``postgres`` extra declares
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import tomllib
@@ -30,6 +31,7 @@ def _distribution(requirement: str) -> str:
     return re.sub(r"[-_.]+", "-", match.group(0)).lower()
 
 
+@functools.cache
 def _third_party_imports() -> dict[str, set[str]]:
     """Top-level module -> the coord modules importing it."""
     found: dict[str, set[str]] = {}

@@ -113,6 +113,11 @@ def _exists(module: str) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
@@ -198,7 +203,7 @@ def _edges() -> list[Edge]:
     for path in sorted(PACKAGE.rglob("*.py")):
         importer = _module_name(path)
         package = importer if path.name == "__init__.py" else importer.rpartition(".")[0]
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         nodes = list(_walk(tree))
         # `import coord` then `coord.Board`: the attribute is the import
         package_aliases = {
@@ -384,7 +389,7 @@ def test_the_postgresql_backend_loads_only_where_a_postgresql_board_is_opened() 
     drivers = ("psycopg", "psycopg_pool", "asyncpg")
     importers = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             names = (
                 [a.name for a in node.names]
                 if isinstance(node, ast.Import)

@@ -45,7 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--shard",
         default="0/1",
-        help="K/N: run the K-th of N shares of the test files (make test-fast runs one per core)",
+        help="K/N: run every N-th test from the K-th (make test-fast runs one share per core)",
     )
 
 
@@ -202,9 +202,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = [item for item in items if not item.get_closest_marker("process")]
     shard, shards = (int(n) for n in config.getoption("shard").split("/"))
     if shards > 1:
-        others = _shares(items, shards)
-        left_out += [item for item in items if others[item.path] != shard]
-        items[:] = [item for item in items if others[item.path] == shard]
+        # every N-th test, in collection order: the shares come out even in time, which whole
+        # files did not (a few files hold most of the slow tests); a module-scoped fixture is
+        # then built once in each process that runs a test of its module
+        left_out += [item for i, item in enumerate(items) if i % shards != shard]
+        items[:] = items[shard::shards]
     config.hook.pytest_deselected(items=left_out)
     for item in items:
         _fewer_examples(getattr(item, "obj", None))
@@ -223,21 +225,6 @@ def _fewer_examples(test: Any) -> None:
     wanted = max(10, current.max_examples // FAST_EXAMPLES)
     test._hypothesis_internal_use_settings = hypothesis.settings(current, max_examples=wanted)
     test._coord_fast_examples = True
-
-
-def _shares(items: list[pytest.Item], shards: int) -> dict[Path, int]:
-    """Whole files to shares of about the same number of tests, the same on every run: a
-    module's fixtures are built once, in one process."""
-    counts: dict[Path, int] = {}
-    for item in items:
-        counts[item.path] = counts.get(item.path, 0) + 1
-    loads = [0] * shards
-    share = {}
-    for path in sorted(counts, key=lambda p: (-counts[p], str(p))):
-        lightest = loads.index(min(loads))
-        share[path] = lightest
-        loads[lightest] += counts[path]
-    return share
 
 
 def _refuse(what: str) -> Any:
