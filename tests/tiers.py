@@ -268,7 +268,13 @@ def main(argv: list[str]) -> int:
     # the inner loop runs again and again: keep the bytecode and pytest's rewritten asserts
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="coord-test-fast-") as scratch:
+    # Boards are SQLite files and every test makes one: on a RAM file system their fsyncs
+    # cost nothing (about 22 ms a board instead of 70 here), and the tests' own temporary
+    # files go there too, so that no rename crosses file systems
+    memory = Path("/dev/shm")
+    ram = str(memory) if memory.is_dir() and os.access(memory, os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="coord-test-fast-", dir=ram) as scratch:
+        env["TMPDIR"] = scratch
         runs = []
         for k in range(jobs):
             log = open(Path(scratch, f"shard-{k}.log"), "w+b")  # noqa: SIM115 (closed below)
