@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 0
 
-.PHONY: serve test test-long test-clients test-browser lint format bench clean
+.PHONY: serve test test-fast test-long test-clients test-browser lint format bench clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ serve: $(VENV)/.runtime
 test: $(VENV)/.dev
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests ran" >&2; exit 1; fi; exit $$rc
+
+## test-fast: the in-process tests only (no daemon, CLI, git or other process, no PostgreSQL;
+## tests/tiers.py says how they are told apart), one pytest per core; prints how long it took
+test-fast: $(VENV)/.dev
+	PYTHONPATH=src $(PY) tests/tiers.py $(PYTEST_ARGS)
 
 ## test-long: the soak variants of the race tests
 test-long: $(VENV)/.dev

@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import Daemon, run_cli
 from coord.client import checks
 from test_checks_shown import _claimed_item_with_check
@@ -182,6 +184,7 @@ def test_ctrl_c_mid_check_ends_its_group_and_keeps_the_claim(daemon: Daemon) -> 
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.process  # the check runs in a shell: tests/tiers.py cannot see it
 def test_output_that_is_not_text_is_kept_readable_and_shown_escaped(tmp_path: Path) -> None:
     heard: list[str] = []
 
@@ -238,6 +241,7 @@ def test_git_done_runs_its_checks_the_same_way(tmp_path: Path) -> None:
     assert world.tip() == reserved
 
 
+@pytest.mark.process  # the check runs in a shell: tests/tiers.py cannot see it
 def test_a_silent_check_is_said_to_still_run(tmp_path: Path) -> None:
     """A watch that asks hears `quiet` while the check prints nothing; here the check runs
     until it has (order, not timing)."""

@@ -121,6 +121,7 @@ class _AsksForChecks:
         return {"id": 1, "state": "done"}
 
 
+@pytest.mark.process  # the checks run in a shell: tests/tiers.py cannot see it
 def test_the_commands_are_shown_before_any_of_them_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -53,14 +53,8 @@ def test_the_overlap_rule_in_the_readme_is_the_one_in_the_code() -> None:
     assert " ".join(OVERLAP_RULE.split()) in " ".join(README.split())
 
 
-def test_the_layout_table_names_every_folder_and_no_other() -> None:
-    table = README.split("Layout of `src/coord/`", 1)[1].split("\n\n", 2)[1]
-    named = set(re.findall(r"^\| `(\w+)/`", table, flags=re.M))
-    package = Path(__file__).parent.parent / "src" / "coord"
-    folders = {p.parent.name for p in package.glob("*/__init__.py")}
-    assert named == folders
-    nouns = set(re.findall(r"`(\w+)\.py`", table.splitlines()[2]))
-    assert nouns == {"model", "errors", "times", "limits"}
+# The layout table (every folder and top-level module, and what each may import) is checked
+# against the rule in tests/test_layout.py.
 
 
 def test_the_readme_command_table_names_every_option_of_every_command() -> None:

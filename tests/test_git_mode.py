@@ -694,6 +694,7 @@ def test_progress_layout_keeps_the_design_untouched(world: World) -> None:
     assert reservation_line("B1", "bob") not in world.text("docs/plan.progress.md")
 
 
+@pytest.mark.process  # git finds the repository: tests/tiers.py cannot see it
 def test_progress_file_problems_are_reported_by_lint(tmp_path: Path) -> None:
     (tmp_path / "plan.md").write_text(PLAN)
     (tmp_path / "plan.progress.md").write_text(
@@ -861,6 +862,7 @@ def test_no_remote(world: World) -> None:
     assert local_state(clone) == before
 
 
+@pytest.mark.process  # git is asked for the repository: tests/tiers.py cannot see it
 def test_not_a_repository(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     code, error = coord(tmp_path / "plain", "git", "status", "--doc", "x.md")

@@ -143,6 +143,7 @@ def test_without_proc_the_hooks_and_the_mcp_server_agree_on_the_agents_name(
     assert done.stdout.strip() == identity.session_name("claude", session)
 
 
+@pytest.mark.process  # runs ps: tests/tiers.py cannot see it
 def test_the_ps_table_gives_what_proc_gives() -> None:
     import os
 

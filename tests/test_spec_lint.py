@@ -548,6 +548,7 @@ def test_a_relative_document_path_is_read_from_the_repository(repo: Path) -> Non
     ]
 
 
+@pytest.mark.process  # git blame is asked: tests/tiers.py cannot see it
 def test_no_git_repository_is_skipped(tmp_path: Path) -> None:
     path = tmp_path / "plan.md"
     path.write_text(PLAN, encoding="utf-8")

@@ -36,9 +36,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
-    from typing import Protocol
+    from typing import Any, Protocol, TypeVar
 
-    from coord.cli.main import Context, Result
+    # The command line's context, handed through to what creates the board: the wiring never
+    # reads it, so it names no type of the CLI's (the CLI calls the wiring, never the reverse).
+    Context = TypeVar("Context")
+    Answer = tuple[Any, str]  # the document and the text a command answers
 
     class ClientWiring(Protocol):
         """What each client's module (wiring.claude, ...) offers."""
@@ -151,8 +154,8 @@ def _targets(
 def cmd_init(
     args: argparse.Namespace,
     ctx: Context,
-    create_board: Callable[[argparse.Namespace, Context], Result],
-) -> Result:
+    create_board: Callable[[argparse.Namespace, Context], tuple[Any, ...]],
+) -> Answer:
     clients = _chosen(args)
     dry_run = bool(getattr(args, "dry_run", False))
     if not clients:
@@ -204,7 +207,7 @@ def cmd_init(
     return {**document, **base}, "\n".join([text, *lines])
 
 
-def cmd_uninstall(args: argparse.Namespace, ctx: Context) -> Result:
+def cmd_uninstall(args: argparse.Namespace, ctx: object) -> Answer:
     dry_run = bool(getattr(args, "dry_run", False))
     board_dir = board_files.find_board_dir()
     if board_dir is None or not (board_dir / RECORD_NAME).exists():
