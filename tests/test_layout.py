@@ -56,10 +56,10 @@ MAY_IMPORT: dict[str, May] = {
     "landing/": May(_SHARED),
     "gitmode/": May(_SHARED),
     "server/": May(_SHARED | {"core/", "storage/"}, lazily=frozenset({"mcp/"})),
-    "mcp/": May(_SHARED),
+    "mcp/": May(_SHARED | {"landing/"}),  # the claim tool makes a worktree as coord start
     "hooks/": May(_SHARED),
     "cli/": May(
-        _SHARED | {"gitmode/"},
+        _SHARED | {"gitmode/", "landing/"},
         lazily=frozenset({"core/", "storage/", "server/", "mcp/", "hooks/", "wiring/"}),
     ),
     "wiring/": May(_FLOOR),

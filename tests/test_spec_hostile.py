@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -89,20 +90,44 @@ def measured(args: list[str], board_dir: Path, cwd: Path) -> tuple[int, str, str
     import tempfile
 
     env = {**os.environ, "COORD_DIR": str(board_dir), "COORD_AGENT": "lead"}
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    with (
+        tempfile.TemporaryFile("w+") as out,
+        tempfile.TemporaryFile("w+") as err,
+        tempfile.NamedTemporaryFile("r") as peak,
+    ):
         started = time.monotonic()
+        # through a small launcher: a child forked from this test process would count this
+        # process's own size (the fork's copy, before exec) in its peak, and pytest grows
         process = subprocess.Popen(
-            [sys.executable, "-m", "coord", *args], env=env, cwd=cwd, stdout=out, stderr=err
+            [sys.executable, "-c", _LAUNCHER, peak.name, "-m", "coord", *args],
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
         )
-        timer = threading.Timer(WALL_BOUND * 2, process.kill)  # a hang fails, never blocks
-        timer.start()
-        _, status, usage = os.wait4(process.pid, 0)  # this child's own resource use
-        timer.cancel()
-        process.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            process.wait(WALL_BOUND * 2)  # a hang fails, never blocks
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # the launcher and its coord
+            process.wait()
         seconds = time.monotonic() - started
         out.seek(0)
         err.seek(0)
-        return process.returncode, out.read(), err.read(), seconds, usage.ru_maxrss / 1024
+        kilobytes = float(peak.read() or "inf")
+        return process.returncode, out.read(), err.read(), seconds, kilobytes / 1024
+
+
+# Runs `python ARGS...` as its own child and writes that child's peak resident size (KiB)
+# to the file named first; exits with the child's code.
+_LAUNCHER = """
+import os, sys
+pid = os.posix_spawn(sys.executable, [sys.executable, *sys.argv[2:]], os.environ)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as peak:
+    peak.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
 @pytest.mark.parametrize("name", list(CORPUS))
