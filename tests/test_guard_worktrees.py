@@ -406,6 +406,7 @@ def test_a_shell_command_writing_into_another_agents_worktree_is_denied(
     for command, cwd in (
         (f"echo x > .worktrees/{scene.alice.name}/a.py", scene.repo),
         ("rm -rf .worktrees", scene.repo),  # holds alice's worktree
+        ("git clean -ffdx .worktrees", scene.repo),  # -ff removes nested worktrees
         ("echo x > a.py", scene.alice.parent / worktree_owner.LANDING_DIRNAME),
     ):
         assert "worktree" in denied(run(command, "bob", cwd), client), command
@@ -421,19 +422,3 @@ def test_a_shell_command_writing_into_another_agents_worktree_is_denied(
     for agent in ("alice", "bob"):
         cwd = scene.alice if agent == "alice" else scene.bob
         assert "the landing worktree" in denied(run(f"echo x > {landing}", agent, cwd), client)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="a known escape: `git clean -ffdx .worktrees` from the main tree (git lists the "
-    "whole ignored directory, and the nested worktrees beneath it are not judged)",
-)
-@pytest.mark.parametrize(("client", "event", "name"), SHELLS, ids=[c for c, _, _ in SHELLS])
-def test_git_clean_of_the_worktree_root_is_denied(
-    scene: Scene, client: str, event: str, name: str
-) -> None:
-    command = "git clean -ffdx .worktrees"  # -ff removes nested worktrees, alice's too
-    ran = hook(
-        scene, client, event, shell_of(name, scene.repo, command), agent="bob", cwd=scene.repo
-    )
-    assert "worktree" in denied(ran, client)
