@@ -42,7 +42,6 @@ LANDING_DIRNAME = worktree_owner.LANDING_DIRNAME
 # The landing lease: short, so a runner that died (kill -9, a closed laptop) stops holding
 # the queue within a minute, and renewed every quarter of it while an item's checks run.
 LEASE_SECONDS = 60.0
-QUEUE_HOLDER = "coord/queue"  # coord.core.landings.QUEUE_HOLDER: the queue's own holds
 
 
 @dataclass(slots=True)
@@ -146,6 +145,9 @@ class Runner:
         if not queue:
             return results
         self.acquire()
+        root = self.landing_path.parent  # once a pass: two git commands
+        os.makedirs(root, exist_ok=True)
+        worktrees.ensure_ignored(self.repo, root)  # never "untracked" in the user's checkout
         stop = threading.Event()
         renewing = threading.Thread(target=self._keep_lease, args=(stop,), daemon=True)
         renewing.start()
@@ -197,9 +199,6 @@ class Runner:
         branch, head = item.get("branch"), item.get("submitted_head")
         if not branch or not head:
             return Landed(item["id"], ref, "skipped", reason="no branch or head recorded")
-        root = self.landing_path.parent
-        os.makedirs(root, exist_ok=True)
-        worktrees.ensure_ignored(self.repo, root)  # never "untracked" in the user's checkout
         outcome = steps.land(
             self.repo,
             branch,
@@ -224,10 +223,10 @@ class Runner:
         }
         if outcome.kind == "merged":
             self._post(f"/v1/items/{item['id']}/merged", {**tokens, "commit": outcome.commit})
-        elif outcome.kind == "needs_rework" and outcome.reason.startswith("main kept moving"):
+        elif outcome.kind == "needs_rework" and outcome.code == "main_moved":
             landed.kind = "waiting"  # nothing for its holder to fix: the next pass tries again
         elif outcome.kind == "needs_rework":
-            facts: dict[str, Any] = {"reason": _reason_of(outcome), "files": outcome.files}
+            facts: dict[str, Any] = {"reason": outcome.code, "files": outcome.files}
             if outcome.output_tail or outcome.reason:
                 facts["check_output"] = outcome.output_tail or outcome.reason
             if outcome.main:
@@ -275,9 +274,8 @@ class Runner:
         others = [
             r
             for r in live
-            if r.get("exclusive", True)
-            and r.get("item") != item["id"]
-            and not (r.get("agent") == QUEUE_HOLDER and r.get("item") == item["id"])
+            # the item's own holds, its claim's or the queue's, never refuse it
+            if r.get("exclusive", True) and r.get("item") != item["id"]
         ]
         blocked: list[str] = []
         holders: set[str] = set()
@@ -293,6 +291,7 @@ class Runner:
             return None
         return steps.Outcome(
             "needs_rework",
+            code="files_held",
             reason=f"it changes files held by {', '.join(sorted(holders))}",
             files=blocked,
         )
@@ -320,14 +319,3 @@ def _tick(tree: Path, item: dict[str, Any]) -> str | None:
     if not spec or not package or not ticks.tick_in(tree, spec.rsplit(":", 1)[0], package):
         return None
     return f"docs(coord): done {package}\n\nLanded from {item.get('branch')}."
-
-
-def _reason_of(outcome: steps.Outcome) -> str:
-    """The board's word for why landing sent the item back."""
-    if outcome.reason.startswith("conflict"):
-        return "conflict"
-    if outcome.reason.startswith("check failed"):
-        return "check_failed"
-    if "held by" in outcome.reason:
-        return "files_held"
-    return "head_moved"

@@ -31,6 +31,9 @@ class Outcome:
     kind: str  # "merged" | "needs_rework" | "waiting" (the checkout of main is in the way)
     commit: str | None = None
     reason: str = ""
+    # why, as the board says it (coord.model.REWORK_REASONS), or "main_moved": main kept
+    # moving under every attempt, which is nothing for the item's holder to fix
+    code: str = ""
     files: list[str] = field(default_factory=list)
     output_tail: str = ""
     main: str | None = None
@@ -188,6 +191,7 @@ def land(
     if now != submitted_head:
         return Outcome(
             "needs_rework",
+            code="head_moved",
             reason=f"branch {branch} is at {now[:12] or 'nothing'}, not the head submitted "
             f"({submitted_head[:12]}): submit again",
         )
@@ -203,6 +207,7 @@ def land(
         if candidate is None:
             return Outcome(
                 "needs_rework",
+                code="conflict",
                 reason="conflict with main",
                 files=conflicted,
                 main=old,
@@ -224,6 +229,7 @@ def land(
         if failed:
             return Outcome(
                 "needs_rework",
+                code="check_failed",
                 reason="check failed: " + "; ".join(f"`{r['command']}`" for r in failed),
                 output_tail=checks_module.failed_output(failed),
                 main=old,
@@ -268,7 +274,10 @@ def land(
             )
         # main moved while we checked: start again from its new tip
     return Outcome(
-        "needs_rework", reason=f"main kept moving: {retries} attempts lost", attempts=retries
+        "needs_rework",
+        code="main_moved",
+        reason=f"main kept moving: {retries} attempts lost",
+        attempts=retries,
     )
 
 
