@@ -149,6 +149,7 @@ def test_done_in_a_dirty_worktree_is_refused_and_changes_nothing(
     (path / "f.txt").write_text("changed, not staged\n")
     code, err = cli(served, "done", str(ref))
     assert code == 3 and "uncommitted" in err["message"]
+    assert "(f.txt)" in err["message"], err  # the file named whole, its status column dropped
     git(path, "checkout", "--", "f.txt")
     git(path, "switch", "-q", "-c", "elsewhere")
     code, err = cli(served, "done", str(ref))
@@ -171,6 +172,8 @@ def test_done_of_a_clean_worktree_queues_it_and_its_files_stay_held(
     # the files stay held, by the queue, against anyone else
     code, err = cli(served, "reserve", "src/f.py", agent="b")
     assert code == 3, err
+    assert "ask coord/queue" not in err["message"], err  # nobody to ask: it waits to land
+    assert "merged or abandoned" in err["message"], err
     text = run_cli("queue", board_dir=served.board_dir, agent="h")
     assert text.returncode == 0 and won["item"]["branch"] in text.stdout
     code, queue = cli(served, "queue")

@@ -572,6 +572,9 @@ def check_files(value: Any) -> tuple[str, ...]:
 
 
 _COMMIT_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+# Who holds a submitted item's files while it waits to land: not a valid agent name (agent
+# names have no '/'), so no agent can act as it or be mistaken for it.
+QUEUE_HOLDER = "coord/queue"
 REWORK_REASONS = ("conflict", "check_failed", "head_moved", "files_held")
 
 

@@ -105,8 +105,11 @@ def check_ready(item: dict[str, Any]) -> str:
             worktree=str(path),
         )
     git = Git(path)
-    status = git.out("status", "--porcelain", "--untracked-files=all")
-    if status:
+    # not git.out: it strips the output, and with it the first entry's leading status column
+    status = git.run("status", "--porcelain", "--untracked-files=all").stdout.decode(
+        "utf-8", "replace"
+    )
+    if status.strip():
         lines = status.splitlines()
         shown = ", ".join(line[3:] for line in lines[:5]) + (" …" if len(lines) > 5 else "")
         raise Conflict(

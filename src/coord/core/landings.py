@@ -32,9 +32,7 @@ from coord.times import iso
 if TYPE_CHECKING:
     from coord.core.claims import Claims
 
-# Who holds a submitted item's files while it waits to land: not a valid agent name (agent
-# names have no '/'), so no agent can act as it or be mistaken for it.
-QUEUE_HOLDER = "coord/queue"
+QUEUE_HOLDER = model.QUEUE_HOLDER  # who holds a submitted item's files until it lands
 # The queue's hold never lapses while the item waits (9999-12-31T23:59:59Z): it ends when the
 # item is merged or abandoned, or passes to the next claim of an item sent back.
 QUEUE_HOLD_UNTIL = 253402300799.0

@@ -22,7 +22,7 @@ from coord.core.context import BoardContext, IsFile
 from coord.errors import FilesReserved, InvalidInput
 from coord.fast import board_files, fsfold, globmeet, patterns
 from coord.fast.tree import WorkingTree
-from coord.model import Reservation
+from coord.model import QUEUE_HOLDER, Reservation
 from coord.times import iso
 
 
@@ -89,12 +89,15 @@ def refusal(conflicts: list[dict[str, Any]], what: str) -> FilesReserved:
         for c in conflicts
     ]
     holders = sorted({c["holder"] for c in conflicts})
+    agents = [h for h in holders if h != QUEUE_HOLDER]
+    advice = ". Pick other work"
+    if agents:
+        advice += ", or ask " + ", ".join(agents) + " (`coord reply`)"
+    if QUEUE_HOLDER in holders:  # nobody to ask: the files wait for their landing
+        advice += "; files held by coord/queue are a submitted item's, held until it is "
+        advice += "merged or abandoned (`coord queue` shows what waits to land)"
     return FilesReserved(
-        f"{what} refused: "
-        + "; ".join(lines)
-        + ". Pick other work, or ask "
-        + ", ".join(holders)
-        + " (`coord reply`)",
+        f"{what} refused: " + "; ".join(lines) + advice,
         conflicts=conflicts,
         holders=holders,
     )

@@ -31,6 +31,7 @@ TOOL_WORDS: dict[str, tuple[str, str | None]] = {
     "show": ("thread", "item"),
     "log": ("board", None),
     "ls": ("board", None),
+    "queue": ("board", None),  # the board tool lists what waits to land
     "reply": ("reply", "item"),
     "heartbeat": ("heartbeat", "item"),
     "done": ("done", "item"),
