@@ -65,15 +65,19 @@ parameters = { "query.wait" = 0 }
 include-path = "/v1/spec:import"
 checks.positive_data_acceptance.expected-statuses = ["2XX", "404", "409", "422"]
 
-# Who may cancel, reopen or change an item's checks is the board's rule about the item and
-# the caller (issue 14 item 2), not the request's shape: a well-formed request from an agent
-# that may not gets the documented 403 not_permitted naming who may.
+# Who may cancel, reopen, abandon or change an item's checks is the board's rule about the
+# item and the caller (issue 14 item 2), not the request's shape: a well-formed request from
+# an agent that may not gets the documented 403 not_permitted naming who may.
 [[operations]]
 include-path = "/v1/items/{id}/cancel"
 checks.positive_data_acceptance.expected-statuses = ["2XX", "403", "404", "409"]
 
 [[operations]]
 include-path = "/v1/items/{id}/reopen"
+checks.positive_data_acceptance.expected-statuses = ["2XX", "403", "404", "409"]
+
+[[operations]]
+include-path = "/v1/items/{id}/abandon"
 checks.positive_data_acceptance.expected-statuses = ["2XX", "403", "404", "409"]
 
 [[operations]]
