@@ -18,7 +18,7 @@ import os
 import tempfile
 from itertools import product
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from coord.fast.patterns import is_literal, normalize, overlaps
@@ -58,6 +58,13 @@ class Named:
     """One pattern as the oracle reads it: a file, a directory, or a glob."""
 
     def __init__(self, raw: str, existing_dirs: set[str]) -> None:
+        # 'a/**/**' is 'a/**' (patterns.py's one spelling per reservation): the directory a
+        # and all beneath it, as the oracle reads 'a/**'. Read as gitignore's 'a/**/**' it
+        # left out 'a' itself, and the oracle disagreed with its own reading of 'a/**'.
+        segments = raw.split("/")
+        raw = "/".join(
+            s for i, s in enumerate(segments) if not (i and s == segments[i - 1] == "**")
+        )
         self.raw = raw
         if not is_literal(raw):
             body = raw[:-3] if raw.endswith("/**") else raw
@@ -117,6 +124,7 @@ def test_coord_says_overlap_whenever_the_oracle_does() -> None:
 
         @settings(max_examples=1500 if os.environ.get("COORD_SOAK") == "1" else 300)
         @given(case=cases())
+        @example(case=(["a"], "a", "a/**/**"))  # found by CI: the oracle misread 'a/**/**'
         def check(case: tuple[list[str], str, str]) -> None:
             existing, raw_a, raw_b = case
             root = os.path.join(scratch, str(next(counter)))
