@@ -335,3 +335,24 @@ def test_main_on_a_remote_is_moved_by_a_push_never_forced_and_a_lost_race_lands_
     assert git(origin, "show", "main:src/remote.py") == "R = 1"
     assert git(repo, "rev-parse", "main") == on_origin  # the local main followed
     assert (repo / "src/remote.py").read_text() == "R = 1\n"
+
+
+def test_main_moving_under_every_attempt_leaves_the_item_queued_and_waiting(
+    daemon: Daemon, repo: Path
+) -> None:
+    """Invariant 16: a human commits to main while each of the five checks runs; every
+    compare-and-set loses, nothing is overwritten, and the item waits in the queue (nothing
+    for its holder to fix), its files still held."""
+    human = f"cd {repo} && echo x >> human.txt && git add human.txt && git commit -qm human"
+    item = add(daemon, "race main", files=["src/app.py"], checks=[human])
+    made = work(daemon, repo, item, "alice", {"src/app.py": "A = 2\n"})
+    done = land(daemon, repo)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "waiting" in done.stdout and "main kept moving" in done.stdout, done.stdout
+    shown = ok(daemon, "GET", f"/v1/items/{item}")
+    assert shown["state"] == "queued", shown
+    assert git(repo, "log", "--format=%s", "main").splitlines() == ["human"] * 5 + ["base"]
+    assert git(repo, "show", "main:src/app.py") == "A = 1"
+    assert git(repo, "rev-parse", made["branch"]) == made["head"]
+    held = ok(daemon, "GET", "/v1/reservations")["reservations"]
+    assert [(r["agent"], r["pattern"]) for r in held] == [("coord/queue", "src/app.py")]
