@@ -349,6 +349,7 @@ def test_main_moving_under_every_attempt_leaves_the_item_queued_and_waiting(
     done = land(daemon, repo)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "waiting" in done.stdout and "main kept moving" in done.stdout, done.stdout
+    assert "stays queued" in done.stdout, done.stdout  # and says what happens next
     shown = ok(daemon, "GET", f"/v1/items/{item}")
     assert shown["state"] == "queued", shown
     assert git(repo, "log", "--format=%s", "main").splitlines() == ["human"] * 5 + ["base"]

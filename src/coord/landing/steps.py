@@ -276,7 +276,8 @@ def land(
     return Outcome(
         "needs_rework",
         code="main_moved",
-        reason=f"main kept moving: {retries} attempts lost",
+        reason=f"main kept moving: {retries} attempts lost; it stays queued and lands on the "
+        "next pass (`coord land` again, or wait for a watching runner)",
         attempts=retries,
     )
 
