@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 from coord.landing import snapshot, steps
@@ -119,3 +123,67 @@ def test_a_branch_squash_merged_by_hand_is_detected_merged(tmp_path: Path) -> No
     git(root, "merge", "-q", "--squash", "coord/1-t1")
     git(root, "commit", "-qm", "squashed by hand")
     assert steps.merged_outside(root, base, head) in ("patch-id", "tree")
+
+
+def test_a_fetch_that_meets_a_worktree_being_made_waits_for_it_and_lands(tmp_path: Path) -> None:
+    """`git worktree add` first writes a placeholder HEAD (the null id); a fetch in that moment
+    fails with "bad object worktrees/X/HEAD" (seen in CI). Here another process holds the
+    worktree lock with such a record, as `git worktree add` under coord's lock does; the
+    landing's fetch fails on it, waits for the lock, and lands once the worktree is made."""
+    root = repo(tmp_path)
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(root, "remote", "add", "origin", str(origin))
+    git(root, "push", "-q", "origin", "main")
+    head = branch_with(root, "coord/1-t1", "b.txt", "b\n")
+    record = root / ".git/worktrees/being-made"
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, pathlib\n"
+            "from coord.landing.gitlock import changing_worktrees\n"
+            "record = pathlib.Path(sys.argv[1])\n"
+            "with changing_worktrees(record.parent.parent.parent):\n"
+            "    record.mkdir()\n"
+            "    (record / 'HEAD').write_text('0' * 40 + '\\n')\n"
+            "    (record / 'commondir').write_text('../..\\n')\n"
+            "    (record / 'gitdir').write_text(str(record) + '-checkout/.git\\n')\n"
+            "    print('holding', flush=True)\n"
+            "    sys.stdin.readline()\n"
+            "    (record / 'HEAD').write_text(sys.argv[2] + '\\n')  # the worktree is made\n",
+            str(record),
+            head,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as maker:
+        assert maker.stdout is not None and maker.stdout.readline() == "holding\n"
+        landed: list[steps.Outcome] = []
+        lander = threading.Thread(
+            target=lambda: landed.append(
+                steps.land(root, "coord/1-t1", head, [], tmp_path / "landing", remote="origin")
+            )
+        )
+        lander.start()
+        while not _waits_for_a_lock() and lander.is_alive():
+            time.sleep(0.01)
+        assert lander.is_alive() and not landed, landed  # it waited, rather than failing
+        assert maker.stdin is not None
+        maker.stdin.write("go\n")
+        maker.stdin.flush()
+        maker.stdin.close()
+        lander.join(timeout=60)
+    assert landed and landed[0].kind == "merged", landed
+    assert git(origin, "rev-parse", "main") == landed[0].commit
+
+
+def _waits_for_a_lock() -> bool:
+    """This process is blocked in flock (a "->" waiter line in /proc/locks names its pid)."""
+    mine = f" {os.getpid()} "
+    return any(
+        line.split(":", 1)[1].lstrip().startswith("->") and mine in line
+        for line in Path("/proc/locks").read_text().splitlines()
+        if ":" in line
+    )

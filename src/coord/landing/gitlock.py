@@ -5,6 +5,12 @@ writing at that moment ("failed to read .git/worktrees/X/commondir"), seen with 
 starting claims at once. So coord's own changes to the worktree list (an agent's worktree
 made or removed, the landing worktree made) take turns: an advisory lock (``flock``) on a
 file in the git directory, released by the kernel if the process dies.
+
+A fetch meets the same moment from the other side: its connectivity check reads every
+worktree's HEAD, and `git worktree add` first writes a placeholder HEAD (the null object id)
+that it replaces a moment later, so a fetch in that moment fails with "bad object
+worktrees/X/HEAD" (seen in CI: four agents starting claims while the runner fetched). Such a
+fetch is run again under the lock, where no worktree is half made.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from coord.fast.git import Git
+from coord.errors import GitError
+from coord.fast.git import Git, stderr
 
 LOCK_FILENAME = "coord-worktrees.lock"
 
@@ -29,3 +36,24 @@ def changing_worktrees(repo: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def fetch(repo: Path, remote: str, *refspecs: str, timeout: float) -> None:
+    """``git fetch -q remote refspecs…``, once more under the lock if it met a worktree being
+    made; any other failure is a ``GitError``."""
+    git = Git(repo)
+    args = ("fetch", "-q", remote, *refspecs)
+    done = git.run(*args, check=False, timeout=timeout)
+    if done.returncode != 0 and _met_a_worktree_being_made(stderr(done)):
+        with changing_worktrees(repo):
+            done = git.run(*args, check=False, timeout=timeout)
+    if done.returncode != 0:
+        raise GitError(
+            f"`git {' '.join(args)}` failed: {stderr(done) or 'no message'}",
+            command=["git", *args],
+            exit_status=done.returncode,
+        )
+
+
+def _met_a_worktree_being_made(said: str) -> bool:
+    return "bad object worktrees/" in said

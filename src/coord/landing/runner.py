@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coord.errors import CoordError
+from coord.errors import CoordError, GitError
 from coord.fast import fsfold, patterns, worktree_owner
 from coord.fast.git import Git
-from coord.landing import steps, ticks, worktrees
+from coord.landing import gitlock, steps, ticks, worktrees
 
 if TYPE_CHECKING:
     from coord.client.flow import Transport
@@ -139,7 +139,8 @@ class Runner:
         that must wait for the checkout of main. ``sweep``: first find the items merged by
         hand. An empty queue takes no lease (a watching runner writes nothing while idle)."""
         if sweep and self.remote is not None:  # judged against the remote's main as it is
-            Git(self.repo).run("fetch", "-q", self.remote, check=False, timeout=120.0)
+            with contextlib.suppress(GitError):  # unreachable: judged by what was fetched last
+                gitlock.fetch(self.repo, self.remote, timeout=120.0)
         results = self.merged_by_hand() if sweep else []
         queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
         if not queue:

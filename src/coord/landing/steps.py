@@ -20,6 +20,7 @@ from typing import Any
 
 from coord.client import checks as checks_module
 from coord.fast.git import Git
+from coord.landing import gitlock
 from coord.landing.gitlock import changing_worktrees
 
 MAIN_REF = "refs/heads/main"
@@ -198,7 +199,7 @@ def land(
     tracking = f"refs/remotes/{remote}/{main.removeprefix('refs/heads/')}" if remote else main
     for attempt in range(1, retries + 1):
         if remote is not None:
-            git.run("fetch", "-q", remote, f"+{main}:{tracking}", timeout=REMOTE_TIMEOUT)
+            gitlock.fetch(repo, remote, f"+{main}:{tracking}", timeout=REMOTE_TIMEOUT)
         old = git.out("rev-parse", tracking)
         here = _landing_worktree(git, landing_path, submitted_head)
         candidate, conflicted = _candidate(
