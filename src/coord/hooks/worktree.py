@@ -22,8 +22,9 @@ coord's guard, so it is not made, and the reason says to commit the file.
 
 Remove is ``coord worktree gc`` for that one worktree: a worktree whose item is merged or
 abandoned goes; one still claimed by this agent goes only if nothing was done in it (clean,
-no commit past its base), and its claim is given back; anything else is kept (promise 18), exit 1 and the reason. A worktree coord did not make is
-removed by ``git worktree remove``, which refuses one with changes; its branch stays.
+no commit past its base), and its claim is given back; anything else is kept (promise 18),
+exit 1 and the reason. A worktree coord did not make is removed by ``git worktree remove``,
+which refuses one with changes; its branch stays.
 """
 
 from __future__ import annotations
