@@ -11,7 +11,6 @@ Stdlib only: it runs before every shell command an agent runs.
 from __future__ import annotations
 
 import os
-
 import re
 
 _CODE_STRING = r"\"((?:[^\"\\\n]|\\.){1,300})\"|'((?:[^'\\\n]|\\.){1,300})'"
