@@ -79,9 +79,7 @@ def submit(daemon: Daemon, item: int, agent: str, held: dict[str, Any], writes: 
 
 def group(name: str) -> str:
     """A JavaScript expression: the ids shown in one group of the queue panel, in order."""
-    return (
-        f"[...document.querySelectorAll('#queue-{name} .card')].map(c => +c.dataset.id)"
-    )
+    return f"[...document.querySelectorAll('#queue-{name} .card')].map(c => +c.dataset.id)"
 
 
 def text_of(name: str, item: int) -> str:
@@ -201,5 +199,38 @@ def test_the_queue_panel_reads_the_board_as_it_is_when_opened(
     ok(served, "POST", f"/v1/items/{waits}/abandon", {"agent": "bob", "reason": "not needed"})
     browser.wait(f"{group('queued')}.length === 0")
     browser.wait(card("ready", waits))
+    assert browser.do("loads") == 1
+    assert browser.do("problems") == []
+
+
+def test_a_landing_waiting_for_the_checkout_of_main_says_so_on_the_page(
+    served: Daemon, browser: Browser
+) -> None:
+    """Local changes in the checkout of main stop the landing: nothing for the item's holder
+    to fix, so it stays queued, and the page says why it waits and where, until it lands."""
+    repo = make_repo(served)
+    item = add(served, "change app")
+    submit(served, item, "alice", start(served, repo, item, "alice"), {"src/app.py": "A = 2\n"})
+    open_page(served, browser)
+    browser.wait(f"{group('queued')}.join() === '{item}'")
+    assert browser.eval("document.querySelector('#queue-queued .waiting')") is None
+
+    (repo / "src/app.py").write_text("A = <b>human's work</b> in progress\n")
+    land = [sys.executable, "-m", "coord", "land"]
+    env = {**os.environ, "COORD_DIR": str(served.board_dir), "COORD_AGENT": "lander"}
+    done = subprocess.run(land, cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "src/app.py" in done.stdout, done.stdout + done.stderr
+    waiting = f"document.querySelector('#queue-queued .card[data-id=\"{item}\"] .waiting')"
+    browser.wait(waiting)
+    said = browser.eval(f"{waiting}.textContent")
+    assert "local changes" in said and "src/app.py" in said and str(repo) in said, said
+    assert browser.eval(f"{group('queued')}.join()") == str(item)  # still queued
+    assert browser.eval(f"{group('rework')}.length") == 0  # nothing for alice to fix
+
+    git(repo, "checkout", "--", "src/app.py")  # the human puts it aside
+    done = subprocess.run(land, cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    browser.wait(f"{group('merged')}.join() === '{item}' && {group('queued')}.length === 0")
+    assert browser.eval("document.querySelector('#landing .waiting')") is None
     assert browser.do("loads") == 1
     assert browser.do("problems") == []

@@ -549,6 +549,7 @@
     "abandoned",
     "landing_acquired",
     "landing_released",
+    "landing_waits",
   ]);
   const REWORK_WHY = {
     conflict: "conflict with main",
@@ -556,7 +557,12 @@
     head_moved: "its branch moved after the submit",
     files_held: "it changes files someone else holds",
   };
-  const landing = { lease: null, queued: [], rework: [], merged: new Map() };
+  const WAIT_WHY = {
+    checkout_dirty: "local changes in the checkout of main are in the way",
+    main_moved: "main kept moving under every attempt",
+  };
+  // waits: item id -> the runner's last landing_waits event about it (it stays queued)
+  const landing = { lease: null, queued: [], rework: [], merged: new Map(), waits: new Map() };
   const mergedDirty = new Set(); // merged since the last read: read one by one
   let landingTimer = null;
   let landingBusy = false;
@@ -581,14 +587,17 @@
     landing.lease = lease;
     landing.queued = queue.items;
     landing.rework = rework.items;
+    const queued = new Set(queue.items.map((item) => item.id));
+    for (const id of [...landing.waits.keys()]) if (!queued.has(id)) landing.waits.delete(id);
     for (const item of [...queue.items, ...rework.items]) if (item.key) keys.set(item.id, item.key);
     renderLanding();
   }
 
-  // the newest merged items, from the log (as Done's recent ones)
+  // the newest merged items and why queued ones wait, from the log (as Done's recent ones)
   async function loadRecentMerged() {
     const since = Math.max(0, lastSeq - 2000);
     const found = await api(`/v1/events?after=${since}&limit=2000`);
+    for (const event of found.events) if (event.kind === "landing_waits") landing.waits.set(event.item_id, event);
     const ids = [...new Set(found.events.filter((e) => e.kind === "merged").map((e) => e.item_id))];
     landing.merged.clear();
     for (const id of ids.slice(-MERGED_SHOWN)) await readMerged(id);
@@ -676,6 +685,7 @@
     const node = landingCard(
       item,
       el("div", { className: "meta" }, el("span", { className: "tag lit", text: "landing now" }), `by ${landing.lease.holder}`),
+      waitMeta(item),
       submittedMeta(item),
     );
     node.classList.add("landing-now");
@@ -694,8 +704,27 @@
         " submitted ",
         countdownSince(item.submitted_at),
       ),
+      waitMeta(item),
       submittedMeta(item),
     );
+  }
+
+  // why the runner's last attempt at this submission had to wait (nothing for its holder)
+  function waitMeta(item) {
+    const event = landing.waits.get(item.id);
+    if (!event || event.details.token !== item.fencing_token) return null;
+    const files = event.details.files || [];
+    const node = el(
+      "div",
+      { className: "reason waiting" },
+      el("span", { className: "tag warn", text: "waiting" }),
+      WAIT_WHY[event.details.reason] || String(event.details.reason),
+      files.length ? `: ${files.join(", ")}` : "",
+      " · ",
+      countdownSince(event.at),
+    );
+    if (event.details.message) node.append(el("div", { className: "meta", text: event.details.message }));
+    return node;
   }
 
   function reworkCard(item) {
@@ -900,6 +929,7 @@
     if (event.item_id && event.kind === "done") doneDirty.add(event.item_id);
     if (planIds.has(event.item_id) || event.kind === "created") planDirty = true;
     if (event.kind === "merged" && event.item_id) mergedDirty.add(event.item_id);
+    if (event.kind === "landing_waits" && event.item_id) landing.waits.set(event.item_id, event);
     if (LANDING_KINDS.has(event.kind) || inLanding(event.item_id)) landingSoon();
     if (!flushTimer) flushTimer = setTimeout(flushLater, Math.max(150, nextFlushAt - Date.now()));
     if (!sideTimer) sideTimer = setTimeout(refreshSides, Math.max(600, nextSidesAt - Date.now()));
