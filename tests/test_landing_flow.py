@@ -170,6 +170,9 @@ def test_local_changes_in_the_checkout_of_main_make_the_landing_wait(
     assert ok(daemon, "GET", f"/v1/items/{item}")["state"] == "queued"
     assert git(repo, "rev-parse", "main") == before
     assert (repo / "src/app.py").read_text() == "A = human's work in progress\n"
+    events = ok(daemon, "GET", "/v1/events?limit=5000")["events"]
+    waits = [e["details"] for e in events if e["kind"] == "landing_waits"]
+    assert [(w["reason"], w["files"]) for w in waits] == [("checkout_dirty", ["src/app.py"])]
 
     git(repo, "checkout", "--", "src/app.py")  # the human puts it aside
     assert land(daemon, repo).returncode == 0
@@ -357,3 +360,8 @@ def test_main_moving_under_every_attempt_leaves_the_item_queued_and_waiting(
     assert git(repo, "rev-parse", made["branch"]) == made["head"]
     held = ok(daemon, "GET", "/v1/reservations")["reservations"]
     assert [(r["agent"], r["pattern"]) for r in held] == [("coord/queue", "src/app.py")]
+    # and the board heard why, for the faces that show the queue
+    events = ok(daemon, "GET", "/v1/events?limit=5000")["events"]
+    waits = [e for e in events if e["kind"] == "landing_waits"]
+    assert [(e["item_id"], e["details"]["reason"]) for e in waits] == [(item, "main_moved")]
+    assert "main kept moving" in waits[0]["details"]["message"]

@@ -576,6 +576,9 @@ _COMMIT_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 # names have no '/'), so no agent can act as it or be mistaken for it.
 QUEUE_HOLDER = "coord/queue"
 REWORK_REASONS = ("conflict", "check_failed", "head_moved", "files_held")
+# Why a queued item's landing must wait, with nothing for its holder to fix (it stays
+# queued): local changes in the checkout of main are in the way, or main kept moving.
+WAIT_REASONS = ("checkout_dirty", "main_moved")
 
 
 def check_commit(value: Any, field_name: str) -> str:

@@ -317,6 +317,24 @@ class Landings:
             }
             return self.ctx.changes.apply(tx, item, changes, runner, "needs_rework", now, details)
 
+    def waiting(
+        self, item_id: Any, *, runner: str, landing_token: Any, item_token: Any, wait: Any
+    ) -> Item:
+        """The runner cannot land the item now, for a reason its holder cannot fix (local
+        changes in the checkout of main in the way, or main kept moving): it stays queued, and
+        the event says why, for the faces that show the queue. Nothing of the item changes."""
+        runner, ref = model.check_agent(runner), model.check_item_ref(item_id)
+        landing_token, item_token = model.check_token(landing_token), model.check_token(item_token)
+        checked = _check_wait(wait)
+        with self.ctx.storage.write() as tx:
+            now = self.ctx.now(tx)
+            _ensure_landing(tx, runner, landing_token, now)
+            item = rules.require_item(tx, ref)
+            _ensure_queued(item, item_token)
+            details = {**checked, "token": item_token, "landing_token": landing_token}
+            self.ctx.changes.record(tx, runner, item.id, "landing_waits", now, details)
+            return item
+
     def _merged(
         self, tx: WriteTx, item: Item, agent: str, commit: str, now: float, details: dict[str, Any]
     ) -> Item:
@@ -418,6 +436,30 @@ def _check_facts(facts: Any) -> dict[str, Any]:
         "reason": reason,
         "files": list(model.check_files(facts.get("files"))),
         "check_output": output[-MAX_EVIDENCE_OUTPUT:],
+    }
+    if facts.get("main_commit") is not None:
+        checked["main_commit"] = model.check_commit(facts["main_commit"], "main_commit")
+    return checked
+
+
+def _check_wait(facts: Any) -> dict[str, Any]:
+    """Why the runner waits, as it saw it."""
+    if not isinstance(facts, dict):
+        raise InvalidInput("wait must be an object with at least a reason", field="wait")
+    rules.refuse_unknown_fields(facts, {"reason", "files", "message", "main_commit"}, "wait", 0)
+    reason = facts.get("reason")
+    if reason not in model.WAIT_REASONS:
+        raise InvalidInput(
+            f"reason must be one of {', '.join(model.WAIT_REASONS)}, not {reason!r}",
+            field="reason",
+        )
+    message = facts.get("message", "")
+    if not isinstance(message, str):
+        raise InvalidInput("message must be text", field="message")
+    checked: dict[str, Any] = {
+        "reason": reason,
+        "files": list(model.check_files(facts.get("files"))),
+        "message": message[-MAX_EVIDENCE_OUTPUT:],
     }
     if facts.get("main_commit") is not None:
         checked["main_commit"] = model.check_commit(facts["main_commit"], "main_commit")
