@@ -91,11 +91,15 @@
     return iso ? Date.parse(iso) : null;
   }
 
+  // a length of time spelled as coord.times.duration_text spells it (the CLI and watch):
+  // 45s, 4m03s, 2h05m, 6d23h
   function span(seconds) {
-    const s = Math.max(0, Math.round(seconds));
+    const s = Math.max(0, Math.floor(seconds));
+    const two = (n) => String(n).padStart(2, "0");
     if (s < 60) return `${s}s`;
-    if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
-    return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+    if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
+    if (s < 86400) return `${Math.floor(s / 3600)}h${two(Math.floor((s % 3600) / 60))}m`;
+    return `${Math.floor(s / 86400)}d${two(Math.floor((s % 86400) / 3600))}h`;
   }
 
   function freshness(ageSeconds) {
