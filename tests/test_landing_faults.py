@@ -114,9 +114,8 @@ def test_an_agent_killed_mid_work_loses_nothing_and_its_files_stay_held(tmp_path
 
 
 def _killed_mid_work(d: Daemon, repo: Path, tmp_path: Path) -> None:
-    code, added = cli(
-        d, "add", "A's feature", "--file", "a.txt", "--file", "b.txt", "--file", "src/", agent="lead"
-    )
+    files = ["--file", "a.txt", "--file", "b.txt", "--file", "src/"]
+    code, added = cli(d, "add", "A's feature", *files, agent="lead")
     assert code == 0, added
     ref = int(added["id"])
 
@@ -160,6 +159,7 @@ def _killed_mid_work(d: Daemon, repo: Path, tmp_path: Path) -> None:
     assert f"coord start {ref}" in refused.stderr
     guard = run_cli("guard", str(repo / "src/committed.py"), board_dir=d.board_dir, agent="agent-c")
     assert guard.returncode == 2, guard.stdout + guard.stderr  # on main too
+    assert f"(`coord start {ref}`)" in guard.stderr
     code, listed = cli(d, "worktree", "list", agent="agent-c")
     assert code == 0, listed
     (kept,) = [w for w in listed["worktrees"] if w["item"] == ref]
@@ -216,3 +216,78 @@ def _killed_mid_work(d: Daemon, repo: Path, tmp_path: Path) -> None:
 def refused_still(d: Daemon, path: str) -> bool:
     done = run_cli("reserve", path, board_dir=d.board_dir, agent="agent-c")
     return done.returncode == 3 and "coord/lapsed" in done.stderr
+
+
+RACERS = 8  # six reserve one of the item's files, two take the item over
+
+
+def _taker(n: int) -> bool:
+    return n % 4 == 3
+
+
+def _race(url: str, token: str, ref: int, n: int, path_root: str, barrier: Any, out: Any) -> None:
+    """Racer ``n``: reserve the lapsed item's file, or (a taker) claim the item, at once."""
+    import urllib.error
+    import urllib.request
+
+    if not _taker(n):
+        path, body = "/v1/reservations", {"agent": f"reserver-{n}", "patterns": ["b.txt"]}
+    else:
+        worktree = {"base_commit": "a" * 40, "path_root": path_root}
+        path, body = f"/v1/items/{ref}/claim", {"agent": f"taker-{n}", "worktree": worktree}
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST")
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Authorization", f"Bearer {token}")
+    barrier.wait()
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            out.put((n, answer.status, json.loads(answer.read())))
+    except urllib.error.HTTPError as err:
+        out.put((n, err.code, json.loads(err.read())))
+
+
+def test_agents_racing_for_a_lapsed_items_files_never_get_them_and_one_takes_it_over(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """Separate processes released together: the takeover and the reservations of the lapsed
+    item's files are judged in the database's write transactions, one at a time."""
+    import multiprocessing
+
+    (daemon.board_dir.parent / "b.txt").write_text("b\n")
+    status, item = daemon.request(
+        "POST", "/v1/items", {"agent": "lead", "title": "t", "files": ["a.txt", "b.txt"]}
+    )
+    assert status == 201, item
+    ref, path_root = int(item["id"]), str(tmp_path / "worktrees")
+    worktree = {"base_commit": "a" * 40, "path_root": path_root}
+    body = {"agent": "agent-a", "lease_seconds": 1, "worktree": worktree}
+    status, claim = daemon.request("POST", f"/v1/items/{ref}/claim", body)
+    assert status == 200, claim
+    wait_until_lapsed(daemon, ref)  # agent A is gone: no heartbeat came
+    early = {"agent": "early-bird", "patterns": ["a.txt"]}
+    status, refused = daemon.request("POST", "/v1/reservations", early)
+    assert status == 409 and refused["holders"] == ["coord/lapsed"], refused
+
+    context = multiprocessing.get_context("spawn")
+    barrier, out = context.Barrier(RACERS), context.Queue()
+    racers = [
+        context.Process(
+            target=_race, args=(daemon.url, daemon.token, ref, n, path_root, barrier, out)
+        )
+        for n in range(RACERS)
+    ]
+    for racer in racers:
+        racer.start()
+    results = sorted(out.get(timeout=120) for _ in racers)
+    for racer in racers:
+        racer.join(30)
+    reserved = [(n, status, answer) for n, status, answer in results if not _taker(n)]
+    assert [status for _, status, _ in reserved] == [409] * len(reserved), reserved
+    assert all(answer["error"] == "files_reserved" for _, _, answer in reserved)
+    won = [answer for n, status, answer in results if _taker(n) and status == 200]
+    assert len(won) == 1, results  # exactly one takeover
+    assert won[0]["takeover_from"] == "agent-a"
+    status, held = daemon.request("GET", "/v1/reservations")
+    assert status == 200
+    holders = {(r["agent"], r["pattern"]) for r in held["reservations"]}
+    assert holders == {(won[0]["agent"], "a.txt"), (won[0]["agent"], "b.txt")}

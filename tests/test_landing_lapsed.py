@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from conftest import Clock
+from coord.core import worktree_holds
 from coord.core.board import Board
 from coord.errors import Conflict, FilesReserved, NotPermitted
+from coord.fast import guard
 from coord.model import WorktreeSpec
 from coord.storage.sqlite import SQLiteStorage
 from pg_support import fresh_database, open_storage
@@ -41,9 +43,7 @@ def board(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Itera
 
 
 def _board(storage: Any, clock: Clock, root: Path) -> Board:
-    return Board(
-        storage, clock=clock, default_lease_seconds=LEASE, humans=[HUMAN], repo_root=root
-    )
+    return Board(storage, clock=clock, default_lease_seconds=LEASE, humans=[HUMAN], repo_root=root)
 
 
 def spec() -> WorktreeSpec:
@@ -79,6 +79,7 @@ def test_a_lapsed_worktree_claim_keeps_its_files_held_for_its_item(
     assert board.reservations("alice") == []  # the item's now, no longer its lapsed holder's
     who = board.who("src/a.py", agent="carol")
     assert not who["may_edit"] and [h["agent"] for h in who["holders"]] == [LAPSED_HOLDER]
+    assert held.expires_at == worktree_holds.HOLD_UNTIL == guard.HELD_UNTIL_LANDED
     clock.advance(365 * 24 * 3600)  # no lease of its own runs out
     assert [r.agent for r in board.reservations()] == [LAPSED_HOLDER]
     # an item claimed without a worktree: its files lapse with its lease, as before

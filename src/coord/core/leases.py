@@ -33,7 +33,8 @@ class Leases:
             expires = now + lease
             if item.question is not None and item.lease_expires_at is not None:
                 expires = max(expires, item.lease_expires_at)  # never shortens the wait
-            # a worktree item's files stay held past the lease (and boards from before so)
+            # a worktree item's files stay held past its lease (a claim made before that rule
+            # gets it here)
             held_until = worktree_holds.hold_until(item.branch is not None, expires)
             tx.extend_item_reservations(item.id, agent, held_until)
             changes = {"lease_expires_at": expires}
