@@ -194,8 +194,8 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         "/v1/items/{id}/abandon",
         abandon,
-        "take a queued or needs_rework item off its way to main (its last holder, or a "
-        "human): pending, its files freed",
+        "take a queued or needs_rework item, or one whose worktree claim lapsed, off its way "
+        "to main (its last holder, or a human): pending, its files freed",
         ITEM,
         write=True,
         body=Body({"agent": AGENT, "reason": text("why", required=True)}, ("agent", "reason")),
