@@ -130,6 +130,16 @@ def lander(board_dir: Path, repo: Path) -> None:
             busy.write(f"{time.perf_counter() - began:.6f}\n")
 
     runner.land_one = timed  # type: ignore[method-assign]
+    clean = runner._clean
+
+    def cleaned(item: dict) -> str:
+        began = time.perf_counter()
+        try:
+            return clean(item)
+        finally:
+            busy.write(f"clean {time.perf_counter() - began:.6f}\n")
+
+    runner._clean = cleaned  # type: ignore[method-assign]
     runner.watch(0.05, 30.0, lambda landed: None)
 
 
@@ -141,7 +151,7 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int, list[float]]:
+def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int, list[float], str]:
     board_dir = new_board_dir(f"landing-{agents}")
     repo = board_dir.parent
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
@@ -202,9 +212,70 @@ def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int, lis
         proc.kill()
         proc.wait()
     count = merged()
+    where = _where_the_time_went(url, token, packages, unit)
     daemon.stop()
-    landings = [float(x) for x in (board_dir / "busy.log").read_text().split()]
-    return took, count, landings
+    lines = (board_dir / "busy.log").read_text().splitlines()
+    landings = [float(x) for x in lines if not x.startswith("clean")]
+    cleans = [float(x.split()[1]) for x in lines if x.startswith("clean")]
+    where += f"; cleaning up after merges {sum(cleans):.1f} s in all"
+    return took, count, landings, where
+
+
+def _where_the_time_went(url: str, token: str, packages: list[dict], unit: float) -> str:
+    """Mean seconds per package, from the board's events: ready (its last dependency
+    merged) to claimed, claimed to submitted less its work, submitted to merged."""
+    events: list[dict] = []
+    after = 0
+    while True:
+        req = urllib.request.Request(f"{url}/v1/events?after={after}&limit=1000")
+        req.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(req, timeout=30) as answer:
+            page = json.loads(answer.read())["events"]
+        if not page:
+            break
+        events += page
+        after = page[-1]["seq"]
+    at: dict[tuple[str, int], float] = {}
+    for e in events:
+        if e["kind"] in ("claimed", "submitted", "merged") and e.get("item_id"):
+            at.setdefault((e["kind"], e["item_id"]), _epoch(e["at"]))
+    ids = {e["item_id"]: e for e in events if e["kind"] == "claimed" and e.get("item_id")}
+    keys = {p["key"]: p for p in packages}
+    item_of = _items_by_key(url, token)
+    began = min(at[("claimed", i)] for i in ids) if ids else 0.0
+    waits, overheads, landings = [], [], []
+    for key, package in keys.items():
+        item = item_of.get(key)
+        if item is None or ("merged", item) not in at:
+            continue
+        deps = [at.get(("merged", item_of[d]), began) for d in package["deps"] if d in item_of]
+        ready = max(deps, default=began)
+        waits.append(at[("claimed", item)] - ready)
+        overheads.append(at[("submitted", item)] - at[("claimed", item)] - package["weight"] * unit)
+        landings.append(at[("merged", item)] - at[("submitted", item)])
+    if not waits:
+        return "no package merged"
+
+    def mean(xs: list[float]) -> str:
+        return f"{sum(xs) / len(xs) * 1000:.0f} ms"
+
+    return (
+        f"per package: ready to claimed {mean(waits)}, claimed to submitted beyond its work "
+        f"{mean(overheads)} (worktree, commit, submit), submitted to merged {mean(landings)}"
+    )
+
+
+def _items_by_key(url: str, token: str) -> dict[str, int]:
+    req = urllib.request.Request(f"{url}/v1/items?limit=1000")
+    req.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(req, timeout=30) as answer:
+        return {i["key"]: i["id"] for i in json.loads(answer.read())["items"] if i.get("key")}
+
+
+def _epoch(text: str) -> float:
+    from coord.times import epoch_of_iso
+
+    return epoch_of_iso(text)
 
 
 def main() -> int:
@@ -231,7 +302,7 @@ def main() -> int:
             print(f"-- {weight * unit:.1f} s of work in all ({unit:g} s a unit)")
             for agents in args.agents:
                 reference = ideal(packages, agents, unit)
-                took, count, landings = run(packages, agents, unit)
+                took, count, landings, where = run(packages, agents, unit)
                 busy = sum(landings)
                 each = busy / len(landings) * 1000 if landings else 0.0
                 print(
@@ -239,7 +310,7 @@ def main() -> int:
                     f"{reference:6.1f} s: efficiency {reference / took:.2f} (target >= 0.90); "
                     f"{count} of {len(packages)} merged, {count / took * 60:.0f} landings a "
                     f"minute; the runner landed for {busy:.1f} s ({each:.0f} ms a landing, "
-                    f"{len(landings)} landings tried)",
+                    f"{len(landings)} landings tried)\n          {where}",
                     flush=True,
                 )
     finally:
