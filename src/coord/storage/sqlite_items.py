@@ -16,7 +16,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from coord.model import Item
-from coord.storage.base import ItemQuery, WriteTx, chunks, listing_where
+from coord.storage.base import (
+    HELD_BACK_REASONS,
+    ItemQuery,
+    WriteTx,
+    chunks,
+    held_back_case,
+    listing_where,
+)
 from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
 from coord.storage.rows import item_of
 
@@ -150,6 +157,19 @@ class SQLiteItemTx(WriteTx):
         )
         found.sort(key=lambda item: (item.priority, item.id))
         return found[:limit]
+
+    def count_held_back(
+        self, now: float, kinds: Sequence[str], label: str | None, agent: str
+    ) -> dict[str, int]:
+        filters, params = _claim_filters(kinds, label)
+        counts = dict.fromkeys(HELD_BACK_REASONS, 0)
+        for reason, number in self.conn.execute(
+            f"SELECT {held_back_case('?', _UNMET_DEPS)}, count(*) FROM items "
+            f"WHERE state IN ('pending', 'claimed', 'queued') AND {filters} GROUP BY 1",
+            [now, now, agent, now, agent, *params],
+        ).fetchall():
+            counts[reason] = int(number)
+        return counts
 
     def take_first_pending(
         self, agent: str, kinds: Sequence[str], label: str | None, now: float, expires_at: float
