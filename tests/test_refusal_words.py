@@ -166,6 +166,9 @@ def test_every_cli_refusal_names_only_flags_and_commands_the_cli_takes(scene: Da
         said.append((args[0], "\n".join(lines)))
     problems = [f"coord {c}: {p}\n    {m}" for c, m in said for p in cli_problems(m, c)]
     assert not problems, "\n".join(problems)
+    # b's reservation with no item: asked in a note; b's item: on its thread
+    assert "`coord add --kind note --to b TITLE`" in said[3][1]
+    assert "`coord reply 2 TEXT`" in said[4][1]
 
 
 # --- the HTTP API's schema: the OpenAPI document the daemon serves ---------------------------
@@ -294,6 +297,9 @@ def test_every_mcp_refusal_names_only_tools_and_their_arguments(scene: Daemon, f
     for agent in ("a", "c"):
         schemas, said = asyncio.run(through(agent))
         problems += [f"{t}: {p}\n    {m}" for t, m in said for p in mcp_problems(m, t, schemas)]
+        if agent == "a":
+            assert "`post` with kind note, to b" in said[3][1]
+            assert "`reply` with item 2" in said[4][1]
     assert not problems, "\n".join(problems)
 
 
@@ -412,3 +418,38 @@ def test_hook_help_names_every_client_it_answers(tmp_path: Path) -> None:
         shown = run_cli(*args, board_dir=tmp_path / ".coord").stdout
         line = " ".join(shown.split())  # argparse wraps it
         assert f"answer a client's hook ({', '.join(HOOK_CLIENTS)})" in line, shown
+
+
+def test_the_board_tool_lists_blocked_items_with_their_blockers(tmp_path: Path) -> None:
+    from coord.core.board import Board
+    from coord.fast import board_files
+    from coord.mcp.backends import AsgiBackend
+    from coord.mcp.tools import build_server
+    from coord.server.app import create_app
+
+    (tmp_path / "src").mkdir()
+    board_dir = init_board_dir(tmp_path)
+    board = Board.open(board_dir)
+    try:
+        board.add("b's", created_by="h", files=["src/held.py"])  # 1
+        board.claim(1, agent="b")
+        board.add("waits on 1", created_by="h", deps=[1])  # 2
+        board.add("same files", created_by="h", files=["src/held.py"])  # 3
+        board.add("free", created_by="h")  # 4
+        token = board_files.read_token(board_dir)
+        server = build_server(
+            AsgiBackend(board_dir, create_app(board, token), token), lambda ctx: "a"
+        )
+
+        async def go() -> Any:
+            async with Client(server) as client:
+                return await client.call_tool("board", {})
+
+        summary = asyncio.run(go()).structured_content
+    finally:
+        board.close()
+    blocked = {i["id"]: i for i in summary["blocked"]}
+    assert set(blocked) == {2, 3}
+    assert blocked[2]["blocked_by"] == [1]
+    assert blocked[3]["files_held_by"] == [{"agent": "b", "pattern": "src/held.py", "item": 1}]
+    assert [i["id"] for i in summary["ready"]] == [4]

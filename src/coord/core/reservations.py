@@ -105,11 +105,12 @@ def refusal(conflicts: list[dict[str, Any]], what: str) -> FilesReserved:
 
 def _ask(agent: str, conflicts: list[dict[str, Any]]) -> str:
     """Where to ask a holder: on its item's thread, or (a reservation with no item: no thread
-    to reply on) in a note addressed to it, which reaches its inbox."""
+    to reply on) in a note addressed to it, which reaches its inbox. No flags here: the CLI
+    and MCP name how to post one in their own words (``FilesReserved.to_note``)."""
     items = sorted({c["item"] for c in conflicts if c["holder"] == agent and c["item"]})
     if items:
         return f"{agent} on item {items[0]}'s thread (`coord reply {items[0]} TEXT`)"
-    return f"{agent} in a note to them (`coord add --kind note --to {agent} TITLE`)"
+    return f"{agent} in a note addressed to them (it reaches their inbox)"
 
 
 def holds_on(

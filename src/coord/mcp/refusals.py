@@ -22,7 +22,7 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from coord.errors import CoordError, InvalidInput, said_without_fields
+from coord.errors import CoordError, FilesReserved, InvalidInput, said_without_fields
 
 # the CLI command → (the tool that does it, the argument the command's first word fills)
 TOOL_WORDS: dict[str, tuple[str, str | None]] = {
@@ -115,6 +115,9 @@ def _message(err: CoordError) -> str:
             "anyway with skip_checks_reason (recorded for everyone)"
         )
         return in_tool_words(facts + advice + (f"\n{output}" if output else ""))
+    if isinstance(err, FilesReserved) and err.to_note():
+        notes = "; ".join(f"`post` with kind note, to {h}" for h in err.to_note())
+        return f"{in_tool_words(err.message)} ({notes})"
     return in_tool_words(err.message)
 
 
