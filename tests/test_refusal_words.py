@@ -377,6 +377,9 @@ def test_nothing_ready_names_a_document_reserved_package_in_every_face(scene: Da
     assert status == 404 and body["error"] == "nothing_ready"
     assert {k: v for k, v in body["held_back"].items() if v} == expected
     assert body["open"] == 3
+    from coord.core.rules import HELD_BACK_WORDS
+
+    assert set(body["held_back"]) == set(HELD_BACK_WORDS)  # every reason has its words
     words = "1 reserved for someone else in a design document"
     assert words in body["message"]
 
