@@ -298,6 +298,7 @@ def test_every_mcp_refusal_names_only_tools_and_their_arguments(scene: Daemon, f
         schemas, said = asyncio.run(through(agent))
         problems += [f"{t}: {p}\n    {m}" for t, m in said for p in mcp_problems(m, t, schemas)]
         if agent == "a":
+            assert "skip_checks_reason" in said[0][1]  # done's own argument, in both faces
             assert "`post` with kind note, to b" in said[3][1]
             assert "`reply` with item 2" in said[4][1]
     assert not problems, "\n".join(problems)

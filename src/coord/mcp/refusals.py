@@ -117,7 +117,7 @@ def _message(err: CoordError) -> str:
         return in_tool_words(facts + advice + (f"\n{output}" if output else ""))
     if isinstance(err, FilesReserved) and err.to_note():
         notes = "; ".join(f"`post` with kind note, to {h}" for h in err.to_note())
-        return f"{in_tool_words(err.message)} ({notes})"
+        return f"{in_tool_words(err.message)}: {notes}"
     return in_tool_words(err.message)
 
 
