@@ -145,14 +145,17 @@ class PostgresItemTx(WriteTx):
     def count_held_back(
         self, now: float, kinds: Sequence[str], label: str | None, agent: str
     ) -> dict[str, int]:
+        # One state at a time, so each reads its state's partial index, never the done rows
+        # (as in sqlite_items).
         filters, params = _claim_filters(kinds, label)
         counts = dict.fromkeys(HELD_BACK_REASONS, 0)
-        for reason, number in self.conn.execute(
-            f"SELECT {held_back_case('%s', _UNMET_DEPS)}, count(*) FROM items "
-            f"WHERE state IN ('pending', 'claimed', 'queued') AND {filters} GROUP BY 1",
-            [now, now, agent, now, agent, *params],
-        ).fetchall():
-            counts[reason] = int(number)
+        for state in ("pending", "claimed", "queued"):
+            for reason, number in self.conn.execute(
+                f"SELECT {held_back_case('%s', _UNMET_DEPS)}, count(*) FROM items "
+                f"WHERE state = '{state}' AND {filters} GROUP BY 1",
+                [now, now, agent, now, agent, *params],
+            ).fetchall():
+                counts[reason] += int(number)
         return counts
 
     def take_first_pending(
