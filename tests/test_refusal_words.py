@@ -393,7 +393,8 @@ def test_nothing_ready_names_a_document_reserved_package_in_every_face(scene: Da
 
     result = asyncio.run(claim())
     assert result.is_error and result.structured_content["error"] == "nothing_ready"
-    assert "no open work is left" in result.structured_content["message"]  # no open bug
+    said = result.structured_content["message"]
+    assert "(kind=bug): no open item is of that kind" in said, said
 
 
 # --- small ones: each said once, each client named ------------------------------------------

@@ -275,7 +275,9 @@ def nothing_ready(kind: str | None, label: str | None, held_back: dict[str, int]
     shown = " ".join(p for p in parts if p)
     which = f" ({shown})" if shown else ""
     open_items = sum(held_back.values())
-    if open_items == 0:
+    if open_items == 0 and shown:  # other items may be open: only none of these
+        reason = ": no open item is of that kind or has that label"
+    elif open_items == 0:
         reason = ": no open work is left, every item is done or cancelled"
     else:
         others = open_items - held_back.get("yours", 0) - held_back.get("reserved_for_you", 0)
