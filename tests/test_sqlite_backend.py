@@ -156,6 +156,26 @@ def test_claim_next_does_not_read_done_or_live_claimed_rows(
     storage.close()
 
 
+def test_nothing_readys_counts_do_not_read_done_rows(tmp_path: Path) -> None:
+    """Claim-next's refusal counts the open items (issue 25) and comes to every polling
+    agent: its work stays the same however much history piles up."""
+    now = time.time()
+    storage = SQLiteStorage(tmp_path / "board.db")
+    _seed(storage, 3, "claimed", now)
+    _seed(storage, 10, "done", now)
+
+    def count() -> int | None:
+        with storage.read() as tx:
+            return tx.count_held_back(now, ("task",), None, "me")["claimed"]
+
+    small = _counted(storage, count)
+    _seed(storage, 20_000, "done", now)
+    large = _counted(storage, count)
+    assert small[0] == large[0] == 3
+    assert large[1] == small[1]  # VM instructions, not time
+    storage.close()
+
+
 def test_unreadable_labels_column_is_never_written(tmp_path: Path) -> None:
     storage = SQLiteStorage(tmp_path / "board.db")
     with storage.write() as tx:

@@ -684,3 +684,41 @@ def test_the_landing_lease_row_is_written_once_and_kept(storage: Storage) -> Non
         lease = tx.landing_lease()
     assert lease is not None and (lease.holder, lease.token, lease.live(89.0)) == ("r2", 2, True)
     assert not lease.live(90.0)  # inclusive: at its expiry the lease is over
+
+
+def test_open_items_are_counted_by_what_holds_each_back(storage: Storage) -> None:
+    """Claim-next's refusal counts (issue 25): one reason per open item, the first that
+    applies; done items and other kinds are not counted."""
+    claim = {"state": "claimed", "fencing_token": 1}
+    with storage.write() as tx:
+        mine, theirs, asked, lapsed, waits, reserved, for_me, free, done, queued = (
+            _add(tx, title=f"t{n}") for n in range(10)
+        )
+        bug = _add(tx, kind="bug")
+        tx.update_item(mine, 0, {**claim, "claimed_by": "me", "lease_expires_at": 50.0})
+        tx.update_item(theirs, 0, {**claim, "claimed_by": "b", "lease_expires_at": 50.0})
+        tx.update_item(
+            asked, 0, {**claim, "claimed_by": "b", "lease_expires_at": 50.0, "question": "?"}
+        )
+        tx.update_item(lapsed, 0, {**claim, "claimed_by": "b", "lease_expires_at": 5.0})
+        tx.add_deps(waits, [free])
+        tx.update_item(reserved, 0, {"reserved_for": "alice"})
+        tx.update_item(for_me, 0, {"reserved_for": "me"})
+        tx.update_item(done, 0, {"state": "done"})
+        tx.update_item(queued, 0, {**claim, "state": "queued", "claimed_by": "b"})
+    with storage.read() as tx:
+        counts = tx.count_held_back(10.0, ("task",), None, "me")
+        bugs = tx.count_held_back(10.0, ("bug",), None, "me")
+        labelled = tx.count_held_back(10.0, ("task",), "nope", "me")
+    assert counts == {
+        "landing": 1,
+        "needs_human": 1,
+        "yours": 1,
+        "claimed": 1,
+        "waiting_on_dependencies": 1,
+        "reserved_for_you": 1,
+        "reserved_in_document": 1,
+        "open": 2,  # the free one and the lapsed claim: the core judges their files
+    }
+    assert bugs["open"] == 1 and sum(bugs.values()) == 1 and bug
+    assert sum(labelled.values()) == 0

@@ -129,6 +129,19 @@ class FilesReserved(Conflict):
 
     code = "files_reserved"
 
+    def to_note(self) -> list[str]:
+        """The holders to ask in a note: their reservation has no item, so no thread to reply
+        on (coord's own holder, the landing queue, is asked nothing: no agent name has a
+        ``/``)."""
+        conflicts = self.details.get("conflicts") or []
+        return sorted(
+            {
+                str(c["holder"])
+                for c in conflicts
+                if isinstance(c, dict) and c.get("item") is None and "/" not in str(c["holder"])
+            }
+        )
+
 
 class NotReady(Conflict):
     """The item waits on dependencies that are not done."""
@@ -150,12 +163,33 @@ class ChecksFailed(Conflict):
     """A check command of the item failed: it stays claimed; the evidence is recorded."""
 
     code = "checks_failed"
+    # What to do next, in the HTTP API's words (the fields of `done`), after the facts. The
+    # CLI and MCP take other arguments (flags, a tool's arguments): they cut it off
+    # (``said_without_fields``) and say it in their own words.
+    advice_in_fields = (
+        "Fix it and finish it again with new `evidence`, or close it anyway with the reason "
+        "in `skip_checks`"
+    )
 
 
 class ChecksRequired(Conflict):
     """The item has checks and no evidence of them came with ``done``."""
 
     code = "checks_required"
+    advice_in_fields = (
+        "finish it with the `evidence` that each passed where you work, or close it anyway "
+        "with the reason in `skip_checks`"
+    )
+
+
+def said_without_fields(err: CoordError) -> str:
+    """A checks refusal's facts (which checks, how they failed, their output) without the
+    HTTP API's advice, for a face that gives its own; any other refusal as it is."""
+    if err.code == ChecksFailed.code:
+        return err.message.replace(f" {ChecksFailed.advice_in_fields}", "")
+    if err.code == ChecksRequired.code:
+        return err.message.replace(f": {ChecksRequired.advice_in_fields}", "")
+    return err.message
 
 
 class NotWaiting(Conflict):

@@ -14,7 +14,7 @@ import os
 import sys
 
 from coord.cli import render
-from coord.errors import EXIT_OK, CoordError, InvalidInput
+from coord.errors import EXIT_OK, CoordError, InvalidInput, said_without_fields
 from coord.fast import board_files, identity
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
@@ -104,10 +104,13 @@ def execute(command: Command, args: argparse.Namespace) -> int:
         document, text, *rest = command(args, ctx)
     except CoordError as err:
         hint = render.cli_hint(err, args)
+        # the board's words, but with the CLI's flags where the board names the API's fields
+        said = said_without_fields(err) if hint else err.message
         if as_json:
-            print(json.dumps({**err.to_dict(), "hint": hint} if hint else err.to_dict()))
+            shown = {**err.to_dict(), "message": said}
+            print(json.dumps({**shown, "hint": hint} if hint else shown))
         else:
-            print(render.for_terminal(f"coord: {err.message}"), file=sys.stderr)
+            print(render.for_terminal(f"coord: {said}"), file=sys.stderr)
             if hint:
                 print(render.for_terminal(f"coord: {hint}"), file=sys.stderr)
         return err.exit_code

@@ -22,6 +22,7 @@ from coord.cli import argtypes, commands, files, parser
 from coord.cli.context import Context as Context  # for the commands kept elsewhere
 from coord.cli.context import execute
 from coord.errors import EXIT_USAGE
+from coord.fast.clients import HOOK_CLIENTS
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -209,7 +210,8 @@ COMMANDS: Commands = {
     ),
     "hook": _elsewhere(
         "coord.hooks",
-        "answer a client's hook (claude, codex, gemini): JSON on stdin, its decision out",
+        # the clients from their one list: the words once named three of the four
+        f"answer a client's hook ({', '.join(HOOK_CLIENTS)}): JSON on stdin, its decision out",
         "cmd_hook",
         "args_hook",
     ),

@@ -237,9 +237,10 @@ def done(
     """Close the item. If it has checks the daemon says so (checks_required); they run here,
     in the agent's working tree, and the item is closed with their evidence. A failed check
     (or one that timed out) keeps the claim, and the refusal carries the failing commands'
-    last lines of output. A Ctrl-C mid-check ends the check and goes on up: nothing is sent,
-    the claim stays. ``before_checks`` hears the commands and the directory before any of
-    them runs (they are shell commands someone else may have written: the face shows them);
+    last lines of output (unless ``watch`` heard them: said twice, they buried the refusal).
+    A Ctrl-C mid-check ends the check and goes on up: nothing is sent, the claim stays.
+    ``before_checks`` hears the commands and the directory before any of them runs (they
+    are shell commands someone else may have written: the face shows them);
     ``watch`` hears each check's output as it comes and how it went, for a face that shows
     progress (``coord.client.checks.Watch``). An item claimed with a worktree is submitted
     instead (``coord.client.worktree_flow.submit``): queued to land, its files still held."""
@@ -261,7 +262,8 @@ def done(
         try:
             return _write(session, agent, ref, "done", token, {**body, "evidence": runs})
         except ChecksFailed as failed:
-            failed.message = "\n".join([failed.message, checks.failed_output(runs)])
+            if watch is None:  # a face that watched has shown the output as it came
+                failed.message = "\n".join([failed.message, checks.failed_output(runs)])
             raise
     except Conflict as err:
         if err.code != "conflict" or "branch" not in err.details:

@@ -177,6 +177,8 @@ class _Scan:
         self.tx, self.agent, self.now = tx, agent, now
         self.is_file = claims.ctx.is_file
         self.skipped = 0
+        # of those, held back by files others hold, and kept for an item's last holder
+        self.files_held = self.first_refusal = 0
         self.first_holder: dict[str, Any] | None = None
         # Blocked items often share their files (a document's packages on one module): the
         # verdict on a set of files is read once per request.
@@ -209,23 +211,32 @@ class _Scan:
                 kept = item.kept_for(self.now)  # an item sent back: its last holder's first
                 if kept is not None and kept[0] != self.agent:
                     self.skipped += 1
+                    self.first_refusal += 1
                     continue
                 # files others hold, known this request (an item that may hold its own files
                 # is judged alone: the queue's or its lapsed claim's holds do not count)
                 if not worktree_holds.may_hold_own_files(item) and self._blocked.get(item.files):
                     self.skipped += 1
+                    self.files_held += 1
                     continue
                 live = near.near_any(item.files)
                 if item.files and self._blocked_by_others(item, live):
                     self.skipped += 1
+                    self.files_held += 1
                     continue
                 yield item, live
             after = (batch[-1].priority, batch[-1].id)
 
     def nothing_ready(self, kind: str | None, label: str | None) -> NothingReady:
+        """The refusal, with what holds the open work back, counted: an agent tells "all
+        done" from "wait for the others" from "a document reserves the rest"."""
+        kinds = (kind,) if kind else model.WORK_KINDS
+        counts = self.tx.count_held_back(self.now, kinds, label, self.agent)
+        counts.pop("open")  # what the scan saw, and judged: held files or a first refusal
+        held_back = {**counts, "files_held": self.files_held, "first_refusal": self.first_refusal}
         if self.skipped < MAX_CLAIM_SCAN:
-            return rules.nothing_ready(kind, label)
-        return rules.nothing_ready_within(kind, label, MAX_CLAIM_SCAN, self.first_holder)
+            return rules.nothing_ready(kind, label, held_back)
+        return rules.nothing_ready_within(kind, label, MAX_CLAIM_SCAN, self.first_holder, held_back)
 
     def _blocked_by_others(self, item: Item, live: list[Reservation]) -> bool:
         holds = reservations.holds_on(

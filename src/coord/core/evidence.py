@@ -73,8 +73,7 @@ def judge(
     if runs is None:
         listed = ", ".join(f"`{c}`" for c in item.checks)
         return None, ChecksRequired(
-            f"item {item.ref} has checks ({listed}): finish it with the `evidence` that each "
-            "passed where you work, or close it anyway with the reason in `skip_checks`",
+            f"item {item.ref} has checks ({listed}): {ChecksRequired.advice_in_fields}",
             id=item.id,
             checks=list(item.checks),
         )
@@ -88,8 +87,7 @@ def judge(
     parts = [f"`{c}` exited {last[c]['exit_code']}" for c in failed]
     parts += [f"`{c}` did not run" for c in missing]
     return record, ChecksFailed(
-        f"item {item.ref} stays claimed: {'; '.join(parts)}. Fix it and finish it again "
-        "with new `evidence`, or close it anyway with the reason in `skip_checks`",
+        f"item {item.ref} stays claimed: {'; '.join(parts)}. {ChecksFailed.advice_in_fields}",
         id=item.id,
         failed=failed,
         missing=missing,

@@ -92,7 +92,7 @@ def refusal(conflicts: list[dict[str, Any]], what: str) -> FilesReserved:
     agents = [h for h in holders if h not in (QUEUE_HOLDER, LAPSED_HOLDER)]
     advice = ". Pick other work"
     if agents:
-        advice += ", or ask " + ", ".join(agents) + " (`coord reply`)"
+        advice += ", or ask " + ", ".join(_ask(agent, conflicts) for agent in agents)
     if QUEUE_HOLDER in holders:  # nobody to ask: the files wait for their landing
         advice += "; files held by coord/queue are a submitted item's, held until it is "
         advice += "merged or abandoned (`coord queue` shows what waits to land)"
@@ -108,6 +108,16 @@ def refusal(conflicts: list[dict[str, Any]], what: str) -> FilesReserved:
         conflicts=conflicts,
         holders=holders,
     )
+
+
+def _ask(agent: str, conflicts: list[dict[str, Any]]) -> str:
+    """Where to ask a holder: on its item's thread, or (a reservation with no item: no thread
+    to reply on) in a note addressed to it, which reaches its inbox. No flags here: the CLI
+    and MCP name how to post one in their own words (``FilesReserved.to_note``)."""
+    items = sorted({c["item"] for c in conflicts if c["holder"] == agent and c["item"]})
+    if items:
+        return f"{agent} on item {items[0]}'s thread (`coord reply {items[0]} TEXT`)"
+    return f"{agent} in a note addressed to them (it reaches their inbox)"
 
 
 def holds_on(

@@ -245,20 +245,59 @@ def ids_text(ids: Iterable[int]) -> str:
     return ", ".join(str(i) for i in ids)
 
 
-def nothing_ready(kind: str | None, label: str | None) -> NothingReady:
+# What holds open work back from a claim-next, as the refusal says it (each with its count)
+HELD_BACK_WORDS = {
+    "claimed": "claimed by others",
+    "needs_human": "waiting on a human's answer",
+    "landing": "submitted, waiting to land",
+    "waiting_on_dependencies": "waiting on dependencies",
+    "files_held": "needing files others hold",
+    "reserved_in_document": "reserved for someone else in a design document",
+    "first_refusal": "kept for their last holder after landing sent them back",
+    "reserved_for_you": "reserved for you in a design document (claim it by id)",
+    "yours": "already yours",
+}
+
+
+def held_back_text(held_back: dict[str, int]) -> str:
+    said = [
+        f"{n} {HELD_BACK_WORDS[why]}"
+        for why, n in held_back.items()
+        if n and why in HELD_BACK_WORDS
+    ]
+    return ", ".join(said)
+
+
+def nothing_ready(kind: str | None, label: str | None, held_back: dict[str, int]) -> NothingReady:
+    """Nothing to claim, and why: every open item (of this kind, with this label) counted
+    by what holds it back, or none open at all."""
     parts = [f"kind={kind}" if kind else "", f"label={label}" if label else ""]
     shown = " ".join(p for p in parts if p)
+    which = f" ({shown})" if shown else ""
+    open_items = sum(held_back.values())
+    if open_items == 0 and shown:  # other items may be open: only none of these
+        reason = ": no open item is of that kind or has that label"
+    elif open_items == 0:
+        reason = ": no open work is left, every item is done or cancelled"
+    else:
+        others = open_items - held_back.get("yours", 0) - held_back.get("reserved_for_you", 0)
+        then = "; wait for the others and try again (`coord next`)" if others else ""
+        reason = f": {open_items} open ({held_back_text(held_back)}){then}"
     return NothingReady(
-        "nothing is ready to claim"
-        + (f" ({shown})" if shown else "")
-        + ": every open item is claimed, waits on a dependency, or needs files someone holds",
+        f"nothing is ready to claim{which}{reason}",
         kind=kind,
         label=label,
+        open=open_items,
+        held_back=held_back,
     )
 
 
 def nothing_ready_within(
-    kind: str | None, label: str | None, scanned: int, first_holder: dict[str, Any] | None
+    kind: str | None,
+    label: str | None,
+    scanned: int,
+    first_holder: dict[str, Any] | None,
+    held_back: dict[str, int],
 ) -> NothingReady:
     """Claim-next gave up after ``scanned`` items whose files others hold: ready work may lie
     further on, and those holds lapse with their leases."""
@@ -271,4 +310,6 @@ def nothing_ready_within(
         kind=kind,
         label=label,
         scanned=scanned,
+        open=sum(held_back.values()),
+        held_back=held_back,
     )

@@ -15,13 +15,14 @@ messages' source and fails when a new command is in neither.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from coord.errors import CoordError, InvalidInput
+from coord.errors import CoordError, FilesReserved, InvalidInput, said_without_fields
 
 # the CLI command → (the tool that does it, the argument the command's first word fills)
 TOOL_WORDS: dict[str, tuple[str, str | None]] = {
@@ -70,9 +71,15 @@ def in_tool_words(message: str) -> str:
         tool, argument = TOOL_WORDS[verb]
         if verb == "next":
             return f"`{tool}` with no item"
-        if rest and argument and not rest.startswith("-"):
-            return f"`{tool}` with {argument} {rest.split()[0]}"
-        return f"`{tool}`"
+        words = rest.split()
+        given = []
+        if words and argument and not words[0].startswith("-"):
+            given.append(f"{argument} {words[0]}")
+        # a flag with its value is the tool's argument of that name (--kind note: kind note)
+        for flag, value in itertools.pairwise(words):
+            if flag.startswith("--") and not value.startswith("-"):
+                given.append(f"{flag[2:].replace('-', '_')} {value}")
+        return f"`{tool}` with {', '.join(given)}" if given else f"`{tool}`"
 
     return _COMMAND.sub(said, message)
 
@@ -99,6 +106,18 @@ def _message(err: CoordError) -> str:
             "then call `done` with skip_checks_reason saying how they passed (recorded for "
             "everyone), or work through `coord mcp` (stdio), whose `done` runs them"
         )
+    if err.code == "checks_failed":
+        # the board's advice names the HTTP API's fields (`evidence`, `skip_checks`); here
+        # done runs the checks itself and takes the reason as skip_checks_reason
+        facts, _, output = said_without_fields(err).partition("\n")
+        advice = (
+            " Fix it and call `done` again (it runs the checks where you work), or close it "
+            "anyway with skip_checks_reason (recorded for everyone)"
+        )
+        return in_tool_words(facts + advice + (f"\n{output}" if output else ""))
+    if isinstance(err, FilesReserved) and err.to_note():
+        notes = "; ".join(f"`post` with kind note, to {h}" for h in err.to_note())
+        return f"{in_tool_words(err.message)}: {notes}"
     return in_tool_words(err.message)
 
 

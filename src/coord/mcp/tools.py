@@ -249,7 +249,9 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
     @register
     async def board(ctx: Context) -> dict[str, Any]:
         """The board at a glance: what you hold, what is ready, who holds what, what waits
-        on a human, and what waits to land on main or was sent back for rework (landing)."""
+        on a human, what is blocked and by what (dependencies not done, a design document's
+        reservation, files others hold), and what waits to land on main or was sent back for
+        rework (landing)."""
         return await tool.run(ctx, verbs.summary)
 
     @register

@@ -118,12 +118,15 @@ def summary(session: Backend, agent: str) -> dict[str, Any]:
     held = claimed["items"] + waiting["items"]
     queued = session.get("/v1/queue", {"limit": 100})["items"]
     sent_back = session.get("/v1/items", {"state": "needs_rework", "limit": 50})["items"]
+    pending = session.get("/v1/items", {"state": "pending", "limit": 100})["items"]
     return {
         "agent": agent,
         "mine": [_brief(i) for i in held if i["claimed_by"] == agent],
         "ready": [_brief(i) for i in ready["items"]],
         "claimed": [_brief(i) for i in claimed["items"] if i["claimed_by"] != agent],
         "needs_human": [_brief(i) for i in waiting["items"]],
+        # what is not ready, and what it waits for: an agent tells "wait" from "all done"
+        "blocked": [_blocked(i) for i in pending if not i["ready"]],
         # a worktree item's way to main: what waits to land (in order), what came back
         "landing": [
             {**_brief(i), "branch": i.get("branch"), "head": i.get("submitted_head")}
@@ -192,6 +195,22 @@ def _worktree_view(won: dict[str, Any]) -> dict[str, Any]:
     if made.get("not_copied"):
         view["not_copied"] = made["not_copied"]
     return view
+
+
+def _blocked(item: dict[str, Any]) -> dict[str, Any]:
+    """A pending item that is not ready, with its blockers: the dependencies not done yet,
+    the design document's reservation, the files others hold."""
+    blockers: dict[str, Any] = {}
+    if item["blocked_by"]:
+        blockers["blocked_by"] = item["blocked_by"]
+    if item.get("reserved_for"):
+        blockers["reserved_for"] = item["reserved_for"]
+    if item["files_held_by"]:
+        blockers["files_held_by"] = [
+            {"agent": r["agent"], "pattern": r["pattern"], "item": r.get("item")}
+            for r in item["files_held_by"]
+        ]
+    return {**_brief(item), **blockers}
 
 
 def _brief(item: dict[str, Any]) -> dict[str, Any]:

@@ -253,7 +253,10 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         "/v1/claim-next",
         claims.claim_next,
-        "claim the best ready item (priority, then age); 404 nothing_ready. With count: up "
+        "claim the best ready item (priority, then age); 404 nothing_ready, with open (how "
+        "many items are open) and held_back (how many of them each reason holds back: "
+        "claimed, needs_human, landing, waiting_on_dependencies, files_held, "
+        "reserved_in_document, reserved_for_you, first_refusal, yours). With count: up "
         "to count items whose files overlap neither each other nor anything held, as "
         '{"items": [claim, ...]}',
         {"anyOf": [CLAIM, {**listing("items", CLAIM), "required": ["items"]}]},

@@ -86,6 +86,35 @@ def listing_where(
     return where, params
 
 
+# What holds an open item back, in the order ``ReadTx.count_held_back`` judges them.
+HELD_BACK_REASONS = (
+    "landing",
+    "needs_human",
+    "yours",
+    "claimed",
+    "waiting_on_dependencies",
+    "reserved_for_you",
+    "reserved_in_document",
+    "open",
+)
+
+
+def held_back_case(mark: str, unmet_deps: str) -> str:
+    """The CASE naming an open item's reason, for every backend (``mark``: the driver's
+    placeholder). Parameters: now, now, agent, now, agent."""
+    live = f"state = 'claimed' AND lease_expires_at > {mark}"
+    return (
+        "CASE WHEN state = 'queued' THEN 'landing' "
+        f"WHEN {live} AND question IS NOT NULL THEN 'needs_human' "
+        f"WHEN {live} AND claimed_by = {mark} THEN 'yours' "
+        f"WHEN {live} THEN 'claimed' "
+        f"WHEN {unmet_deps} THEN 'waiting_on_dependencies' "
+        f"WHEN items.reserved_for = {mark} THEN 'reserved_for_you' "
+        "WHEN items.reserved_for IS NOT NULL THEN 'reserved_in_document' "
+        "ELSE 'open' END"
+    )
+
+
 class ReadTx(ABC):
     """A consistent snapshot of the board."""
 
@@ -127,6 +156,19 @@ class ReadTx(ABC):
         """How many items are in each state people see (``model.SHOWN_STATES``, every one
         present, 0 when none): a claimed item with an open question counts as
         ``needs_human``, not ``claimed``. One grouped count, never a read of the items."""
+
+    @abstractmethod
+    def count_held_back(
+        self, now: float, kinds: Sequence[str], label: str | None, agent: str
+    ) -> dict[str, int]:
+        """The open items of these kinds (with this label) by what holds each back from
+        ``agent``'s claim-next, first reason first (``HELD_BACK_REASONS``): ``landing``
+        (submitted), ``needs_human``, ``yours`` and ``claimed`` (a live claim: the agent's own,
+        or another's), ``waiting_on_dependencies``, ``reserved_for_you`` and
+        ``reserved_in_document`` (a design document's reservation line), else ``open`` (nothing
+        here holds it back: only files others hold or a first refusal can, which the core
+        judges). Every reason present, 0 when none. For a refusal of claim-next: one grouped
+        count, not a read of the items."""
 
     @abstractmethod
     def queued_items(self, limit: int) -> list[Item]:

@@ -16,7 +16,13 @@ from typing import Any
 import psycopg
 
 from coord.model import Item
-from coord.storage.base import ItemQuery, WriteTx, listing_where
+from coord.storage.base import (
+    HELD_BACK_REASONS,
+    ItemQuery,
+    WriteTx,
+    held_back_case,
+    listing_where,
+)
 from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
 from coord.storage.rows import item_of
 
@@ -135,6 +141,22 @@ class PostgresItemTx(WriteTx):
         ) + self._items(f"{_LAPSED_CLAIM} AND {filters} AND {_NOT_HELD_BACK}", [now, *params], tail)
         found.sort(key=lambda item: (item.priority, item.id))
         return found[:limit]
+
+    def count_held_back(
+        self, now: float, kinds: Sequence[str], label: str | None, agent: str
+    ) -> dict[str, int]:
+        # One state at a time, so each reads its state's partial index, never the done rows
+        # (as in sqlite_items).
+        filters, params = _claim_filters(kinds, label)
+        counts = dict.fromkeys(HELD_BACK_REASONS, 0)
+        for state in ("pending", "claimed", "queued"):
+            for reason, number in self.conn.execute(
+                f"SELECT {held_back_case('%s', _UNMET_DEPS)}, count(*) FROM items "
+                f"WHERE state = '{state}' AND {filters} GROUP BY 1",
+                [now, now, agent, now, agent, *params],
+            ).fetchall():
+                counts[reason] += int(number)
+        return counts
 
     def take_first_pending(
         self, agent: str, kinds: Sequence[str], label: str | None, now: float, expires_at: float

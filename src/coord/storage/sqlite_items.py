@@ -16,7 +16,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from coord.model import Item
-from coord.storage.base import ItemQuery, WriteTx, chunks, listing_where
+from coord.storage.base import (
+    HELD_BACK_REASONS,
+    ItemQuery,
+    WriteTx,
+    chunks,
+    held_back_case,
+    listing_where,
+)
 from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
 from coord.storage.rows import item_of
 
@@ -78,6 +85,11 @@ _NOT_HELD_BACK = " AND ".join(f"NOT {fragment}" for fragment in _HELD_BACK)
 # lease only up to the escalation bound, so a stale one lapses too (``Item.lease_live`` in the
 # model says the same of one item). One parameter: now.
 _LAPSED_CLAIM = "state = 'claimed' AND lease_expires_at <= ?"
+_OPEN_STATE_INDEXES = (
+    ("pending", "items_pending"),
+    ("claimed", "items_claimed_lease"),
+    ("queued", "items_queued"),
+)
 _HAS_LABEL = "EXISTS (SELECT 1 FROM json_each(items.labels) WHERE json_each.value = ?)"
 
 
@@ -150,6 +162,22 @@ class SQLiteItemTx(WriteTx):
         )
         found.sort(key=lambda item: (item.priority, item.id))
         return found[:limit]
+
+    def count_held_back(
+        self, now: float, kinds: Sequence[str], label: str | None, agent: str
+    ) -> dict[str, int]:
+        # One walk of each open state's partial index, never the done rows (a board's
+        # history grows without bound; claim-next's refusal comes to every polling agent).
+        filters, params = _claim_filters(kinds, label)
+        counts = dict.fromkeys(HELD_BACK_REASONS, 0)
+        for state, index in _OPEN_STATE_INDEXES:
+            for reason, number in self.conn.execute(
+                f"SELECT {held_back_case('?', _UNMET_DEPS)}, count(*) FROM items "
+                f"INDEXED BY {index} WHERE state = '{state}' AND {filters} GROUP BY 1",
+                [now, now, agent, now, agent, *params],
+            ).fetchall():
+                counts[reason] += int(number)
+        return counts
 
     def take_first_pending(
         self, agent: str, kinds: Sequence[str], label: str | None, now: float, expires_at: float
