@@ -13,6 +13,7 @@ of its whole change against each commit on main since its base, then tree equali
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,9 @@ REMOTE_TIMEOUT = 120.0  # a fetch or push over the network
 
 @dataclass(slots=True)
 class Outcome:
-    kind: str  # "merged" | "needs_rework" | "waiting" (the checkout of main is in the way)
+    # "merged" | "needs_rework" | "waiting" (the checkout of main is in the way) | "stopped"
+    # (the runner is stopping: its checks were ended, main untouched, the item stays queued)
+    kind: str
     commit: str | None = None
     reason: str = ""
     # why, as the board says it (coord.model.REWORK_REASONS), or "main_moved": main kept
@@ -177,6 +180,7 @@ def land(
     checkout: Path | None = None,
     tidy: Callable[[Path], str | None] | None = None,
     remote: str | None = None,
+    stop: threading.Event | None = None,
 ) -> Outcome:
     """Land ``branch`` at ``submitted_head`` on ``main``. ``vet(candidate, old, changed
     files)`` may refuse a candidate (the files another item holds); ``tidy(tree)`` may edit
@@ -184,7 +188,9 @@ def land(
     edit; ``checkout``: the working tree where main is checked out, moved with it.
     ``remote``: main lives there; it is fetched before each attempt and moved by a push that
     is never forced (the remote refuses it when main moved: the compare-and-set), then the
-    local main follows it where it can."""
+    local main follows it where it can. ``stop`` set (the daemon is shutting down): a check
+    running is ended and the landing gives up, main untouched ("stopped"); past its checks
+    it finishes (moving main takes a moment, and the checks' time is not thrown away)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}")
     git = _identity(Git(repo))
@@ -225,7 +231,10 @@ def land(
             here.run("add", "-A")
             here.run(*_NO_HOOKS, "commit", "-qm", said)
             candidate = here.out("rev-parse", "HEAD")
-        runs = checks_module.run(checks, cwd=landing_path, timeout=check_timeout)
+        try:
+            runs = checks_module.run(checks, cwd=landing_path, timeout=check_timeout, stop=stop)
+        except checks_module.Stopped as stopped:
+            return Outcome("stopped", reason=str(stopped), main=old, attempts=attempt)
         failed = [r for r in runs if r["exit_code"] != 0]
         if failed:
             return Outcome(
