@@ -58,6 +58,10 @@ class Watch:
     def started(self, command: str) -> None:
         """The command is about to run."""
 
+    def running(self, pid: int) -> None:
+        """It runs as process ``pid``, the leader of its own process group (the landing
+        runner records it, so that the next runner can end what a killed one left)."""
+
     def line(self, text: str) -> None:
         """One line the check printed, as text (undecodable bytes replaced), control
         characters and all: a face that shows it escapes them."""
@@ -119,6 +123,7 @@ def _run_one(
         env={**os.environ, "COORD_CHECK": "1"},
         start_new_session=True,  # its own session and process group, led by the shell
     )
+    watch.running(process.pid)
     output = _Output(process, watch)
     try:
         ending = _follow(process, output, started + timeout, command, watch, stop)
