@@ -27,13 +27,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import landing_support
 from conftest import Daemon, init_board_dir, run_cli, stop_leftover_daemon
-from coord.landing import worktrees
+from landing_support import git, main_log, make_repo
 
 # a check's process and its start are read from /proc (coord.fast.worktree.process_started)
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux /proc")
@@ -41,24 +43,9 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Li
 LEASE = "2"  # the killed runner's landing lease, in seconds: what the next one waits out
 
 
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    assert done.returncode == 0, (args, done.stderr)
-    return done.stdout.strip()
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Dev")
-    git(root, "config", "user.email", "dev@example.com")
-    (root / ".git/info/exclude").write_text(".coord/\n")
-    (root / "src/app.py").write_text("A = 1\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
-    return root
+    return make_repo(tmp_path / "repo")
 
 
 @pytest.fixture
@@ -88,23 +75,7 @@ def ok(daemon: Daemon, method: str, path: str, body: Any = None) -> Any:
 
 
 def submit(daemon: Daemon, repo: Path, title: str, writes: dict[str, str], **fields: Any) -> dict:
-    """An item claimed with a worktree, one commit per file written there, submitted."""
-    item = ok(daemon, "POST", "/v1/items", {"agent": "lead", "title": title, **fields})["id"]
-    base = git(repo, "rev-parse", "main")
-    spec = {"base_commit": base, "path_root": str(repo / ".worktrees")}
-    claim = ok(daemon, "POST", f"/v1/items/{item}/claim", {"agent": "alice", "worktree": spec})
-    shown = ok(daemon, "GET", f"/v1/items/{item}")
-    made = worktrees.create(
-        repo, shown["branch"], base, item=item, token=claim["token"], root=repo / ".worktrees"
-    )
-    for path, text in writes.items():
-        (made.path / path).write_text(text)
-        git(made.path, "add", "-A")
-        git(made.path, "commit", "-qm", f"{title}: {path}")
-    head = git(made.path, "rev-parse", "HEAD")
-    body = {"agent": "alice", "token": claim["token"], "head": head}
-    ok(daemon, "POST", f"/v1/items/{item}/submit", body)
-    return {"id": item, "branch": shown["branch"], "base": base, "head": head}
+    return landing_support.submit(partial(ok, daemon), repo, title, writes, **fields)
 
 
 def start_runner(daemon: Daemon, repo: Path, name: str) -> subprocess.Popen[str]:
@@ -134,11 +105,6 @@ def kill_group(runner: subprocess.Popen[str]) -> None:
     runner.communicate(timeout=10)
 
 
-def main_log(repo: Path) -> list[str]:
-    """main's reflog, newest first: one line per move."""
-    return git(repo, "reflog", "show", "--format=%H", "refs/heads/main").splitlines()
-
-
 def landing_worktree(repo: Path) -> Path:
     return repo / ".worktrees" / ".landing"
 
@@ -166,7 +132,8 @@ def assert_landing_worktree_clean(repo: Path) -> None:
     assert listed.count(f"worktree {landing}\n") == 1, listed
     assert git(landing, "status", "--porcelain", "--untracked-files=all") == ""
     for state in ("rebase-merge", "rebase-apply", "MERGE_HEAD", "index.lock"):
-        assert not Path(git(landing, "rev-parse", "--path-format=absolute", "--git-path", state)).exists()
+        where = git(landing, "rev-parse", "--path-format=absolute", "--git-path", state)
+        assert not Path(where).exists(), state
 
 
 def assert_taken_over(daemon: Daemon, dead: str, new: str) -> None:
