@@ -132,6 +132,10 @@ def test_a_submitted_item_is_merged_by_the_daemon_with_no_coord_land(
     assert git(repo, "rev-list", "--count", f"{before}..main") == "1"
     assert len(main_log(repo)) == moves + 1
     assert (repo / "src/new.py").read_text() == "N = 1\n"  # the checkout of main moved with it
+    # with the user's modes, not the daemon's private ones (its own files are owner-only)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (repo / "src/new.py").stat().st_mode & 0o777 == 0o666 & ~mask
     events = ok(d, "GET", f"/v1/events?item={item['id']}&limit=100")["events"]
     assert [e["agent"] for e in events if e["kind"] == "merged"] == [in_daemon.RUNNER_NAME]
     landing = status(d.board_dir)["daemon"]["landing"]

@@ -181,7 +181,7 @@ def serve(
 
     # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
     # owner's alone; the daemon is a process of its own, so the umask is its own to set.
-    os.umask(0o077)
+    started_umask = os.umask(0o077)
     open_file_limit = raise_open_file_limit()
     max_connections = connection_bound(open_file_limit)
     lock_fd = _take_lock(board_dir)
@@ -265,6 +265,10 @@ def serve(
 
         where = board.storage.location().get("database", "")
         board_calls = app.state.coord.board_calls = BoardCalls(PG_WORKERS, PG_CALL_SECONDS, where)
+    if land:  # the landing's git writes the user's checkout: with the user's umask
+        from coord.fast.git import set_child_umask
+
+        set_child_umask(started_umask)
     lander, app.state.coord.landing_off = _lander(
         board_dir, host, bound_port, shared, land, board_files.read_token(board_dir)
     )
