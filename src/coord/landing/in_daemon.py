@@ -23,6 +23,7 @@ compare-and-set).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -57,10 +58,8 @@ def wanted(board_dir: Path, config: dict[str, Any], shared: bool) -> str | None:
 
 
 def log_line(text: str) -> None:
-    try:
+    with contextlib.suppress(OSError):  # a full disk under the log: the status still says it
         print(f"coord daemon: {text}", file=sys.stderr, flush=True)
-    except OSError:  # a full disk under the log: the status still says it
-        pass
 
 
 class InDaemon:

@@ -103,11 +103,11 @@ def _landing_worktree(git: Git, path: Path, tip: str) -> Git:
     _end_leftover_check(_git_path(here, CHECK_RECORD))
     # what a runner killed mid-way left: a rebase cut between two commits has no REBASE_HEAD,
     # only its state directory, and the next `git rebase` would refuse to start
-    if here.ok("rev-parse", "-q", "--verify", "REBASE_HEAD") or any(
+    cut = here.ok("rev-parse", "-q", "--verify", "REBASE_HEAD") or any(
         _git_path(here, state).exists() for state in ("rebase-merge", "rebase-apply")
-    ):
-        if not here.ok("rebase", "--abort"):
-            here.run("rebase", "--quit", check=False)
+    )
+    if cut and not here.ok("rebase", "--abort"):
+        here.run("rebase", "--quit", check=False)
     if here.ok("rev-parse", "-q", "--verify", "MERGE_HEAD"):
         here.run("merge", "--abort", check=False)
     here.run("checkout", "--detach", "--force", tip)  # our own tree: nothing of anyone's
