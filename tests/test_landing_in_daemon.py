@@ -331,3 +331,74 @@ def test_sigterm_mid_check_ends_the_check_gives_the_lease_back_and_leaves_main(
     daemons.append(again)
     wait_merged(again, item["id"])
     assert git(repo, "rev-list", "--count", f"{before}..main") == "1"
+
+
+# --- the thread itself, in process: a stand-in runner ----------------------------------------
+
+
+class _Stand:
+    """A runner that lands nothing, or fails its pass as told."""
+
+    busy = False
+    current = None
+
+    def __init__(self, fail: list[Exception]) -> None:
+        self.fail = fail
+
+    def land_all(self, *, sweep: bool) -> list[Any]:
+        if self.fail:
+            raise self.fail.pop()
+        return []
+
+
+def _until(condition: Any, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_a_failed_pass_is_said_once_shown_and_tried_again() -> None:
+    from coord.errors import GitError
+
+    said: list[str] = []
+    fail: list[Exception] = [GitError("git broke"), GitError("git broke")]
+    lander = in_daemon.InDaemon(
+        lambda stop: _Stand(fail),  # type: ignore[arg-type,return-value]
+        every=0.01,
+        retry_every=0.05,
+        log=said.append,
+    )
+    lander.start()
+    try:
+        _until(lambda: lander.describe().get("failures") == 2)
+        shown = lander.describe()
+        assert shown["state"] == "failed" and shown["error"] == "git broke"
+        _until(lambda: "error" not in lander.describe())
+        assert lander.describe()["state"] == "watching"
+    finally:
+        assert lander.stop(5)
+    assert lander.describe()["state"] == "stopped"
+    failed = [line for line in said if "the landing runner failed" in line]
+    assert len(failed) == 1 and "git broke" in failed[0]  # said once, not every try
+    assert "landing works again" in said
+
+
+def test_the_runner_is_made_again_when_the_settings_change() -> None:
+    made: list[_Stand] = []
+    stamp = [1]
+
+    def make(stop: Any) -> Any:
+        made.append(_Stand([]))
+        return made[-1]
+
+    lander = in_daemon.InDaemon(make, every=0.01, settings_stamp=lambda: stamp[0])
+    lander.start()
+    try:
+        _until(lambda: len(made) == 1 and lander.describe().get("last_pass_at"))
+        time.sleep(0.05)
+        assert len(made) == 1  # the same settings: the same runner
+        stamp[0] = 2
+        _until(lambda: len(made) == 2)
+    finally:
+        assert lander.stop(5)

@@ -3,10 +3,11 @@
 A daemon serving a board that sits in a git repository runs one ``Runner`` on a thread of its
 own (``land_in_daemon``: on by default for a SQLite board; a team board's daemons land only
 where it is set true, since each machine's branches are in its own checkout). The thread
-does what ``coord land --watch`` does: it reads the queue when a submit wakes it
-(``wake``, called by the submit route) and every ``POLL_SECONDS`` anyway (a submit through
-another process's board), and looks for items merged by hand every ``SWEEP_SECONDS``. All its
-git work runs on this thread, never on the daemon's event loop; it reaches the board over the
+does what ``coord land --watch`` does: it reads the queue when a submit wakes it (``wake``,
+called by the submit route) and every ``POLL_SECONDS`` anyway (a submit through another
+process's board), and looks for items merged by hand every ``SWEEP_SECONDS``; the runner is
+made again with the board's landing settings whenever ``config.json`` changes. All its git
+work runs on this thread, never on the daemon's event loop; it reaches the board over the
 daemon's own HTTP API like any runner, under the landing lease, so a `coord land` beside it
 takes turns with it (the one waits while the other holds the lease).
 
@@ -24,6 +25,7 @@ compare-and-set).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -73,8 +75,12 @@ class InDaemon:
         sweep_every: float = SWEEP_SECONDS,
         retry_every: float = RETRY_SECONDS,
         log: Callable[[str], None] = log_line,
+        settings_stamp: Callable[[], object] = lambda: None,
     ) -> None:
         self._make_runner = make_runner
+        # changes when the board's settings do: the runner is made again with them
+        self._settings_stamp = settings_stamp
+        self._stamp: object = None
         self.every, self.sweep_every, self.retry_every = every, sweep_every, retry_every
         self.log = log
         self._wake = threading.Event()
@@ -100,7 +106,14 @@ class InDaemon:
             client._token = token
             return Runner.for_board(client, board_dir, RUNNER_NAME, stop=stop)
 
-        return cls(make)
+        def stamp() -> object:
+            try:
+                found = os.stat(board_dir / "config.json")
+            except OSError:
+                return None
+            return (found.st_mtime_ns, found.st_size, found.st_ino)
+
+        return cls(make, settings_stamp=stamp)
 
     # --- what the daemon asks of it --------------------------------------------------------
 
@@ -161,8 +174,9 @@ class InDaemon:
         while not self._stop.is_set():
             wait = self.every
             try:
-                if self._runner is None:
-                    self._runner = self._make_runner(self._stop)
+                stamp = self._settings_stamp()
+                if self._runner is None or stamp != self._stamp:  # main_branch, land_strategy…
+                    self._runner, self._stamp = self._make_runner(self._stop), stamp
                 due = swept is None or time.monotonic() - swept >= self.sweep_every
                 self.state = "watching"
                 results = self._runner.land_all(sweep=due)
