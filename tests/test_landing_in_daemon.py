@@ -270,6 +270,8 @@ def test_a_failing_runner_says_so_and_lands_once_the_cause_is_gone(
     assert "landing: the daemon's runner FAILED" in said and "blocker" in said, said
     assert "the landing runner failed" in d.log_path.read_text()
     assert state_of(d, item["id"]) == "queued"
+    # it failed holding the landing lease: given back, not left to block every runner 60 s
+    assert ok(d, "GET", "/v1/landing")["holder"] is None
 
     (repo / "blocker").unlink()  # the cause gone: its next try lands
     wait_merged(d, item["id"])

@@ -171,30 +171,34 @@ class Runner:
         if sweep and self.remote is not None:  # judged against the remote's main as it is
             with contextlib.suppress(GitError):  # unreachable: judged by what was fetched last
                 gitlock.fetch(self.repo, self.remote, timeout=120.0)
-        results = self.merged_by_hand() if sweep else []
+        # claimed items outside the lease (no runner lands one); queued ones only under it,
+        # where no landing of another runner can be between moving main and saying so
+        results = self.merged_by_hand(("claimed",)) if sweep else []
         queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
         if not queue or self._stopping():
             return results
         self.busy = True
         try:
-            return self._land_queue(results)
+            return self._land_queue(results, sweep)
         finally:
             self.busy = False
 
     def _stopping(self) -> bool:
         return self.stop is not None and self.stop.is_set()
 
-    def _land_queue(self, results: list[Landed]) -> list[Landed]:
+    def _land_queue(self, results: list[Landed], sweep: bool) -> list[Landed]:
         self.acquire()
-        root = self.landing_path.parent  # once a pass: two git commands
-        os.makedirs(root, exist_ok=True)
-        worktrees.ensure_ignored(self.repo, root)  # never "untracked" in the user's checkout
         stop = threading.Event()
         renewing = threading.Thread(target=self._keep_lease, args=(stop,), daemon=True)
         renewing.start()
-        try:
+        landed_items: list[tuple[Landed, dict[str, Any]]] = []
+        try:  # whatever fails from here gives the lease back (it held the queue for 60 s)
+            root = self.landing_path.parent  # once a pass: two git commands
+            os.makedirs(root, exist_ok=True)
+            worktrees.ensure_ignored(self.repo, root)  # never "untracked" in the user's checkout
+            if sweep:
+                results += self.merged_by_hand(("queued",))
             # read again under the lease: another runner may have landed some meanwhile
-            landed_items: list[tuple[Landed, dict[str, Any]]] = []
             for item in self.transport.call("GET", "/v1/queue?limit=1000")["items"]:
                 if self._stopping():
                     break
@@ -278,14 +282,14 @@ class Runner:
             self._post(f"/v1/items/{item['id']}/needs-rework", {**tokens, "facts": facts})
         return landed
 
-    def merged_by_hand(self) -> list[Landed]:
+    def merged_by_hand(self, states: tuple[str, ...] = ("claimed", "queued")) -> list[Landed]:
         """Worktree items whose commits reached main some other way (a human's merge,
         fast-forward, squash or rebase): found by ancestry, then patch-id, then tree, and
         recorded merged like a landing. A claim whose branch has no commit of its own yet
         is not merged, though its head is on main."""
         found: list[Landed] = []
         git = Git(self.repo)
-        for state in ("claimed", "queued"):
+        for state in states:
             listed = self.transport.call("GET", f"/v1/items?state={state}&limit=1000")["items"]
             for item in listed:
                 branch, base = item.get("branch"), item.get("base_commit")
