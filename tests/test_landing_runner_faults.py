@@ -15,6 +15,10 @@ it waits out the dead one's lease and lands the item. What is asserted is read f
 the board: main moved exactly once for the item (its first-parent history and its reflog),
 no commit of the item twice, the landing worktree left clean and usable, the lease taken
 over from the dead runner, and nothing of the dead runner's check still running.
+
+And one runner paused (git's reference-transaction hook) just after it moved main, before it
+told the board, while a second starts: the second must not record the item merged by hand
+(it is on main by then) under the first's feet; it waits its turn for the lease.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -240,3 +245,64 @@ def test_a_runner_killed_mid_rebase_is_replaced_by_the_daemon_and_main_moves_onc
     assert git(repo, "show", "main:src/app.py") == "A = 2"  # the human's commit built upon
     assert_taken_over(daemon, "first", "coord-daemon")
     assert_landing_worktree_clean(repo)
+
+
+PAUSE_AFTER_MAIN_MOVED = """#!/bin/sh
+# git's reference-transaction hook: once main's move is committed, say so and wait
+[ "$1" = committed ] || exit 0
+[ -e "{armed}" ] || exit 0
+while read -r old new ref; do
+  if [ "$ref" = refs/heads/main ]; then
+    touch "{moved}"
+    while [ ! -e "{go}" ]; do sleep 0.05; done
+  fi
+done
+exit 0
+"""
+
+
+def test_a_second_runner_never_takes_an_item_between_main_moved_and_merged(
+    daemon: Daemon, repo: Path, tmp_path: Path
+) -> None:
+    """Runner A has moved main to include the item and not yet said so; runner B starts then.
+    B must not record the item merged by hand (it is on main by ancestry) under A's feet: it
+    waits for the lease, and A records its own landing."""
+    armed, moved, go = (tmp_path / name for name in ("armed", "moved", "go"))
+    git(repo, "checkout", "-q", "-b", "work")  # main checked out nowhere: `git update-ref`
+    hook = repo / ".git/hooks/reference-transaction"
+    hook.write_text(PAUSE_AFTER_MAIN_MOVED.format(armed=armed, moved=moved, go=go))
+    hook.chmod(0o755)
+    before = git(repo, "rev-parse", "main")
+    moves = len(main_log(repo))
+    item = submit(daemon, repo, "feature", {"src/feature.py": "F = 1\n"})
+    armed.touch()
+
+    first = start_runner(daemon, repo, "first")
+    wait_for(moved, first)  # main moved; the board not yet told
+    second = start_runner(daemon, repo, "second")
+    said: list[str] = []
+    reading = threading.Thread(
+        target=lambda: said.extend(second.stderr or ()), daemon=True
+    )  # its stderr, line by line, while it runs
+    reading.start()
+    deadline = time.monotonic() + 60
+    while second.poll() is None and not any("waiting for it" in line for line in said):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    # B saw the item queued and the lease taken: it waits its turn, having recorded nothing
+    waited = any("waiting for it" in line for line in said)
+    go.touch()
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, out + err
+    second.wait(60)
+    reading.join(10)
+    for pipe in (second.stdout, second.stderr):
+        if pipe is not None:
+            pipe.close()
+    assert second.returncode == 0, "".join(said)
+    assert waited, said
+    assert_landed_once(daemon, repo, item, before, moves)
+    events = ok(daemon, "GET", f"/v1/events?item={item['id']}&limit=100")["events"]
+    merged = [e for e in events if e["kind"] == "merged"]
+    assert [e["agent"] for e in merged] == ["first"], merged
+    assert "found_by" not in merged[0]["details"], merged
