@@ -1,6 +1,6 @@
 """The flow from claim to main under load: a plan of packages worked by K agents at once.
 
-    python bench/landing.py [--packages 40] [--agents 4 8] [--unit 0.4] [--seed 7]
+    python bench/landing.py [--packages 40] [--agents 4 8] [--unit 0.4 2] [--seed 7]
 
 A random DAG of packages with known work times (``unit`` seconds times 1-4), some creating
 files in one new directory and some editing one shared file in sequence through their
@@ -12,7 +12,10 @@ landing runner (``coord land --watch``'s loop, in its own process) lands what is
 Printed beside the reference of the same DAG and times: the makespan of the ideal list
 schedule (K machines, a package ready when its dependencies are done, landing free and
 instant), and the efficiency ideal / measured (target >= 0.9 with checks of 0 s); landings
-per minute. Not a test: nothing is asserted about speed.
+per minute; and how long the runner spent landing (its ``land_one`` calls), which bounds the
+makespan from below however many agents work: a landing is a few dozen git commands, so with
+work of a second a package the runner, not the agents, sets the pace. Each ``unit`` is a run
+of its own (a package's work is 1-4 units). Not a test: nothing is asserted about speed.
 """
 
 from __future__ import annotations
@@ -109,12 +112,34 @@ def agent(board_dir: Path, repo: Path, name: str, weights: dict[str, int], unit:
 
 
 def lander(board_dir: Path, repo: Path) -> None:
-    """The landing runner, as `coord land --watch` runs it."""
+    """The landing runner, as `coord land --watch` runs it; each landing's time appended to
+    ``busy.log`` in the board directory (the run is killed at the end: a line at a time)."""
     from coord.client.http import Client
     from coord.landing.runner import Runner
 
     del repo  # the board's own, with its settings
     runner = Runner.for_board(Client(board_dir), board_dir, "lander")
+    land_one = runner.land_one
+    busy = open(board_dir / "busy.log", "a", buffering=1)  # noqa: SIM115 (until killed)
+
+    def timed(item: dict) -> object:
+        began = time.perf_counter()
+        try:
+            return land_one(item)
+        finally:
+            busy.write(f"{time.perf_counter() - began:.6f}\n")
+
+    runner.land_one = timed  # type: ignore[method-assign]
+    clean = runner._clean
+
+    def cleaned(item: dict) -> str:
+        began = time.perf_counter()
+        try:
+            return clean(item)
+        finally:
+            busy.write(f"clean {time.perf_counter() - began:.6f}\n")
+
+    runner._clean = cleaned  # type: ignore[method-assign]
     runner.watch(0.05, 30.0, lambda landed: None)
 
 
@@ -126,7 +151,7 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int]:
+def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int, list[float], str]:
     board_dir = new_board_dir(f"landing-{agents}")
     repo = board_dir.parent
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
@@ -187,8 +212,70 @@ def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int]:
         proc.kill()
         proc.wait()
     count = merged()
+    where = _where_the_time_went(url, token, packages, unit)
     daemon.stop()
-    return took, count
+    lines = (board_dir / "busy.log").read_text().splitlines()
+    landings = [float(x) for x in lines if not x.startswith("clean")]
+    cleans = [float(x.split()[1]) for x in lines if x.startswith("clean")]
+    where += f"; cleaning up after merges {sum(cleans):.1f} s in all"
+    return took, count, landings, where
+
+
+def _where_the_time_went(url: str, token: str, packages: list[dict], unit: float) -> str:
+    """Mean seconds per package, from the board's events: ready (its last dependency
+    merged) to claimed, claimed to submitted less its work, submitted to merged."""
+    events: list[dict] = []
+    after = 0
+    while True:
+        req = urllib.request.Request(f"{url}/v1/events?after={after}&limit=1000")
+        req.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(req, timeout=30) as answer:
+            page = json.loads(answer.read())["events"]
+        if not page:
+            break
+        events += page
+        after = page[-1]["seq"]
+    at: dict[tuple[str, int], float] = {}
+    for e in events:
+        if e["kind"] in ("claimed", "submitted", "merged") and e.get("item_id"):
+            at.setdefault((e["kind"], e["item_id"]), _epoch(e["at"]))
+    ids = {e["item_id"]: e for e in events if e["kind"] == "claimed" and e.get("item_id")}
+    keys = {p["key"]: p for p in packages}
+    item_of = _items_by_key(url, token)
+    began = min(at[("claimed", i)] for i in ids) if ids else 0.0
+    waits, overheads, landings = [], [], []
+    for key, package in keys.items():
+        item = item_of.get(key)
+        if item is None or ("merged", item) not in at:
+            continue
+        deps = [at.get(("merged", item_of[d]), began) for d in package["deps"] if d in item_of]
+        ready = max(deps, default=began)
+        waits.append(at[("claimed", item)] - ready)
+        overheads.append(at[("submitted", item)] - at[("claimed", item)] - package["weight"] * unit)
+        landings.append(at[("merged", item)] - at[("submitted", item)])
+    if not waits:
+        return "no package merged"
+
+    def mean(xs: list[float]) -> str:
+        return f"{sum(xs) / len(xs) * 1000:.0f} ms"
+
+    return (
+        f"per package: ready to claimed {mean(waits)}, claimed to submitted beyond its work "
+        f"{mean(overheads)} (worktree, commit, submit), submitted to merged {mean(landings)}"
+    )
+
+
+def _items_by_key(url: str, token: str) -> dict[str, int]:
+    req = urllib.request.Request(f"{url}/v1/items?limit=1000")
+    req.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(req, timeout=30) as answer:
+        return {i["key"]: i["id"] for i in json.loads(answer.read())["items"] if i.get("key")}
+
+
+def _epoch(text: str) -> float:
+    from coord.times import epoch_of_iso
+
+    return epoch_of_iso(text)
 
 
 def main() -> int:
@@ -202,25 +289,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--packages", type=int, default=40)
     parser.add_argument("--agents", type=int, nargs="+", default=[4, 8])
-    parser.add_argument("--unit", type=float, default=0.4, help="seconds of work per weight")
+    parser.add_argument(
+        "--unit", type=float, nargs="+", default=[0.4, 2.0], help="seconds of work per weight"
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     packages = plan(args.packages, args.seed)
-    total = sum(p["weight"] for p in packages) * args.unit
-    print(
-        f"== landing: {len(packages)} packages, {total:.1f} s of work in all, checks of 0 s, "
-        "one landing runner"
-    )
+    weight = sum(p["weight"] for p in packages)
+    print(f"== landing: {len(packages)} packages, checks of 0 s, one landing runner")
     try:
-        for agents in args.agents:
-            reference = ideal(packages, agents, args.unit)
-            took, count = run(packages, agents, args.unit)
-            print(
-                f"   K={agents}: makespan {took:6.1f} s beside the ideal list schedule's "
-                f"{reference:6.1f} s: efficiency {reference / took:.2f} (target >= 0.90); "
-                f"{count} of {len(packages)} merged, {count / took * 60:.0f} landings a minute",
-                flush=True,
-            )
+        for unit in args.unit:
+            print(f"-- {weight * unit:.1f} s of work in all ({unit:g} s a unit)")
+            for agents in args.agents:
+                reference = ideal(packages, agents, unit)
+                took, count, landings, where = run(packages, agents, unit)
+                busy = sum(landings)
+                each = busy / len(landings) * 1000 if landings else 0.0
+                print(
+                    f"   K={agents}: makespan {took:6.1f} s beside the ideal list schedule's "
+                    f"{reference:6.1f} s: efficiency {reference / took:.2f} (target >= 0.90); "
+                    f"{count} of {len(packages)} merged, {count / took * 60:.0f} landings a "
+                    f"minute; the runner landed for {busy:.1f} s ({each:.0f} ms a landing, "
+                    f"{len(landings)} landings tried)\n          {where}",
+                    flush=True,
+                )
     finally:
         CLEANUP.run()
     return 0

@@ -164,13 +164,14 @@ def run_corpus(
     samples: int = 15,
     workers: int = 2,
     prepare: Callable[[Path], None] | None = None,
+    claim: Callable[[Any, Path], None] | None = None,
 ) -> CorpusRun:
     """Judge every entry with every client (one sandbox per entry), then run it there;
     about ``samples`` calls per client are also made as real ``coord hook`` processes."""
     from concurrent.futures import ThreadPoolExecutor
 
     started = time.monotonic()
-    template = make_template(workdir / "template", prepare)
+    template = make_template(workdir / "template", prepare, claim)
     run = CorpusRun()
     runnable = []
     for entry in entries:

@@ -23,6 +23,9 @@ from typing import Any
 HOLDER = "alice"  # agent A
 # what A holds (coord patterns); ``is_held`` reads them the same way, independently of coord
 HELD = ("src/a.py", "src/b.py", "docs/", "bin/run.sh", "tests/test_a*.py")
+# A's coord worktree, claimed with its item (the worktree corpus's scene makes it): every path
+# in it is A's, held by the worktree rule rather than by a reservation
+A_WORKTREE = ".worktrees/1-t1"
 LEASE_SECONDS = 6 * 24 * 3600
 
 # the committed tree: path -> (content, mode)
@@ -92,7 +95,10 @@ GIT_ENV = {
 
 
 def is_held(rel: str) -> bool:
-    """Is the repository path ``rel`` one of A's (``HELD``, read as coord documents it)?"""
+    """Is the repository path ``rel`` one of A's (``HELD``, read as coord documents it, or in
+    A's worktree)?"""
+    if rel == A_WORKTREE or rel.startswith(A_WORKTREE + "/"):
+        return True
     for pattern in HELD:
         if pattern.endswith("/"):
             if rel == pattern[:-1] or rel.startswith(pattern):
@@ -124,9 +130,14 @@ def _write(repo: Path, rel: str, text: str, mode: int | None = None) -> None:
         path.chmod(mode)
 
 
-def make_template(root: Path, prepare: Callable[[Path], None] | None = None) -> Path:
+def make_template(
+    root: Path,
+    prepare: Callable[[Path], None] | None = None,
+    claim: Callable[[Any, Path], None] | None = None,
+) -> Path:
     """Build the scene in ``root/repo`` (returned); ``prepare(repo)`` may add to it before A
-    reserves (another corpus's branches, stashes, ...). Copied per command by ``Sandbox``."""
+    reserves (another corpus's branches, stashes, ...), ``claim(board, repo)`` after (A's
+    claims). Copied per command by ``Sandbox``."""
     from coord.core.board import Board
     from coord.fast import board_files
 
@@ -173,6 +184,8 @@ def make_template(root: Path, prepare: Callable[[Path], None] | None = None) -> 
     board = Board.open(board_dir, create=True)
     try:
         board.reserve(list(HELD), agent=HOLDER, lease_seconds=LEASE_SECONDS, reason="oracle")
+        if claim is not None:
+            claim(board, repo)
     finally:
         board.close()
     return repo
@@ -213,10 +226,26 @@ def sandbox(template: Path, root: Path) -> Sandbox:
     box = Sandbox(root)
     root.mkdir(parents=True)
     shutil.copytree(template, box.repo, symlinks=True)
+    _repair_worktrees(template, box.repo)
     box.home.mkdir()
     box.tmp.mkdir()
     (box.tmp / "in.txt").write_text("replacement\n")  # something to copy in
     return box
+
+
+def _repair_worktrees(template: Path, repo: Path) -> None:
+    """A linked worktree inside the copy still names the template's paths (its ``.git`` file
+    and its record's ``gitdir`` are absolute): both are pointed at the copy, as ``git worktree
+    repair`` does after a move (which, run here, would follow the ``.git`` file to the
+    template's record and rewrite that instead)."""
+    records = repo / ".git" / "worktrees"
+    if not records.is_dir():
+        return
+    for record in sorted(records.iterdir()):
+        old = Path((record / "gitdir").read_text().strip())  # <worktree>/.git
+        moved = repo / old.relative_to(template)
+        (record / "gitdir").write_text(f"{moved}\n")
+        moved.write_text(f"gitdir: {record}\n")
 
 
 def base_env(home: Path) -> dict[str, str]:

@@ -235,6 +235,49 @@ def test_landing_outcomes_need_the_live_landing_lease_and_the_items_token(
     assert board.last_seq() == seq + 1  # the second acquisition alone
 
 
+def test_a_landing_that_must_wait_says_why_and_the_item_stays_queued(
+    board: Board, clock: Clock
+) -> None:
+    item = _queued(board)
+    token = item.fencing_token
+    lease = board.landing.acquire(runner="runner", lease_seconds=10)
+    wait = {"reason": "checkout_dirty", "files": ["src/a.py"], "message": "local changes"}
+    seq = board.last_seq()
+    shown = board.landing.waiting(
+        item.id, runner="runner", landing_token=lease.token, item_token=token, wait=wait
+    )
+    assert shown.state == "queued"
+    (event,) = board.events(after=seq)
+    assert (event.kind, event.item_id, event.agent) == ("landing_waits", item.id, "runner")
+    assert event.details["reason"] == "checkout_dirty"
+    assert event.details["files"] == ["src/a.py"]
+    assert (event.details["token"], event.details["landing_token"]) == (token, lease.token)
+    after = board.get(item.id)
+    assert (after.state, after.submitted_head, after.rework) == ("queued", HEAD, None)
+    held = [(r.agent, r.pattern) for r in board.reservations()]
+    assert held == [(QUEUE_HOLDER, "src/a.py")]  # its files still wait with it
+
+    seq = board.last_seq()
+    with pytest.raises(InvalidInput, match="reason must be one of"):
+        board.landing.waiting(
+            item.id,
+            runner="runner",
+            landing_token=lease.token,
+            item_token=token,
+            wait={"reason": "conflict"},
+        )
+    with pytest.raises(LeaseLost):  # an older item token: not the submission it tried
+        board.landing.waiting(
+            item.id, runner="runner", landing_token=lease.token, item_token=token + 1, wait=wait
+        )
+    clock.advance(10)  # the runner's lease lapsed: a zombie runner says nothing
+    with pytest.raises(LeaseLost, match="lapsed"):
+        board.landing.waiting(
+            item.id, runner="runner", landing_token=lease.token, item_token=token, wait=wait
+        )
+    assert board.last_seq() == seq
+
+
 def _sent_back(board: Board, clock: Clock) -> tuple[int, int]:
     item = _queued(board).id
     lease = board.landing.acquire(runner="runner")

@@ -161,18 +161,25 @@ def test_a_branch_that_changed_a_file_someone_else_holds_does_not_land(
 def test_local_changes_in_the_checkout_of_main_make_the_landing_wait(
     daemon: Daemon, repo: Path
 ) -> None:
-    item = add(daemon, "change app")
+    ran = repo.parent / f"{repo.name}-checks-ran"
+    item = add(daemon, "change app", checks=[f"echo ran >> {ran}"])
     work(daemon, repo, item, "alice", {"src/app.py": "A = 2\n"})
     (repo / "src/app.py").write_text("A = human's work in progress\n")
     before = git(repo, "rev-parse", "main")
     done = land(daemon, repo)
     assert done.returncode == 1 and "src/app.py" in done.stdout, done.stdout
+    assert land(daemon, repo).returncode == 1  # a watching runner's next pass
+    assert not ran.exists()  # the checks wait too: they do not run again on every pass
     assert ok(daemon, "GET", f"/v1/items/{item}")["state"] == "queued"
     assert git(repo, "rev-parse", "main") == before
     assert (repo / "src/app.py").read_text() == "A = human's work in progress\n"
+    events = ok(daemon, "GET", "/v1/events?limit=5000")["events"]
+    waits = [e["details"] for e in events if e["kind"] == "landing_waits"]
+    assert [(w["reason"], w["files"]) for w in waits] == [("checkout_dirty", ["src/app.py"])] * 2
 
     git(repo, "checkout", "--", "src/app.py")  # the human puts it aside
     assert land(daemon, repo).returncode == 0
+    assert ran.read_text() == "ran\n"
     assert ok(daemon, "GET", f"/v1/items/{item}")["state"] == "merged"
     assert (repo / "src/app.py").read_text() == "A = 2\n"
 
@@ -357,3 +364,8 @@ def test_main_moving_under_every_attempt_leaves_the_item_queued_and_waiting(
     assert git(repo, "rev-parse", made["branch"]) == made["head"]
     held = ok(daemon, "GET", "/v1/reservations")["reservations"]
     assert [(r["agent"], r["pattern"]) for r in held] == [("coord/queue", "src/app.py")]
+    # and the board heard why, for the faces that show the queue
+    events = ok(daemon, "GET", "/v1/events?limit=5000")["events"]
+    waits = [e for e in events if e["kind"] == "landing_waits"]
+    assert [(e["item_id"], e["details"]["reason"]) for e in waits] == [(item, "main_moved")]
+    assert "main kept moving" in waits[0]["details"]["message"]

@@ -57,7 +57,7 @@ MAY_IMPORT: dict[str, May] = {
     "gitmode/": May(_SHARED),
     "server/": May(_SHARED | {"core/", "storage/"}, lazily=frozenset({"mcp/", "landing/"})),
     "mcp/": May(_SHARED | {"landing/"}),  # the claim tool makes a worktree as coord start
-    "hooks/": May(_SHARED),
+    "hooks/": May(_SHARED, lazily=frozenset({"landing/"})),
     "cli/": May(
         _SHARED | {"gitmode/", "landing/"},
         lazily=frozenset({"core/", "storage/", "server/", "mcp/", "hooks/", "wiring/"}),
@@ -83,6 +83,10 @@ ENTRIES: dict[tuple[str, str], str] = {
         "`coord doctor` checks that a team board's database answers, at this release's schema"
     ),
     ("coord.cli.main", "coord.mcp"): "`coord mcp` serves the MCP face over stdio",
+    ("coord.hooks.worktree", "coord.landing"): (
+        "Claude Code's WorktreeCreate and WorktreeRemove hooks make and remove coord worktrees "
+        "(`coord start`, `coord worktree gc`)"
+    ),
     ("coord.cli.migrate_cmd", "coord.storage"): "`coord migrate` copies a board between backends",
     ("coord.server.mcp_mount", "coord.mcp"): "the daemon mounts the MCP face at /mcp",
     ("coord.server.daemon", "coord.landing"): (

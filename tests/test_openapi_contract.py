@@ -105,6 +105,16 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         queued=True,
         landing=True,
     ),
+    ("POST", "/v1/items/{id}/waiting"): Scenario(
+        {
+            "runner": "r",
+            "landing_token": "<landing>",
+            "item_token": "<token>",
+            "wait": {"reason": "checkout_dirty"},
+        },
+        queued=True,
+        landing=True,
+    ),
 }
 
 # Values the server accepts, by field name (a field of the scenario's body is tried with its
@@ -162,6 +172,10 @@ SAMPLES: dict[str, list[Any]] = {
     "facts": [
         {"reason": "check_failed", "check_output": "FAILED", "main_commit": COMMIT},
         {"reason": "files_held", "files": ["src/a.py"]},
+    ],
+    "wait": [
+        {"reason": "main_moved", "message": "main kept moving", "main_commit": COMMIT},
+        {"reason": "checkout_dirty", "files": ["src/a.py"]},
     ],
 }
 # Objects listed inside a field: the smallest one, the i-th of many, and values of their fields.

@@ -374,6 +374,13 @@ def test_a_released_item_taken_by_next_again_goes_on_in_its_worktree(
     new_path = Path(made["path"])
     assert git(new_path, "rev-parse", "HEAD") == head
     assert (new_path / "notes.txt").read_text() == "uncommitted thoughts\n"
+    # before the move, its uncommitted work was kept in a snapshot (promise 18), which the
+    # new claim is not told to resume: the work is already here
+    assert made["moved_from"] == str(path)
+    kept = made["kept_in"]
+    assert kept.startswith("refs/coord/snapshots/") and git(repo, "rev-parse", f"{kept}^1") == head
+    assert git(repo, "show", f"{kept}:notes.txt") == "uncommitted thoughts"
+    assert kept not in [s["ref"] for s in made["snapshots"]]
 
 
 def test_worktree_list_says_a_dead_owner_and_gc_keeps_a_live_claim(

@@ -575,7 +575,13 @@ _COMMIT_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 # Who holds a submitted item's files while it waits to land: not a valid agent name (agent
 # names have no '/'), so no agent can act as it or be mistaken for it.
 QUEUE_HOLDER = "coord/queue"
+# Who holds a worktree item's files once its claim lapsed, until the item is taken over,
+# merged or abandoned (``core.worktree_holds``): as little an agent name as the queue's.
+LAPSED_HOLDER = "coord/lapsed"
 REWORK_REASONS = ("conflict", "check_failed", "head_moved", "files_held")
+# Why a queued item's landing must wait, with nothing for its holder to fix (it stays
+# queued): local changes in the checkout of main are in the way, or main kept moving.
+WAIT_REASONS = ("checkout_dirty", "main_moved")
 
 
 def check_commit(value: Any, field_name: str) -> str:

@@ -2,7 +2,10 @@
 
 Board times are seconds since the epoch on the board's clock; they travel as ISO 8601 UTC with
 milliseconds and a "Z", and people read the time of day of a lease's end, with its date when
-that is not today.
+that is not today. A length of time has one grammar where a person gives one
+(``parse_duration``: ``600``, ``90m``, ``1.5h``, ``7d``, ``2w``) and one spelling where coord
+shows one (``duration_text``: ``45s``, ``4m03s``, ``1h30m``, ``6d23h``): the CLI, ``coord
+git`` and ``coord watch`` alike, and the live page's script writes the same.
 """
 
 from __future__ import annotations
@@ -66,3 +69,31 @@ def epoch_of_iso(value: str) -> float:
     whole = calendar.timegm(time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S"))
     fraction = value[19:].rstrip("Z")
     return whole + (float(fraction) if fraction.startswith(".") else 0.0)
+
+
+DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = r"(\d+(?:\.\d+)?)\s*([smhdw]?)"  # compiled where read: `re` stays off the hot path
+DURATION_EXAMPLES = "600, 90m, 1.5h, 7d or 2w"
+
+
+def parse_duration(text: str) -> float | None:
+    """A length of time a person wrote: a number of seconds, or one with a unit (s, m, h, d,
+    w); None for anything else (``1e3``, ``1_000s``, ``-5m``, ``7 days``)."""
+    import re
+
+    found = re.fullmatch(_DURATION, text.strip(), re.IGNORECASE)
+    if found is None:
+        return None
+    return float(found[1]) * DURATION_UNITS[found[2].lower()]
+
+
+def duration_text(seconds: float) -> str:
+    """A length of time as a person reads it: 45s, 4m03s, 2h05m, 3d04h."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"

@@ -72,7 +72,13 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 def start_claude(
-    claude: Path, repo: Path, fake: FakeAnthropic, session: str, *, path: str
+    claude: Path,
+    repo: Path,
+    fake: FakeAnthropic,
+    session: str,
+    *,
+    path: str,
+    extra: tuple[str, ...] = (),
 ) -> subprocess.Popen[str]:
     home = repo.parent / f"home-{session}"
     home.mkdir()
@@ -101,6 +107,7 @@ def start_claude(
             "acceptEdits",
             "--allowedTools",
             "Bash,Read,Edit,Write",
+            *extra,
         ],
         cwd=repo,
         env=env,
@@ -149,9 +156,17 @@ def assert_hooks_clean(run: Run) -> None:
 
 
 def run_claude(
-    claude: Path, repo: Path, fake: FakeAnthropic, session: str, *, path: str | None = None
+    claude: Path,
+    repo: Path,
+    fake: FakeAnthropic,
+    session: str,
+    *,
+    path: str | None = None,
+    extra: tuple[str, ...] = (),
 ) -> Run:
-    return finish(start_claude(claude, repo, fake, session, path=path or path_with_coord()))
+    return finish(
+        start_claude(claude, repo, fake, session, path=path or path_with_coord(), extra=extra)
+    )
 
 
 def read(repo: Path, name: str) -> ToolCall:
@@ -455,4 +470,64 @@ def test_a_package_goes_from_a_coord_worktree_to_main(
     )
     assert main.stdout == "free = 2\n"
     assert (repo / "src/free.py").read_text() == "free = 2\n"  # the checkout moved with main
+    assert not worktree.exists()
+
+
+def test_claude_worktree_is_a_coord_claim_that_lands_on_main(
+    claude: Path, repo: Path, fake: FakeAnthropic
+) -> None:
+    """`claude --worktree` with coord's WorktreeCreate hook (wired by `coord init --claude`):
+    the client makes no worktree of its own; coord claims the item the name names, makes its
+    worktree, and the session works there under coord's hooks (the worktree's own settings,
+    committed on main), commits and submits; the landing puts it on main. (The headless run
+    does not ask to remove the worktree at its end: the hook's side is
+    tests/test_claude_worktree_hooks.py.)"""
+    # the team commits what `coord init` wired: the worktree's session reads its own copy
+    subprocess.run(["git", "add", ".claude/settings.json", ".mcp.json"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "commit", "-qm", "coord's wiring"],
+        cwd=repo,
+        check=True,
+        env={**os.environ, "PATH": path_with_coord()},  # its pre-commit hook runs coord
+    )
+    added = coord(repo, "add", "Tune the free module", "--file", "src/free.py", "--json")
+    assert added.returncode == 0, added.stderr
+    worktree = repo / ".worktrees" / "1-t1"
+    fake.script(
+        "s",
+        [
+            [ToolCall("Read", {"file_path": str(worktree / "src/free.py")})],
+            [
+                ToolCall(
+                    "Edit",
+                    {
+                        "file_path": str(worktree / "src/free.py"),
+                        "old_string": "free = 1",
+                        "new_string": "free = 2",
+                    },
+                )
+            ],
+            [bash("git add -A && git commit -qm 'tune free' && coord done")],
+        ],
+    )
+
+    run = run_claude(claude, repo, fake, "s", extra=("--worktree", "1"))
+
+    created = [h for h in run.hooks if h["hook_event"] == "WorktreeCreate"]
+    assert [(h["exit_code"], h["outcome"]) for h in created] in ([(0, "success")], []), created
+    for call in fake.outcomes("s"):
+        assert not call.is_error, call
+    assert not (repo / ".claude/worktrees").exists()  # no worktree of the client's own
+    shown = json.loads(coord(repo, "show", "1", "--json").stdout)
+    assert shown["state"] == "queued", shown
+    assert shown["worktree"] == str(worktree)
+    assert worktree.exists()  # kept by the remove hook: it lands from there
+    landed = coord(repo, "land")
+    assert landed.returncode == 0, landed.stdout + landed.stderr
+    shown = json.loads(coord(repo, "show", "1", "--json").stdout)
+    assert shown["state"] == "merged", shown
+    main = subprocess.run(
+        ["git", "show", "main:src/free.py"], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert main.stdout == "free = 2\n"
     assert not worktree.exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from coord.limits import MAX_BATCH, MAX_INTEGER
+from coord.times import DURATION_EXAMPLES, parse_duration
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -100,17 +101,9 @@ def seconds(text: str) -> float:
     return value
 
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def duration(text: str) -> float:
-    """--older-than: a number of seconds, or one with a unit: 90m, 12h, 7d, 2w."""
-    value = text.strip().lower()
-    scale = _UNITS.get(value[-1:], 0) if value[-1:].isalpha() else 1
-    try:
-        number = float(value[:-1] if value[-1:].isalpha() else value)
-    except ValueError:
-        number = -1.0
-    if not scale or not 0 <= number * scale <= MAX_INTEGER:
-        raise _refuse(f"{text!r} is not a duration: give seconds, or 90m, 12h, 7d, 2w")
-    return number * scale
+    """--older-than: a number of seconds, or one with a unit (``coord.times.parse_duration``)."""
+    value = parse_duration(text)
+    if value is None or not 0 <= value <= MAX_INTEGER:
+        raise _refuse(f"{text!r} is not a duration: give {DURATION_EXAMPLES}")
+    return value

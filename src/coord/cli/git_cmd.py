@@ -8,10 +8,10 @@ here touches the working tree, the index, ``HEAD`` or a local branch.
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from coord.errors import InvalidInput
+from coord.times import DURATION_EXAMPLES, parse_duration
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from coord.cli.main import Context, Result
 
 NEEDS_ID = ("reserve", "release", "done")
-_DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhdw]?)", re.I)
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def args_git(p: argparse.ArgumentParser) -> None:
@@ -114,10 +112,10 @@ def cmd_git(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def parse_age(text: str) -> float:
-    match = _DURATION.fullmatch(text.strip())
-    if match is None:
-        raise InvalidInput(f"--older-than {text!r}: write a duration such as 7d, 36h, 90m or 600s")
-    return float(match["n"]) * _UNITS[match["unit"].lower()]
+    value = parse_duration(text)
+    if value is None:
+        raise InvalidInput(f"--older-than {text!r}: write a duration such as {DURATION_EXAMPLES}")
+    return value
 
 
 def _write_text(result: dict[str, Any]) -> str:

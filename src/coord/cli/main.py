@@ -138,7 +138,8 @@ COMMANDS: Commands = {
     ),
     "abandon": _elsewhere(
         "coord.cli.worktree_cmd",
-        "take a queued or needs_rework item off its way to main (pending, its files freed)",
+        "take a queued or needs_rework item, or one whose worktree claim lapsed, off its way "
+        "to main (pending, its files freed)",
         "cmd_abandon",
         "args_abandon",
     ),

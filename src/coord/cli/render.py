@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from coord.times import clock_of_iso
+from coord.times import clock_of_iso, duration_text
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -278,16 +278,7 @@ def reservations_table(reservations: Sequence[dict[str, Any]]) -> str:
     return _table(rows)
 
 
-def duration(seconds: float) -> str:
-    """A length of time as a person reads it: 45s, 4m03s, 2h05m, 3d04h."""
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+duration = duration_text  # one spelling of a length of time (coord.times)
 
 
 def age(seconds: float) -> str:

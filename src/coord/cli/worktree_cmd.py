@@ -82,6 +82,12 @@ def cmd_start(args: argparse.Namespace, ctx: Context) -> Result:
     lines = [render.claim_line(won), f"work in {made['path']} (branch {made['branch']})"]
     if made.get("reused"):
         lines.append(f"your earlier branch {made['reused']} was kept, renamed: its commits are in")
+    if made.get("moved_from"):
+        kept = f" (kept first in {made['kept_in']})" if made.get("kept_in") else ""
+        lines.append(
+            f"the earlier claim's worktree {made['moved_from']} was moved here with its "
+            f"uncommitted work{kept}: go on from it"
+        )
     if made.get("resumed"):
         lines.append(f"resumed from {made['resumed']}: its changes are back, uncommitted")
     for kept in made.get("snapshots") or []:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from coord import model
-from coord.core import reservations, rules
+from coord.core import reservations, rules, worktree_holds
 from coord.core.claims import Claims
 from coord.core.context import BoardContext
 from coord.errors import Conflict, InvalidInput
@@ -57,7 +57,7 @@ def adopt(
                 key = prefix + model.check_key(entry["package"])
                 item = rules.require_item(tx, key)
                 rules.ensure_claimable(item, now, user)
-                live = tx.live_reservations(now, near=item.files) if item.files else []
+                live = worktree_holds.live_holds(tx, now, near=item.files) if item.files else []
                 claim = claims.take(tx, item, user, lease, now, live, by_agent=False)
                 adopted.append({"package": entry["package"], "user": user, "token": claim.token})
             else:
@@ -98,7 +98,7 @@ def _hold_track(
     files = reservations.canonical(model.check_files(entry.get("files")), ctx.repo_root)
     if not files:
         raise InvalidInput(f"track {track} names no files to hold")
-    live = tx.live_reservations(now, near=files)
+    live = worktree_holds.live_holds(tx, now, near=files)
     conflicts = reservations.find_conflicts(user, files, True, live, ctx.is_file)
     if conflicts:
         raise reservations.refusal(conflicts, f"track {track}")

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from coord import model
-from coord.core import landings, reservations, rules
+from coord.core import landings, reservations, rules, worktree_holds
 from coord.core.context import BoardContext
 from coord.errors import NothingReady
 from coord.fast.prefix_index import PrefixIndex
@@ -33,7 +33,7 @@ class Claims:
             now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_claimable(item, now, agent)
-            live = tx.live_reservations(now, near=item.files) if item.files else []
+            live = worktree_holds.live_holds(tx, now, near=item.files) if item.files else []
             return self.take(tx, item, agent, lease, now, live, worktree=worktree)
 
     def claim_next(
@@ -110,7 +110,8 @@ class Claims:
         reservation near its files, and gets the new ones appended. ``by_agent`` False: made
         for ``agent`` by someone else (a design document's reservation line, adopted)."""
         if item.files:
-            others = landings.others_holds(item, live)  # an item sent back: the queue's holds
+            # an item sent back (the queue's holds) or a lapsed worktree claim's (its own)
+            others = landings.others_holds(item, live)
             conflicts = reservations.find_conflicts(
                 agent, item.files, True, others, self.ctx.is_file
             )
@@ -138,7 +139,10 @@ class Claims:
             details["expired_at"] = iso(item.lease_expires_at)
             if item.question is not None:  # a stale question: it stays on the item
                 details["question"] = item.question
-            tx.delete_item_reservations(item.id, takeover_from)  # expired with its lease
+            # expired with its lease, or (a worktree claim) held for the item: taken over
+            tx.delete_item_reservations(item.id, takeover_from)
+        # a worktree item's files stay held past a lapse of this claim (promise 20)
+        held_until = worktree_holds.hold_until("branch" in changes, expires)
         for pattern in item.files:
             tx.insert_reservation(
                 agent=agent,
@@ -147,9 +151,9 @@ class Claims:
                 item_id=item.id,
                 reason=f"claim of item {item.id}",
                 now=now,
-                expires_at=expires,
+                expires_at=held_until,
             )
-            live.append(Reservation(0, agent, pattern, True, item.id, "", now, expires))
+            live.append(Reservation(0, agent, pattern, True, item.id, "", now, held_until))
         if item.files:
             details["files"] = list(item.files)
         kind = "takeover" if takeover_from is not None else "claimed"
@@ -191,8 +195,13 @@ class _Scan:
             page = min(page * 4, 256)
             # One read of the holds near the whole page, not one per candidate: a claim earlier
             # in this batch adds only this agent's own holds, which never block it.
-            unknown = {f for item in batch if item.files not in self._blocked for f in item.files}
-            live = self.tx.live_reservations(self.now, near=sorted(unknown))
+            unknown = {
+                f
+                for item in batch
+                if item.files not in self._blocked or worktree_holds.may_hold_own_files(item)
+                for f in item.files
+            }
+            live = worktree_holds.live_holds(self.tx, self.now, near=sorted(unknown))
             near = PrefixIndex((held.pattern, held) for held in live)
             for item in batch:
                 if self.skipped >= MAX_CLAIM_SCAN:  # a batch skips overlapping items too
@@ -201,9 +210,9 @@ class _Scan:
                 if kept is not None and kept[0] != self.agent:
                     self.skipped += 1
                     continue
-                # files others hold, known this request (an item sent back is judged alone:
-                # the queue's holds on its own files do not count against it)
-                if item.rework is None and self._blocked.get(item.files):
+                # files others hold, known this request (an item that may hold its own files
+                # is judged alone: the queue's or its lapsed claim's holds do not count)
+                if not worktree_holds.may_hold_own_files(item) and self._blocked.get(item.files):
                     self.skipped += 1
                     continue
                 live = near.near_any(item.files)
@@ -225,7 +234,7 @@ class _Scan:
             except_agent=self.agent,
             is_file=self.is_file,
         )
-        if item.rework is None:
+        if not worktree_holds.may_hold_own_files(item):
             self._blocked[item.files] = bool(holds)
         if holds and self.first_holder is None:
             requested = next(

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from coord import model
-from coord.core import landings, permissions, reservations, rules
+from coord.core import landings, permissions, reservations, rules, worktree_holds
 from coord.core.changes import old_and_new
 from coord.core.context import BoardContext
 from coord.errors import (
@@ -159,7 +159,7 @@ class Items:
         files = {f for i in items if i.state in ("pending", "claimed") for f in i.files}
         if not files:
             return items
-        live = tx.live_reservations(now, near=sorted(files))
+        live = worktree_holds.live_holds(tx, now, near=sorted(files))
         return [
             replace(
                 i,

@@ -21,7 +21,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from coord import model
-from coord.core import rules
+from coord.core import rules, worktree_holds
 from coord.core.context import BoardContext
 from coord.errors import AlreadyClaimed, Conflict, InvalidInput, LeaseLost, NotPermitted
 from coord.limits import MAX_EVIDENCE_OUTPUT
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 QUEUE_HOLDER = model.QUEUE_HOLDER  # who holds a submitted item's files until it lands
 # The queue's hold never lapses while the item waits (9999-12-31T23:59:59Z): it ends when the
 # item is merged or abandoned, or passes to the next claim of an item sent back.
-QUEUE_HOLD_UNTIL = 253402300799.0
+QUEUE_HOLD_UNTIL = worktree_holds.HOLD_UNTIL
 # How long an item sent back for rework is kept for its last holder before anyone may take it.
 FIRST_REFUSAL_SECONDS = 15 * 60
 # How a merge found outside coord's own landing was recognised.
@@ -54,17 +54,12 @@ def branch_name(item: Item, token: int) -> str:
     return f"coord/{safe}-t{token}"
 
 
-def own_queue_hold(held: Reservation, item: Item) -> bool:
-    """A hold the queue keeps on ``item``'s own files: it never refuses that item's claim
-    (the claim takes it over) and never makes the item look blocked."""
-    return held.agent == QUEUE_HOLDER and held.item_id == item.id
-
-
 def others_holds(item: Item, live: list[Reservation]) -> list[Reservation]:
-    """``live`` without the queue's holds on the item's own files (an item sent back)."""
-    if item.rework is None:
+    """``live`` without the item's holds on its own files: the queue's (an item sent back)
+    and a lapsed worktree claim's (``worktree_holds.own_hold``)."""
+    if not worktree_holds.may_hold_own_files(item):
         return live
-    return [held for held in live if not own_queue_hold(held, item)]
+    return [held for held in live if not worktree_holds.own_hold(held, item)]
 
 
 def claim_changes(item: Item, token: int, worktree: WorktreeSpec | None) -> dict[str, Any]:
@@ -138,8 +133,9 @@ class Landings:
             )
 
     def abandon(self, item_id: Any, *, agent: str, reason: Any) -> Item:
-        """Take a queued item, or one sent back for rework, off its way to main: pending, its
-        files freed. Its last holder or one of the board's humans may."""
+        """Take a queued item, one sent back for rework, or one whose worktree claim lapsed
+        off its way to main: pending, its files freed (its worktree and branch stay, for
+        ``coord worktree gc`` to judge). Its last holder or one of the board's humans may."""
         agent, ref = model.check_agent(agent), model.check_item_ref(item_id)
         reason = model.check_reason(reason, "reason")
         with self.ctx.storage.write() as tx:
@@ -149,10 +145,12 @@ class Landings:
                 holder = item.claimed_by
             elif item.state == "pending" and item.rework is not None:
                 holder = item.rework_for
+            elif worktree_holds.lapsed_claim(item, now):
+                holder = item.claimed_by
             else:
                 raise Conflict(
-                    f"item {item.ref} is {item.shown_state}, not queued or needs_rework: "
-                    "release a claim instead (`coord release`)",
+                    f"item {item.ref} is {item.shown_state}, not queued or needs_rework (nor "
+                    "a worktree claim that lapsed): release a claim instead (`coord release`)",
                     id=item.id,
                     state=item.shown_state,
                 )
@@ -164,9 +162,13 @@ class Landings:
                     holder=holder,
                 )
             tx.delete_item_reservations(item.id, QUEUE_HOLDER)
+            if item.state == "claimed" and item.claimed_by is not None:
+                tx.delete_item_reservations(item.id, item.claimed_by)  # the lapsed claim's
             changes = {
                 "state": "pending",
                 "claimed_by": None,
+                "lease_expires_at": None,
+                "question": None,
                 "submitted_head": None,
                 "submitted_at": None,
                 "rework": None,
@@ -317,6 +319,24 @@ class Landings:
             }
             return self.ctx.changes.apply(tx, item, changes, runner, "needs_rework", now, details)
 
+    def waiting(
+        self, item_id: Any, *, runner: str, landing_token: Any, item_token: Any, wait: Any
+    ) -> Item:
+        """The runner cannot land the item now, for a reason its holder cannot fix (local
+        changes in the checkout of main in the way, or main kept moving): it stays queued, and
+        the event says why, for the faces that show the queue. Nothing of the item changes."""
+        runner, ref = model.check_agent(runner), model.check_item_ref(item_id)
+        landing_token, item_token = model.check_token(landing_token), model.check_token(item_token)
+        checked = _check_wait(wait)
+        with self.ctx.storage.write() as tx:
+            now = self.ctx.now(tx)
+            _ensure_landing(tx, runner, landing_token, now)
+            item = rules.require_item(tx, ref)
+            _ensure_queued(item, item_token)
+            details = {**checked, "token": item_token, "landing_token": landing_token}
+            self.ctx.changes.record(tx, runner, item.id, "landing_waits", now, details)
+            return item
+
     def _merged(
         self, tx: WriteTx, item: Item, agent: str, commit: str, now: float, details: dict[str, Any]
     ) -> Item:
@@ -418,6 +438,30 @@ def _check_facts(facts: Any) -> dict[str, Any]:
         "reason": reason,
         "files": list(model.check_files(facts.get("files"))),
         "check_output": output[-MAX_EVIDENCE_OUTPUT:],
+    }
+    if facts.get("main_commit") is not None:
+        checked["main_commit"] = model.check_commit(facts["main_commit"], "main_commit")
+    return checked
+
+
+def _check_wait(facts: Any) -> dict[str, Any]:
+    """Why the runner waits, as it saw it."""
+    if not isinstance(facts, dict):
+        raise InvalidInput("wait must be an object with at least a reason", field="wait")
+    rules.refuse_unknown_fields(facts, {"reason", "files", "message", "main_commit"}, "wait", 0)
+    reason = facts.get("reason")
+    if reason not in model.WAIT_REASONS:
+        raise InvalidInput(
+            f"reason must be one of {', '.join(model.WAIT_REASONS)}, not {reason!r}",
+            field="reason",
+        )
+    message = facts.get("message", "")
+    if not isinstance(message, str):
+        raise InvalidInput("message must be text", field="message")
+    checked: dict[str, Any] = {
+        "reason": reason,
+        "files": list(model.check_files(facts.get("files"))),
+        "message": message[-MAX_EVIDENCE_OUTPUT:],
     }
     if facts.get("main_commit") is not None:
         checked["main_commit"] = model.check_commit(facts["main_commit"], "main_commit")

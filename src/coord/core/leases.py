@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coord.core import rules
+from coord.core import rules, worktree_holds
 from coord.core.context import BoardContext
 from coord.core.evidence import judge
 from coord.errors import Conflict, NotWaiting
@@ -33,7 +33,10 @@ class Leases:
             expires = now + lease
             if item.question is not None and item.lease_expires_at is not None:
                 expires = max(expires, item.lease_expires_at)  # never shortens the wait
-            tx.extend_item_reservations(item.id, agent, expires)
+            # a worktree item's files stay held past its lease (a claim made before that rule
+            # gets it here)
+            held_until = worktree_holds.hold_until(item.branch is not None, expires)
+            tx.extend_item_reservations(item.id, agent, held_until)
             changes = {"lease_expires_at": expires}
             details = {"token": token, "lease_expires_at": iso(expires)}
             extended = self.ctx.changes.apply(tx, item, changes, agent, "heartbeat", now, details)
@@ -94,7 +97,8 @@ class Leases:
             rules.ensure_holder(item, agent, token, now)
             # Asking (or asking again) holds the claim and its files up to the bound.
             expires = now + self.escalation_hold_seconds
-            tx.extend_item_reservations(item.id, agent, expires)
+            held_until = worktree_holds.hold_until(item.branch is not None, expires)
+            tx.extend_item_reservations(item.id, agent, held_until)
             changes: dict[str, Any] = {
                 "question": question,
                 "escalate_to": item.escalate_to or self.ctx.escalate_to,
@@ -116,7 +120,8 @@ class Leases:
                 )
             holder = item.claimed_by or ""
             expires = now + self.ctx.default_lease_seconds
-            tx.extend_item_reservations(item.id, holder, expires)
+            held_until = worktree_holds.hold_until(item.branch is not None, expires)
+            tx.extend_item_reservations(item.id, holder, held_until)
             details = {
                 "question": item.question,
                 "answer": text[:2000],

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coord.core import rules
+from coord.core import rules, worktree_holds
 from coord.core.context import BoardContext, IsFile
 from coord.errors import FilesReserved, InvalidInput
 from coord.fast import board_files, fsfold, globmeet, patterns
 from coord.fast.tree import WorkingTree
-from coord.model import QUEUE_HOLDER, Reservation
+from coord.model import LAPSED_HOLDER, QUEUE_HOLDER, Reservation
 from coord.times import iso
 
 
@@ -89,13 +89,20 @@ def refusal(conflicts: list[dict[str, Any]], what: str) -> FilesReserved:
         for c in conflicts
     ]
     holders = sorted({c["holder"] for c in conflicts})
-    agents = [h for h in holders if h != QUEUE_HOLDER]
+    agents = [h for h in holders if h not in (QUEUE_HOLDER, LAPSED_HOLDER)]
     advice = ". Pick other work"
     if agents:
         advice += ", or ask " + ", ".join(agents) + " (`coord reply`)"
     if QUEUE_HOLDER in holders:  # nobody to ask: the files wait for their landing
         advice += "; files held by coord/queue are a submitted item's, held until it is "
         advice += "merged or abandoned (`coord queue` shows what waits to land)"
+    lapsed = sorted({c["item"] for c in conflicts if c["holder"] == LAPSED_HOLDER})
+    for item in lapsed:  # nobody to ask: the work waits in the item's worktree
+        advice += (
+            f"; item {item}'s worktree claim lapsed and the item keeps its files until it is "
+            f"taken over or abandoned: go on with its work (`coord start {item}`), or have "
+            f"its last holder or a human give it up, saying why (`coord abandon {item}`)"
+        )
     return FilesReserved(
         f"{what} refused: " + "; ".join(lines) + advice,
         conflicts=conflicts,
@@ -176,7 +183,7 @@ class Reservations:
             now = self.ctx.now(tx)
             item_id = rules.require_item(tx, item_ref).id if item_ref is not None else None
             tx.purge_expired_reservations(now)
-            live = tx.live_reservations(now, near=wanted)
+            live = worktree_holds.live_holds(tx, now, near=wanted)
             conflicts = find_conflicts(agent, wanted, exclusive, live, self.ctx.is_file)
             if conflicts:
                 raise refusal(conflicts, "reservation")
@@ -233,7 +240,7 @@ class Reservations:
             now = self.ctx.now(tx)
             mine = [
                 r
-                for r in tx.live_reservations(now, agent=agent)
+                for r in worktree_holds.live_holds(tx, now, agent=agent)
                 if everything or fold(r.pattern) in wanted
             ]
             if not mine:
@@ -246,7 +253,7 @@ class Reservations:
     def live(self, agent: str | None) -> list[Reservation]:
         """Live reservations, oldest first (of one agent, or everyone's)."""
         with self.ctx.storage.read() as tx:
-            return tx.live_reservations(self.ctx.now(tx), agent=agent)
+            return worktree_holds.live_holds(tx, self.ctx.now(tx), agent=agent)
 
     def who(self, path: str, agent: str | None) -> dict[str, Any]:
         """Who holds ``path``, and may ``agent`` edit it?"""
@@ -256,7 +263,7 @@ class Reservations:
             raise InvalidInput("this board has no repository root, so it holds no files")
         canonical_path = patterns.normalize(path, self.ctx.repo_root, literal=True)
         with self.ctx.storage.read() as tx:
-            live = tx.live_reservations(self.ctx.now(tx), near=[canonical_path])
+            live = worktree_holds.live_holds(tx, self.ctx.now(tx), near=[canonical_path])
         fold = fold_of(self.ctx.is_file)
         holders = [r for r in live if covers_by_rule(r, canonical_path, fold)]
         blocking = blockers(canonical_path, live, agent, fold=fold)

@@ -29,6 +29,9 @@ EVENTS: dict[str, dict[str, str | None]] = {
         "PostToolUseFailure": _CLAUDE_TOOLS,
         "SessionStart": None,
         "Stop": None,
+        # its worktrees are coord's: `claude --worktree` and isolated subagents claim one
+        "WorktreeCreate": None,
+        "WorktreeRemove": None,
     },
     "codex": {
         "PreToolUse": "apply_patch|Bash",
@@ -66,3 +69,7 @@ GUARD_EVENTS: dict[str, tuple[str, ...]] = {
 # daemon (up to coord.client.http.START_TIMEOUT_SECONDS) before they answer.
 GUARD_TIMEOUT_SECONDS = 30
 HOOK_TIMEOUT_SECONDS = 60
+# Claude Code's worktree hooks make or remove a worktree, and the project's setup command
+# (`worktree_setup`: installing dependencies, say) runs inside the making
+WORKTREE_EVENTS: dict[str, tuple[str, ...]] = {"claude": ("WorktreeCreate", "WorktreeRemove")}
+WORKTREE_TIMEOUT_SECONDS = 600

@@ -259,16 +259,28 @@ def is_worktree(blocker: object) -> TypeGuard[Refusal]:
     return getattr(blocker, "why", None) is not None
 
 
+# 9999-12-31T23:59:59Z: a hold that ends with its item's way to main, not with a lease
+# (coord.core.worktree_holds.HOLD_UNTIL; the guard imports nothing of the core)
+HELD_UNTIL_LANDED = 253402300799.0
+
+
 def refusal_lines(path: str, blocking: Sequence[Any], *, raw: str | None = None) -> list[str]:
     lines = []
     for r in blocking:
         if is_worktree(r):  # the path as written: the worktree's own
             lines.append(f"coord guard: {raw or path}: {r.why}; refusing the edit")
             continue
-        until = clock(r.expires_at)
         item = f" for item {r.item_id}" if r.item_id is not None else ""
+        ask = f"ask {r.agent}"
+        if r.item_id is not None and r.expires_at >= HELD_UNTIL_LANDED:
+            # a worktree item's, or the queue's: held past any lease (core.worktree_holds)
+            until = f"until item {r.item_id} is merged or abandoned"
+            if r.agent != "coord/queue":
+                ask += f", or take it over if its claim lapsed (`coord start {r.item_id}`)"
+        else:
+            until = f"until {clock(r.expires_at)}"
         lines.append(
-            f"coord guard: {path} is held by {r.agent} ({r.pattern}){item} until {until}; "
-            f"do not edit it: pick other work or ask {r.agent} (`coord who {path}`)"
+            f"coord guard: {path} is held by {r.agent} ({r.pattern}){item} {until}; "
+            f"do not edit it: pick other work or {ask} (`coord who {path}`)"
         )
     return lines

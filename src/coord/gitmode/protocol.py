@@ -68,6 +68,7 @@ from coord.gitmode.remote import Landed, Placed, Session, State
 from coord.spec import edit
 from coord.spec.document import Package
 from coord.spec.protocol import Rules, Verdict
+from coord.times import duration_text
 
 _DAY = 86400.0
 
@@ -429,11 +430,4 @@ def _local_notes(git: Git) -> list[str]:
     return notes
 
 
-def human_age(seconds: float) -> str:
-    if seconds >= _DAY:
-        return f"{seconds / _DAY:.1f}d"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f}h"
-    if seconds >= 60:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds:.0f}s"
+human_age = duration_text  # one spelling of a length of time (coord.times)

@@ -35,6 +35,9 @@ kinds of event:
 - **stop** (Claude Code and Codex ``Stop``, Gemini ``AfterAgent``, Cursor ``stop``):
   heartbeats the agent's claims and reminds it of what it still holds. It never blocks the
   stop.
+- **worktrees** (Claude Code ``WorktreeCreate`` and ``WorktreeRemove``): the client's
+  worktrees are coord's; making one claims an item (``coord.hooks.worktree``). On any error
+  nothing is made or removed, and the exit is 1 with the reason: the client says it.
 
 Session start and stop never break a session: on any error they print one line to stderr
 and exit 0. Other events are answered with nothing.
@@ -108,6 +111,14 @@ def run_hook(client: str, event: str) -> int:
                 file=sys.stderr,
             )
         return 0
+    if event in getattr(spec, "WORKTREE_EVENTS", ()):  # Claude Code's worktrees are coord's
+        from coord.hooks import worktree
+
+        try:
+            return worktree.answer(client, event, _event(_stdin()))
+        except BaseException as err:  # nothing was made or removed: say why, fail the call
+            print(f"coord hook {client} {event}: {_line(err)}", file=sys.stderr)
+            return worktree.EXIT_FAILED
     if event not in (spec.START_EVENT, spec.STOP_EVENT):
         # A typo in the client's settings (`coord hook claude Foo`) would otherwise pass
         # unnoticed forever. Exit 1, not 2: the clients show it without blocking the call.

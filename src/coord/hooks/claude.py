@@ -30,6 +30,8 @@ Hooks reference: https://code.claude.com/docs/en/hooks
   Its hooks may also append ``export VAR=value`` lines to the file named by
   ``CLAUDE_ENV_FILE``, sourced before each Bash command: coord exports ``COORD_AGENT`` there
   (``coord.hooks.session``).
+- ``WorktreeCreate`` / ``WorktreeRemove``: Claude Code asks the hook to make (print the path)
+  and remove its worktrees; coord claims an item for each (``coord.hooks.worktree``).
 - ``Stop``: ``decision: "block"`` would keep Claude working (and ``stop_hook_active`` says a
   Stop hook already did); coord never blocks a stop. Its reminder is ``systemMessage``,
   which Claude Code shows to the user.
@@ -47,6 +49,8 @@ GUARD_EVENT = "PreToolUse"
 AFTER_EVENTS = ("PostToolUse", "PostToolUseFailure")
 START_EVENT = "SessionStart"
 STOP_EVENT = "Stop"
+# its worktrees, made and removed by coord (coord.hooks.worktree)
+WORKTREE_EVENTS = ("WorktreeCreate", "WorktreeRemove")
 
 # tool -> the tool_input fields naming the files it writes
 EDIT_TOOLS: dict[str, tuple[str, ...]] = {

@@ -68,6 +68,11 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
     written: list[tuple[str, str, str | None]] = [
         (raw, where, None) for raw, where in found.targets
     ]
+    if found.links:  # `ln -s HELD x && echo > x`: the link is not there yet when judged
+        for raw, where in found.targets:
+            lands = found.through_links(raw, where)
+            if lands is not None:
+                written.append((lands, where, None))
     replaced = set(found.replaced)
     directories = reach.Directories(home)
     for raw, where, why in written + found.unread:

@@ -74,8 +74,17 @@ def _copy(name: str) -> Writer:
             for t in operands(args, takes):
                 out.write(t, cwd)
             return
-        for t in destinations(args, takes, cwd):
+        made = destinations(args, takes, cwd)
+        for t in made:
             out.write(t, cwd)
+        if name == "ln" and ("s" in short or "--symbolic" in args):
+            sources = operands(args, takes)
+            if len(sources) == 1:  # `ln -s TARGET`: a link named after it, here
+                made = [os.path.basename(sources[0].rstrip("/"))]
+            elif not option_values(args, ("-t", "--target-directory")):
+                sources = sources[:-1]  # the last operand is the link (or its directory)
+            for source, link in zip(sources, made, strict=False):
+                out.link(link, source, cwd)
         hard = (
             ("s" not in short and "--symbolic" not in args)
             if name in ("ln", "link")

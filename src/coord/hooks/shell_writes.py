@@ -10,6 +10,7 @@ Stdlib only: it runs before every shell command an agent runs.
 
 from __future__ import annotations
 
+import os
 import re
 
 _CODE_STRING = r"\"((?:[^\"\\\n]|\\.){1,300})\"|'((?:[^'\\\n]|\\.){1,300})'"
@@ -32,9 +33,11 @@ class Writes:
     targets that ``rm`` and its kin delete, with all beneath them; ``git``: each ``git``
     command's arguments and directory (``coord.hooks.shell_guard`` reads ``git clean``);
     ``unread``: (a path it could reach, its directory, why the guard cannot tell what it
-    writes); ``too_big``: why it was not read at all."""
+    writes); ``links``: the symbolic links it makes, (the link, what it points to, the
+    directory both are read from), so a later write through one in the same command is judged
+    where it lands; ``too_big``: why it was not read at all."""
 
-    __slots__ = ("bypass", "git", "removed", "replaced", "targets", "too_big", "unread")
+    __slots__ = ("bypass", "git", "links", "removed", "replaced", "targets", "too_big", "unread")
 
     def __init__(self) -> None:
         self.targets: list[tuple[str, str]] = []
@@ -43,6 +46,7 @@ class Writes:
         self.git: list[tuple[list[str], str]] = []
         self.unread: list[tuple[str, str, str]] = []
         self.replaced: list[tuple[str, str]] = []  # written by a rename over them: a link
+        self.links: list[tuple[str, str, str]] = []
         self.too_big: str | None = None
 
     def write(self, raw: str, cwd: str) -> None:
@@ -53,6 +57,23 @@ class Writes:
         there is replaced, not written through."""
         self.targets.append((raw, cwd))
         self.replaced.append((raw, cwd))
+
+    def link(self, raw: str, pointing_to: str, cwd: str) -> None:
+        """``ln -s pointing_to raw``: made before anything after it in the command runs, and
+        read then as a name for ``pointing_to`` (relative to the link's own directory)."""
+        self.links.append((raw, pointing_to, cwd))
+
+    def through_links(self, raw: str, cwd: str) -> str | None:
+        """Where a write to ``raw`` lands if it goes through a link this command makes (the
+        link itself or a directory link on its way), else None."""
+        path = os.path.normpath(os.path.join(cwd, raw))
+        for link, pointing_to, where in self.links:
+            made = os.path.normpath(os.path.join(where, link))
+            if path != made and not path.startswith(made + os.sep):
+                continue
+            lands = os.path.normpath(os.path.join(os.path.dirname(made), pointing_to))
+            return lands + path[len(made) :]
+        return None
 
     def remove(self, raw: str, cwd: str) -> None:
         self.targets.append((raw, cwd))

@@ -153,7 +153,12 @@ def start(
         # a reused branch from an older main: done wants the base in it (rebase onto it)
         "contains_base": Git(made.path).ok("merge-base", "--is-ancestor", base, "HEAD"),
         "resumed": resume,
-        "snapshots": [] if resume else snapshots_of(repo, won["id"]),
+        # an earlier claim's worktree, moved here with its uncommitted work, kept first
+        "moved_from": None if made.moved_from is None else str(made.moved_from),
+        "kept_in": made.kept_in,
+        "snapshots": []
+        if resume
+        else [s for s in snapshots_of(repo, won["id"]) if s["ref"] != made.kept_in],
         "copied": made.copied,
         "not_copied": made.not_copied,
         "setup": made.setup,

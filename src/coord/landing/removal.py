@@ -16,11 +16,10 @@ remove``: they are no change git keeps, and a snapshot does not hold them either
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coord.errors import Conflict, GitError, NotFound
+from coord.errors import Conflict, NotFound
 from coord.fast.git import Git
 from coord.landing import snapshot
 from coord.landing.gitlock import changing_worktrees
@@ -135,18 +134,6 @@ def _snapshot_base(wt: Worktree) -> str:
 
 
 def _snapshot(git: Git, wt: Worktree) -> str:
-    """Snapshot the worktree under a name no ref has yet (an earlier snapshot, or one taken
-    at the same moment by another process, is never overwritten); the name."""
-    base = f"{_snapshot_base(wt)}-{int(time.time())}"
-    for n in range(1, 100):
-        name = base if n == 1 else f"{base}-{n}"
-        if git.ok("rev-parse", "-q", "--verify", snapshot.PREFIX + name):
-            continue
-        try:
-            snapshot.take(wt.path, name, new=True)
-        except GitError:
-            if git.ok("rev-parse", "-q", "--verify", snapshot.PREFIX + name):
-                continue  # taken meanwhile by someone else
-            raise
-        return name
-    raise Conflict(f"no free snapshot name for {base}: too many at once", worktree=str(wt.path))
+    """Snapshot the worktree under a name no ref has yet; the name."""
+    del git  # the worktree's own repository
+    return snapshot.keep(wt.path, _snapshot_base(wt))

@@ -271,8 +271,20 @@ class Runner:
         }
         if outcome.kind == "merged":
             self._post(f"/v1/items/{item['id']}/merged", {**tokens, "commit": outcome.commit})
-        elif outcome.kind == "needs_rework" and outcome.code == "main_moved":
+        elif outcome.kind == "waiting" or outcome.code == "main_moved":
             landed.kind = "waiting"  # nothing for its holder to fix: the next pass tries again
+            wait: dict[str, Any] = {
+                "reason": "main_moved" if outcome.code == "main_moved" else "checkout_dirty",
+                "files": outcome.files,
+                "message": outcome.reason,
+            }
+            if outcome.main:
+                wait["main_commit"] = outcome.main
+            # said on the board too, for the faces that show the queue; only a note: the item
+            # stays queued whether or not the board took it (a lost lease refuses the next
+            # write that matters anyway)
+            with contextlib.suppress(CoordError):
+                self._post(f"/v1/items/{item['id']}/waiting", {**tokens, "wait": wait})
         elif outcome.kind == "needs_rework":
             facts: dict[str, Any] = {"reason": outcome.code, "files": outcome.files}
             if outcome.output_tail or outcome.reason:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
+from coord.errors import Conflict, GitError
 from coord.fast.git import Git
 
 PREFIX = "refs/coord/snapshots/"
@@ -47,3 +49,23 @@ def restore(worktree: Path, ref: str) -> None:
     git = Git(worktree)
     git.run("read-tree", "-u", "--reset", f"{ref}^{{tree}}")
     git.run("read-tree", f"{ref}^2^{{tree}}")
+
+
+def keep(worktree: Path, base: str) -> str:
+    """Snapshot ``worktree`` under ``base-<time>`` (``-2``, ``-3``… when taken): an earlier
+    snapshot, or one another process takes at the same moment, is never overwritten. The
+    name (under ``PREFIX``)."""
+    git = Git(worktree)
+    stamped = f"{base}-{int(time.time())}"
+    for n in range(1, 100):
+        name = stamped if n == 1 else f"{stamped}-{n}"
+        if git.ok("rev-parse", "-q", "--verify", PREFIX + name):
+            continue
+        try:
+            take(worktree, name, new=True)
+        except GitError:
+            if git.ok("rev-parse", "-q", "--verify", PREFIX + name):
+                continue  # taken meanwhile by someone else
+            raise
+        return name
+    raise Conflict(f"no free snapshot name for {stamped}: too many at once", worktree=str(worktree))

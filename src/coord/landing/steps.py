@@ -192,6 +192,23 @@ def _follow(git: Git, main: str, landed: str, checkout: Path | None, branch: str
     _move_main(git, main, landed, local, checkout, branch)
 
 
+def _blocked_by_checkout(
+    checkout: Path, main: str, old: str, candidate: str, attempt: int
+) -> Outcome | None:
+    """The landing waits when local changes in the checkout of main touch files it changes."""
+    blocking = _in_the_way(checkout, old, candidate)
+    if not blocking:
+        return None
+    return Outcome(
+        "waiting",
+        reason=f"local changes in {checkout} (where {main} is checked out) are in the way: "
+        "commit, stash or discard them there, then land again",
+        files=blocking,
+        main=old,
+        attempts=attempt,
+    )
+
+
 def _in_the_way(checkout: Path, old: str, candidate: str) -> list[str]:
     """Files the landing would change that the checkout of main has local changes in."""
     here = Git(checkout)
@@ -274,6 +291,12 @@ def land(
             here.run("add", "-A")
             here.run(*_NO_HOOKS, "commit", "-qm", said)
             candidate = here.out("rev-parse", "HEAD")
+        if checkout is not None and remote is None:
+            # asked again after the checks (the owner may edit meanwhile); asked first so that a
+            # watching runner does not run the item's checks again on every pass while it waits
+            blocked = _blocked_by_checkout(checkout, main, old, candidate, attempt)
+            if blocked is not None:
+                return blocked
         record = _git_path(here, CHECK_RECORD)
         try:
             runs = checks_module.run(
@@ -310,16 +333,9 @@ def land(
                 return Outcome("merged", commit=candidate, main=old, attempts=attempt, runs=runs)
             continue  # the remote's main moved meanwhile: fetch it and start again
         if checkout is not None:
-            blocking = _in_the_way(checkout, old, candidate)
-            if blocking:
-                return Outcome(
-                    "waiting",
-                    reason=f"local changes in {checkout} (where {main} is checked out) are in "
-                    "the way: commit, stash or discard them there, then land again",
-                    files=blocking,
-                    main=old,
-                    attempts=attempt,
-                )
+            blocked = _blocked_by_checkout(checkout, main, old, candidate, attempt)
+            if blocked is not None:
+                return blocked
         moved = _move_main(git, main, candidate, old, checkout, branch)
         if moved == "moved":
             return Outcome("merged", commit=candidate, main=old, attempts=attempt, runs=runs)

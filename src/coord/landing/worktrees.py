@@ -36,7 +36,7 @@ from coord.errors import Conflict, InvalidInput
 from coord.fast import worktree as fast_worktree
 from coord.fast.board_files import BOARD_DIRNAME
 from coord.fast.git import Git
-from coord.landing import include
+from coord.landing import include, snapshot
 from coord.landing.gitlock import changing_worktrees
 from coord.landing.steps import MAIN_REF, merged_outside
 
@@ -115,6 +115,8 @@ class Created:
     head: str
     reused: str | None = None  # the branch renamed to ``branch``, on a re-claim
     moved_from: Path | None = None  # that branch's worktree, moved to ``path``
+    # its uncommitted work (a crashed claim's), kept in this snapshot before the move
+    kept_in: str | None = None
     copied: list[str] = field(default_factory=list)
     not_copied: dict[str, str] = field(default_factory=dict)
     setup: dict[str, Any] | None = None  # the setup command's run, as checks record one
@@ -275,6 +277,8 @@ def _make(
         git.run("worktree", "remove", str(holder.path))
         holder = None
     if holder is not None:
+        if holder.lock is not None and _uncommitted(holder.path):
+            made.kept_in = _keep_before_moving(holder)
         git.run("worktree", "unlock", str(holder.path))
         if holder.path != path:
             git.run("worktree", "move", str(holder.path), str(path))
@@ -286,6 +290,18 @@ def _make(
         git.run("worktree", "add", "--lock", "--reason", reason, "-b", branch, str(path), base)
     made.head = Git(path).out("rev-parse", "HEAD")
     return made
+
+
+def _keep_before_moving(holder: Worktree) -> str:
+    """An earlier claim's uncommitted work (its process gone) goes on in the new claim's
+    worktree; a snapshot keeps it first, before anything touches it (promise 18)."""
+    assert holder.lock is not None
+    return snapshot.PREFIX + snapshot.keep(holder.path, f"{holder.lock.item}-t{holder.lock.token}")
+
+
+def _uncommitted(path: Path) -> bool:
+    """Staged, unstaged or untracked-not-ignored changes."""
+    return bool(Git(path).out("status", "--porcelain", "--untracked-files=all"))
 
 
 def list_worktrees(repo: Path, main: str = MAIN_REF) -> list[Worktree]:

@@ -57,6 +57,17 @@ FACTS: dict[str, Any] = {
     "required": ["reason"],
     "additionalProperties": False,
 }
+WAIT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reason": {"enum": list(model.WAIT_REASONS)},
+        "files": {"type": "array", "items": {"type": "string"}},
+        "message": {"type": "string"},
+        "main_commit": COMMIT,
+    },
+    "required": ["reason"],
+    "additionalProperties": False,
+}
 ITEM = ref("Item")
 ABOUT_AN_ITEM = (404, 409, 422)
 
@@ -154,6 +165,18 @@ def needs_rework(call: Call) -> dict[str, Any]:
     return item.to_dict(board.now())
 
 
+def waiting(call: Call) -> dict[str, Any]:
+    board, body = call.board, call.body
+    item = board.landing.waiting(
+        call.item_id,
+        runner=body.get("runner") or "",
+        landing_token=body.get("landing_token"),
+        item_token=body.get("item_token"),
+        wait=body.get("wait"),
+    )
+    return item.to_dict(board.now())
+
+
 _LANDED = {"runner": RUNNER, "landing_token": TOKEN, "item_token": TOKEN}
 
 ROUTES: tuple[Route, ...] = (
@@ -173,8 +196,8 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         "/v1/items/{id}/abandon",
         abandon,
-        "take a queued or needs_rework item off its way to main (its last holder, or a "
-        "human): pending, its files freed",
+        "take a queued or needs_rework item, or one whose worktree claim lapsed, off its way "
+        "to main (its last holder, or a human): pending, its files freed",
         ITEM,
         write=True,
         body=Body({"agent": AGENT, "reason": text("why", required=True)}, ("agent", "reason")),
@@ -267,6 +290,19 @@ ROUTES: tuple[Route, ...] = (
         ITEM,
         write=True,
         body=Body({**_LANDED, "facts": FACTS}, (*_LANDED, "facts")),
+        errors=ABOUT_AN_ITEM,
+    ),
+    Route(
+        "POST",
+        "/v1/items/{id}/waiting",
+        waiting,
+        "the runner cannot land the queued item now, for nothing its holder can fix (local "
+        "changes in the checkout of main in the way, or main kept moving): it stays queued, "
+        "and a `landing_waits` event says why; needs the live landing lease and the item's "
+        "token as queued",
+        ITEM,
+        write=True,
+        body=Body({**_LANDED, "wait": WAIT}, (*_LANDED, "wait")),
         errors=ABOUT_AN_ITEM,
     ),
 )

@@ -17,7 +17,13 @@ from __future__ import annotations
 import re
 import shlex
 
-from coord.fast.clients import GUARD_EVENTS, GUARD_TIMEOUT_SECONDS, HOOK_TIMEOUT_SECONDS
+from coord.fast.clients import (
+    GUARD_EVENTS,
+    GUARD_TIMEOUT_SECONDS,
+    HOOK_TIMEOUT_SECONDS,
+    WORKTREE_EVENTS,
+    WORKTREE_TIMEOUT_SECONDS,
+)
 from coord.wiring.json_merge import JsonEntry
 
 SERVER_NAME = "coord"
@@ -43,7 +49,11 @@ def mcp_server_entry(argv: list[str]) -> JsonEntry:
 
 def hook_timeout(client: str, event: str) -> int:
     """The seconds ``client`` waits for coord's hook of ``event`` before it gives up on it."""
-    return GUARD_TIMEOUT_SECONDS if event in GUARD_EVENTS[client] else HOOK_TIMEOUT_SECONDS
+    if event in GUARD_EVENTS[client]:
+        return GUARD_TIMEOUT_SECONDS
+    if event in WORKTREE_EVENTS.get(client, ()):
+        return WORKTREE_TIMEOUT_SECONDS
+    return HOOK_TIMEOUT_SECONDS
 
 
 def hook_group(

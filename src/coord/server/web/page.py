@@ -146,6 +146,15 @@ link that signs this browser in.</p>
     <div class="column" id="col-done"><h2>Done <span class="count"></span></h2>
       <ol class="rows"></ol><nav class="pager"></nav></div>
   </section>
+  <section class="panel" id="landing"><h2>Landing <span class="count"></span></h2>
+    <div class="queue">
+      <div class="group" id="queue-landing"><h3>Landing now</h3><ol class="rows"></ol></div>
+      <div class="group" id="queue-queued"><h3>Queued <span class="count"></span></h3>
+        <ol class="rows"></ol></div>
+      <div class="group" id="queue-rework"><h3>Needs rework <span class="count"></span></h3>
+        <ol class="rows"></ol></div>
+      <div class="group" id="queue-merged"><h3>Merged, recent</h3><ol class="rows"></ol></div>
+    </div></section>
   <section class="panels">
     <div class="panel" id="agents"><h2>Agents</h2><ul class="rows"></ul></div>
     <div class="panel" id="files"><h2>Held files</h2><div class="tree"></div></div>

@@ -91,11 +91,15 @@
     return iso ? Date.parse(iso) : null;
   }
 
+  // a length of time spelled as coord.times.duration_text spells it (the CLI and watch):
+  // 45s, 4m03s, 2h05m, 6d23h
   function span(seconds) {
-    const s = Math.max(0, Math.round(seconds));
+    const s = Math.max(0, Math.floor(seconds));
+    const two = (n) => String(n).padStart(2, "0");
     if (s < 60) return `${s}s`;
-    if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
-    return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+    if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
+    if (s < 86400) return `${Math.floor(s / 3600)}h${two(Math.floor((s % 3600) / 60))}m`;
+    return `${Math.floor(s / 86400)}d${two(Math.floor((s % 86400) / 3600))}h`;
   }
 
   function freshness(ageSeconds) {
@@ -395,6 +399,19 @@
         " · seen ",
         heartbeat(item.claimed_by),
       ),
+      worktreeMeta(item),
+    );
+  }
+
+  // a claim with a worktree: its branch and the path it is worked in
+  function worktreeMeta(item) {
+    if (!item.branch) return null;
+    return el(
+      "div",
+      { className: "meta worktree" },
+      el("code", { className: "branch", text: item.branch }),
+      item.worktree ? " in " : "",
+      item.worktree ? el("code", { className: "path", text: item.worktree }) : null,
     );
   }
 
@@ -402,6 +419,7 @@
     node.append(
       el("div", { className: "meta" }, `${item.claimed_by} asks`, item.escalate_to ? ` ${item.escalate_to}` : ""),
       el("div", { className: "question", text: item.question }),
+      worktreeMeta(item),
     );
     const box = el("textarea", { "aria-label": `answer to item ${item.id}`, placeholder: "your answer" });
     box.value = drafts.get(item.id) || ""; // a redraw keeps what was typed
@@ -511,6 +529,244 @@
     for (const [key, value] of Object.entries(shown)) {
       document.querySelector(`#col-${key} .count`).textContent = `(${value || 0})`;
     }
+    const queued = counts.queued || 0;
+    const rework = counts.needs_rework || 0;
+    document.querySelector("#landing h2 .count").textContent = `(${queued + rework})`;
+    document.querySelector("#queue-queued .count").textContent = `(${queued})`;
+    document.querySelector("#queue-rework .count").textContent = `(${rework})`;
+  }
+
+  // --- the landing queue ------------------------------------------------------------------
+  //
+  // A worktree item's way to main (issue 24), in landing order: the item the runner lands
+  // now (the head of the queue while the board's landing lease is live), the rest of the
+  // queue in submit order, the items landing sent back with why, and the recently merged.
+  // Read from /v1/landing, /v1/queue and the needs_rework listing; every landing transition
+  // is an event, and one of them (or any event about an item shown) reads the panel again.
+
+  const QUEUE_SHOWN = 100;
+  const MERGED_SHOWN = 20;
+  const LANDING_KINDS = new Set([
+    "submitted",
+    "merged",
+    "needs_rework",
+    "abandoned",
+    "landing_acquired",
+    "landing_released",
+    "landing_waits",
+  ]);
+  const REWORK_WHY = {
+    conflict: "conflict with main",
+    check_failed: "a check failed",
+    head_moved: "its branch moved after the submit",
+    files_held: "it changes files someone else holds",
+  };
+  const WAIT_WHY = {
+    checkout_dirty: "local changes in the checkout of main are in the way",
+    main_moved: "main kept moving under every attempt",
+  };
+  // waits: item id -> the runner's last landing_waits event about it (it stays queued)
+  const landing = { lease: null, queued: [], rework: [], merged: new Map(), waits: new Map() };
+  const mergedDirty = new Set(); // merged since the last read: read one by one
+  let landingTimer = null;
+  let landingBusy = false;
+  let nextLandingAt = 0;
+  let landingLive = false; // the lease as last shown: it lapses with no event
+
+  function leaseLive() {
+    const lease = landing.lease;
+    return Boolean(lease && lease.holder && ms(lease.expires_at) > boardNow());
+  }
+
+  function inLanding(id) {
+    return landing.queued.some((item) => item.id === id) || landing.rework.some((item) => item.id === id);
+  }
+
+  async function loadLanding() {
+    const [lease, queue, rework] = await Promise.all([
+      api("/v1/landing"),
+      api(`/v1/queue?limit=${QUEUE_SHOWN}`),
+      api(`/v1/items?state=needs_rework&limit=${QUEUE_SHOWN}`),
+    ]);
+    landing.lease = lease;
+    landing.queued = queue.items;
+    landing.rework = rework.items;
+    const queued = new Set(queue.items.map((item) => item.id));
+    for (const id of [...landing.waits.keys()]) if (!queued.has(id)) landing.waits.delete(id);
+    for (const item of [...queue.items, ...rework.items]) if (item.key) keys.set(item.id, item.key);
+    renderLanding();
+  }
+
+  // the newest merged items and why queued ones wait, from the log (as Done's recent ones)
+  async function loadRecentMerged() {
+    const since = Math.max(0, lastSeq - 2000);
+    const found = await api(`/v1/events?after=${since}&limit=2000`);
+    for (const event of found.events) if (event.kind === "landing_waits") landing.waits.set(event.item_id, event);
+    const ids = [...new Set(found.events.filter((e) => e.kind === "merged").map((e) => e.item_id))];
+    landing.merged.clear();
+    for (const id of ids.slice(-MERGED_SHOWN)) await readMerged(id);
+  }
+
+  async function readMerged(id) {
+    const item = await api(`/v1/items/${id}?replies_limit=1`).catch(() => null);
+    if (!item || item.state !== "merged") return;
+    landing.merged.set(item.id, item);
+    if (landing.merged.size > MERGED_SHOWN) {
+      landing.merged.delete([...landing.merged.values()].sort(byClosed).pop().id);
+    }
+  }
+
+  function landingSoon() {
+    if (!landingTimer) landingTimer = setTimeout(refreshLanding, Math.max(200, nextLandingAt - Date.now()));
+  }
+
+  // one read at a time, at most one a second: a busy queue is read at a bounded rate
+  async function refreshLanding() {
+    landingTimer = null;
+    if (landingBusy) {
+      landingSoon();
+      return;
+    }
+    landingBusy = true;
+    nextLandingAt = Date.now() + 1000;
+    try {
+      const ids = [...mergedDirty];
+      mergedDirty.clear();
+      for (const id of ids) await readMerged(id);
+      await loadLanding();
+    } catch (error) {
+      report(error);
+    } finally {
+      landingBusy = false;
+    }
+  }
+
+  function renderLanding() {
+    landingLive = leaseLive();
+    const queued = [...landing.queued];
+    const now = landingLive && queued.length ? [queued.shift()] : [];
+    fillGroup("landing", now.map((item) => nowCard(item)));
+    fillGroup("queued", queued.map((item, index) => queuedCard(item, index ? queued[index - 1] : null)));
+    const rework = [...landing.rework].sort(
+      (a, b) => (ms(a.rework && a.rework.at) || 0) - (ms(b.rework && b.rework.at) || 0) || a.id - b.id,
+    );
+    fillGroup("rework", rework.map(reworkCard));
+    fillGroup("merged", [...landing.merged.values()].sort(byClosed).map(mergedCard));
+  }
+
+  const EMPTY = { queued: "nothing queued", rework: "nothing sent back", merged: "nothing merged lately" };
+
+  function fillGroup(name, nodes) {
+    const rows = document.querySelector(`#queue-${name} .rows`);
+    if (!nodes.length) {
+      const idle = landingLive ? `${landing.lease.holder} holds the landing lease` : "no runner now (`coord land` lands the queue)";
+      nodes = [el("li", { className: "meta empty", text: name === "landing" ? idle : EMPTY[name] })];
+    }
+    rows.replaceChildren(...nodes);
+    paint(rows);
+  }
+
+  function landingCard(item, ...meta) {
+    const node = el("li", { className: "card", "data-id": item.id, "data-state": item.state });
+    node.append(
+      el("div", { className: "title" }, el("span", { className: "tag", text: item.key || `#${item.id}` }), item.title),
+      ...meta,
+    );
+    return node;
+  }
+
+  // the branch, and the head handed over at submit
+  function submittedMeta(item) {
+    return el(
+      "div",
+      { className: "meta" },
+      el("code", { className: "branch", text: item.branch || "" }),
+      item.submitted_head ? ` at ${item.submitted_head.slice(0, 10)}` : "",
+    );
+  }
+
+  function nowCard(item) {
+    const node = landingCard(
+      item,
+      el("div", { className: "meta" }, el("span", { className: "tag lit", text: "landing now" }), `by ${landing.lease.holder}`),
+      waitMeta(item),
+      submittedMeta(item),
+    );
+    node.classList.add("landing-now");
+    return node;
+  }
+
+  function queuedCard(item, before) {
+    const why = before === null ? "next to land" : `after ${named(before.id)}`;
+    return landingCard(
+      item,
+      el(
+        "div",
+        { className: "meta" },
+        el("span", { className: "tag", text: why }),
+        el("b", { text: item.claimed_by || "" }),
+        " submitted ",
+        countdownSince(item.submitted_at),
+      ),
+      waitMeta(item),
+      submittedMeta(item),
+    );
+  }
+
+  // why the runner's last attempt at this submission had to wait (nothing for its holder)
+  function waitMeta(item) {
+    const event = landing.waits.get(item.id);
+    if (!event || event.details.token !== item.fencing_token) return null;
+    const files = event.details.files || [];
+    const node = el(
+      "div",
+      { className: "reason waiting" },
+      el("span", { className: "tag warn", text: "waiting" }),
+      WAIT_WHY[event.details.reason] || String(event.details.reason),
+      files.length ? `: ${files.join(", ")}` : "",
+      " · ",
+      countdownSince(event.at),
+    );
+    if (event.details.message) node.append(el("div", { className: "meta", text: event.details.message }));
+    return node;
+  }
+
+  function reworkCard(item) {
+    const rework = item.rework || {};
+    const files = rework.files || [];
+    const why = REWORK_WHY[rework.reason] || String(rework.reason || "sent back");
+    const reason = el(
+      "div",
+      { className: "reason" },
+      el("span", { className: "tag warn", text: "needs rework" }),
+      why,
+      files.length ? ` in ${files.join(", ")}` : "",
+      rework.main_commit ? ` (main at ${rework.main_commit.slice(0, 10)})` : "",
+    );
+    const kept = el("div", { className: "meta" }, "back to ", el("b", { text: item.rework_for || "its holder" }));
+    if (item.rework_for && ms(item.rework_until) > boardNow()) {
+      kept.append(", theirs alone for ", countdown(item.rework_until));
+    }
+    const node = landingCard(item, reason, kept, el("div", { className: "meta" }, el("code", { className: "branch", text: rework.branch || item.branch || "" })));
+    node.classList.add("rework");
+    if (rework.check_output) {
+      node.append(el("details", {}, el("summary", { text: "the output" }), el("pre", { text: rework.check_output })));
+    }
+    return node;
+  }
+
+  function mergedCard(item) {
+    return landingCard(
+      item,
+      el(
+        "div",
+        { className: "meta" },
+        el("span", { className: "tag lit", text: "merged" }),
+        el("code", { className: "commit", text: (item.merged_commit || "").slice(0, 10) }),
+        " · ",
+        countdownSince(item.closed_at),
+      ),
+    );
   }
 
   // --- the plan of a design document ------------------------------------------------------
@@ -550,8 +806,8 @@
   }
 
   function planStatus(item) {
-    if (item.state === "done") return "done";
-    if (columnOf(item) === "claimed" || item.state === "needs_human") return "claimed";
+    if (item.state === "done" || item.state === "merged") return "done";
+    if (columnOf(item) === "claimed" || item.state === "needs_human" || item.state === "queued") return "claimed";
     if (item.ready || columnOf(item) === "ready" && item.state === "claimed") return "claimable";
     return "waiting";
   }
@@ -676,6 +932,9 @@
     if (event.item_id) dirty.add(event.item_id);
     if (event.item_id && event.kind === "done") doneDirty.add(event.item_id);
     if (planIds.has(event.item_id) || event.kind === "created") planDirty = true;
+    if (event.kind === "merged" && event.item_id) mergedDirty.add(event.item_id);
+    if (event.kind === "landing_waits" && event.item_id) landing.waits.set(event.item_id, event);
+    if (LANDING_KINDS.has(event.kind) || inLanding(event.item_id)) landingSoon();
     if (!flushTimer) flushTimer = setTimeout(flushLater, Math.max(150, nextFlushAt - Date.now()));
     if (!sideTimer) sideTimer = setTimeout(refreshSides, Math.max(600, nextSidesAt - Date.now()));
   }
@@ -837,7 +1096,9 @@
 
   async function reloadAll() {
     await reloadColumns();
+    await loadRecentMerged();
     refreshSides();
+    landingSoon();
   }
 
   async function loadRecentDone() {
@@ -865,6 +1126,7 @@
 
   function tick() {
     paint(document);
+    if (leaseLive() !== landingLive) renderLanding(); // the runner's lease ran out, or began
     for (const item of [...columns.claimed.items.values()]) {
       if (columnOf(item) === "ready") place(item); // its lease ran out: claimable again
     }
@@ -908,6 +1170,7 @@
       loadRecentDone(),
       loadFeed(),
       loadCounts(),
+      loadRecentMerged().then(loadLanding),
     ]);
     await Promise.all([loadAgents(), loadFiles()]); // after the columns: they name items
     for (const column of Object.values(columns)) {
