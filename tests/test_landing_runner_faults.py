@@ -16,6 +16,9 @@ the board: main moved exactly once for the item (its first-parent history and it
 no commit of the item twice, the landing worktree left clean and usable, the lease taken
 over from the dead runner, and nothing of the dead runner's check still running.
 
+The daemon itself is killed too, while its own runner runs a check: the next daemon's runner
+waits out the dead one's (60 s) lease and lands the item.
+
 And one runner paused (git's reference-transaction hook) just after it moved main, before it
 told the board, while a second starts: the second must not record the item merged by hand
 (it is on main by then) under the first's feet; it waits its turn for the lease.
@@ -306,3 +309,43 @@ def test_a_second_runner_never_takes_an_item_between_main_moved_and_merged(
     merged = [e for e in events if e["kind"] == "merged"]
     assert [e["agent"] for e in merged] == ["first"], merged
     assert "found_by" not in merged[0]["details"], merged
+
+
+def test_the_daemon_killed_mid_check_is_replaced_by_the_next_daemon_and_main_moves_once(
+    repo: Path, tmp_path: Path, leftovers: list[int]
+) -> None:
+    """kill -9 of the daemon itself while its own runner runs an item's check (the check, in a
+    group of its own, outlives it): the next daemon's runner waits out the dead one's lease
+    (60 s, the daemon's), ends the check it left, and lands the item once."""
+    started, pids = tmp_path / "check-started", tmp_path / "check-pids"
+    check = (
+        f"echo $$ >> {pids}; if [ ! -e {started} ]; then touch {started}; "
+        "while :; do sleep 0.1; done; fi"
+    )
+    board = init_board_dir(repo)  # the daemon lands
+    d = Daemon(board).start()
+    try:
+        before = git(repo, "rev-parse", "main")
+        moves = len(main_log(repo))
+        item = submit(d, repo, "slow check", {"src/slow.py": "S = 1\n"}, checks=[check])
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert time.monotonic() < deadline, d.log_path.read_text()
+            time.sleep(0.05)
+        first_check = int(pids.read_text().split()[0])
+        leftovers.append(first_check)
+        d.kill9()
+        assert group_alive(first_check)  # the dead daemon's check still runs
+
+        d.start()
+        deadline = time.monotonic() + 150  # the dead runner's 60 s lease, then the landing
+        while ok(d, "GET", f"/v1/items/{item['id']}")["state"] == "queued":
+            assert time.monotonic() < deadline, d.log_path.read_text()
+            time.sleep(0.5)
+        assert_landed_once(d, repo, item, before, moves)
+        assert_taken_over(d, "coord-daemon", "coord-daemon")
+        assert_landing_worktree_clean(repo)
+        assert not group_alive(first_check)
+    finally:
+        d.stop()
+        stop_leftover_daemon(board)
