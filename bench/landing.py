@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import CLEANUP, PYTHON, new_board_dir, start_daemon
+from coord.fast import board_files
 
 SHARED = "src/shared/registry.py"
 
@@ -154,6 +155,9 @@ def _git(cwd: Path, *args: str) -> str:
 def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int, list[float], str]:
     board_dir = new_board_dir(f"landing-{agents}")
     repo = board_dir.parent
+    # the runner measured is this bench's own process: the daemon lands nothing beside it
+    config = board_files.read_config(board_dir)
+    board_files.write_config(board_dir, {**config, "land_in_daemon": False})
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
     (repo / ".git/info/exclude").write_text(".coord/\n")
     (repo / "src/shared").mkdir(parents=True)

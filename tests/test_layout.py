@@ -55,7 +55,7 @@ MAY_IMPORT: dict[str, May] = {
     "client/": May(_FLOOR | {"spec/"}),  # what the CLI, MCP, hooks and git mode share
     "landing/": May(_SHARED),
     "gitmode/": May(_SHARED),
-    "server/": May(_SHARED | {"core/", "storage/"}, lazily=frozenset({"mcp/"})),
+    "server/": May(_SHARED | {"core/", "storage/"}, lazily=frozenset({"mcp/", "landing/"})),
     "mcp/": May(_SHARED | {"landing/"}),  # the claim tool makes a worktree as coord start
     "hooks/": May(_SHARED, lazily=frozenset({"landing/"})),
     "cli/": May(
@@ -89,6 +89,9 @@ ENTRIES: dict[tuple[str, str], str] = {
     ),
     ("coord.cli.migrate_cmd", "coord.storage"): "`coord migrate` copies a board between backends",
     ("coord.server.mcp_mount", "coord.mcp"): "the daemon mounts the MCP face at /mcp",
+    ("coord.server.daemon", "coord.landing"): (
+        "the daemon lands the queue on a thread of its own, only in a git repository"
+    ),
 }
 
 

@@ -40,7 +40,9 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def served(repo: Path) -> Iterator[Daemon]:
-    board = init_board_dir(repo)
+    # what a queued item is and what `coord land` does with it: the daemon lands nothing here
+    # (tests/test_landing_in_daemon.py has it land)
+    board = init_board_dir(repo, land_in_daemon=False)
     d = Daemon(board).start()
     yield d
     d.stop()

@@ -458,7 +458,9 @@ def test_a_package_goes_from_a_coord_worktree_to_main(
     for call in fake.outcomes("s"):
         assert not call.is_error, call
     shown = json.loads(coord(repo, "show", "1", "--json").stdout)
-    assert shown["state"] == "queued", shown
+    # the daemon's own runner may have landed it already; `coord land` then waits its turn
+    # and finds the queue empty
+    assert shown["state"] in ("queued", "merged"), shown
     landed = coord(repo, "land")
     assert landed.returncode == 0, landed.stdout + landed.stderr
     shown = json.loads(coord(repo, "show", "1", "--json").stdout)

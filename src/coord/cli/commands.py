@@ -153,6 +153,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> Result:
         port=args.port,
         log_level=args.log_level,
         idle_exit=args.idle_exit or None,
+        land=not args.no_land,
     )
     return {"stopped": True}, "daemon stopped"
 

@@ -4,11 +4,16 @@ Lands every queued worktree item on main in submit order (``coord.landing.runner
 the board's landing lease, and prints what became of each: merged (its commit), sent back
 for rework (why, which files), or waiting (the checkout of main has local changes in the
 way: which files). ``--watch`` keeps landing as items are queued, until interrupted.
+
+The daemon of a board in a git repository lands the queue itself (``land_in_daemon``); this
+command runs beside it in turn: while the daemon's runner holds the landing lease it waits,
+saying so once on stderr, then lands whatever is still queued.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -51,6 +56,7 @@ def cmd_land(args: argparse.Namespace, ctx: Context) -> Result:
         ctx.agent(required=False) or "landing",
         check_timeout=args.check_timeout,
         lease_seconds=args.lease,
+        on_wait=lambda held: print(f"coord land: {held}", file=sys.stderr, flush=True),
     )
     if args.watch:
         landing.watch(
@@ -73,6 +79,7 @@ def _lines(results: list[dict[str, Any]]) -> list[str]:
             "needs_rework": "sent back for rework",
             "waiting": "waiting",
             "skipped": "skipped",
+            "stopped": "stopped, still queued",
         }.get(r["outcome"], r["outcome"])
         line = f"item {r['ref']}: {what}"
         if r.get("reason"):

@@ -256,8 +256,10 @@ COMMANDS: Commands = {
     ),
     "land": _elsewhere(
         "coord.cli.land_cmd",
-        "land queued worktree items on main in order: checks on the exact tree, main moved "
-        "by compare-and-set (exit 1 if one was sent back or must wait)",
+        "land queued worktree items on main in order, in the foreground (the daemon of a board "
+        "in a git repository does it too; this waits its turn for the landing lease): checks "
+        "on the exact tree, main moved by compare-and-set (exit 1 if one was sent back or must "
+        "wait)",
         "cmd_land",
         "args_land",
     ),

@@ -91,6 +91,13 @@ def args_serve(p: argparse.ArgumentParser) -> None:
         "does, after the board's idle_exit_seconds); by default a daemon you serve never idles, "
         "and a team board's never does (ignored there)",
     )
+    p.add_argument(
+        "--no-land",
+        action="store_true",
+        help="do not land the landing queue in this daemon (by default a daemon whose board "
+        "is in a git repository does, unless config.json's land_in_daemon is false; a team "
+        "board's only where it is true): `coord land` lands it then",
+    )
 
 
 def args_none(p: argparse.ArgumentParser) -> None:

@@ -68,6 +68,8 @@ def daemon_status(board_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | Non
     daemon["versions_agree"] = answer["version"] == __version__
     daemon["storage"] = answer.get("storage")
     daemon["others"] = [d for d in answer.get("daemons", []) if not d.get("this")]
+    if "landing" in answer:  # an older daemon says nothing of it
+        daemon["landing"] = answer["landing"]
     return daemon, answer["board"]
 
 
@@ -96,6 +98,8 @@ def _lines(doc: dict[str, Any]) -> list[str]:
     daemon, board = doc["daemon"], doc["board"]
     lines = [_daemon_line(daemon, doc["cli_version"]), f"board:   {doc['board_dir']}"]
     lines += _team_lines(daemon)
+    if daemon.get("landing"):
+        lines.append(_landing_line(daemon["landing"]))
     if "counts" not in board:
         if "database" in board:
             lines.append(f"         kept in PostgreSQL {board['database']}; counts need the daemon")
@@ -125,6 +129,32 @@ def _lines(doc: dict[str, Any]) -> list[str]:
     else:
         lines.append("needs a human: nothing")
     return lines
+
+
+def _landing_line(landing: dict[str, Any]) -> str:
+    """Whether the daemon lands the queue, and how its runner is doing."""
+    if not landing.get("in_daemon"):
+        return f"landing: not in the daemon ({landing.get('off')})"
+    state = landing.get("state")
+    said = {
+        "starting": "starting",
+        "watching": "the daemon lands the queue",
+        "lease_held": "the daemon's runner waits its turn: another runner holds the lease",
+        "failed": "the daemon's runner FAILED",
+        "stopped": "the daemon's runner stopped",
+        "dead": "the daemon's runner DIED (restart the daemon: `coord stop`); `coord land` lands",
+    }.get(str(state), str(state))
+    if landing.get("item"):
+        said += f", landing {landing['item']} now"
+    said += f" ({landing.get('landed', 0)} landed"
+    if landing.get("last_pass_at"):
+        said += f", last pass {landing['last_pass_at']}"
+    said += ")"
+    if landing.get("error"):
+        said += f": {landing['error']}"
+        if state == "failed":
+            said += " (tried again every few seconds; `coord land` lands meanwhile)"
+    return f"landing: {said}"
 
 
 def _team_lines(daemon: dict[str, Any]) -> list[str]:

@@ -42,6 +42,11 @@ KEPT_BYTES = 16 * MAX_EVIDENCE_OUTPUT
 LONGEST_LINE = 64 * 1024  # a longer run without a newline is shown in pieces
 
 
+class Stopped(Exception):
+    """The checks were told to stop (``run``'s ``stop`` was set: the daemon that runs them is
+    shutting down): the running check's process group was ended, and no verdict is given."""
+
+
 class Watch:
     """What a face hears while the checks run; here, nothing is done with it.
 
@@ -52,6 +57,10 @@ class Watch:
 
     def started(self, command: str) -> None:
         """The command is about to run."""
+
+    def running(self, pid: int) -> None:
+        """It runs as process ``pid``, the leader of its own process group (the landing
+        runner records it, so that the next runner can end what a killed one left)."""
 
     def line(self, text: str) -> None:
         """One line the check printed, as text (undecodable bytes replaced), control
@@ -71,17 +80,21 @@ def run(
     timeout: float = 1800.0,
     *,
     watch: Watch | None = None,
+    stop: threading.Event | None = None,
 ) -> list[dict[str, Any]]:
     """Run each command with the shell in ``cwd``; all of them, even after a failure, so the
     evidence shows the whole picture. Output is kept as its last lines. A KeyboardInterrupt
-    ends the running check's group, then goes on up."""
+    ends the running check's group, then goes on up; so does ``Stopped`` once ``stop`` is set
+    (looked at as often as the output is)."""
     head = git_head(cwd)
     watch = watch or Watch()
     runs = []
     for command in commands:
         started = time.monotonic()
         watch.started(command)
-        code, output, outcome = _run_one(command, cwd, timeout, watch)
+        if stop is not None and stop.is_set():
+            raise Stopped(f"stopped before `{command}` ran")
+        code, output, outcome = _run_one(command, cwd, timeout, watch, stop)
         watch.ended(command, outcome)
         runs.append(
             {
@@ -95,7 +108,9 @@ def run(
     return runs
 
 
-def _run_one(command: str, cwd: str | Path, timeout: float, watch: Watch) -> tuple[int, bytes, str]:
+def _run_one(
+    command: str, cwd: str | Path, timeout: float, watch: Watch, stop: threading.Event | None
+) -> tuple[int, bytes, str]:
     """(exit code, output, outcome in words) of one check."""
     started = time.monotonic()
     process = subprocess.Popen(
@@ -108,9 +123,10 @@ def _run_one(command: str, cwd: str | Path, timeout: float, watch: Watch) -> tup
         env={**os.environ, "COORD_CHECK": "1"},
         start_new_session=True,  # its own session and process group, led by the shell
     )
+    watch.running(process.pid)
     output = _Output(process, watch)
     try:
-        ending = _follow(process, output, started + timeout, command, watch)
+        ending = _follow(process, output, started + timeout, command, watch, stop)
     except BaseException:  # Ctrl-C (or anything): nothing of the check may outlive coord
         _end_group(process, output)
         output.close()
@@ -134,10 +150,16 @@ def _run_one(command: str, cwd: str | Path, timeout: float, watch: Watch) -> tup
 
 
 def _follow(
-    process: subprocess.Popen[bytes], output: _Output, deadline: float, command: str, watch: Watch
+    process: subprocess.Popen[bytes],
+    output: _Output,
+    deadline: float,
+    command: str,
+    watch: Watch,
+    stop: threading.Event | None = None,
 ) -> str | None:
     """Read the check's output until it ends: None when its shell exited and the output
-    closed; "timeout"; "leftovers" when the shell exited but its output stays open."""
+    closed; "timeout"; "leftovers" when the shell exited but its output stays open. Raises
+    ``Stopped`` once ``stop`` is set (the caller ends the group)."""
     started = time.monotonic()
     every = watch.quiet_every
     next_quiet = started + every if every else None
@@ -153,6 +175,8 @@ def _follow(
                 return "leftovers"
         if now >= deadline:
             return "timeout"
+        if stop is not None and stop.is_set():
+            raise Stopped(f"`{command}` was stopped: ended its process group")
         wait = min(POLL_SECONDS, deadline - now)
         if next_quiet is not None:
             wait = max(0.0, min(wait, next_quiet - now))

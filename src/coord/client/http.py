@@ -56,8 +56,12 @@ class Client:
         autostart: bool = True,
         timeout: float = 30.0,
         on_busy: Callable[[str, float], None] | None = None,
+        headers: tuple[str, ...] = (),
     ) -> None:
         self.board_dir = board_dir
+        # sent with every request, as "Name: value" lines (the daemon's own landing runner
+        # says who it is, so that its polling is not activity: coord.server.idle)
+        self.headers = headers
         self.autostart = autostart
         self.timeout = timeout
         # told (the daemon's message, the seconds to wait) before the first retry of a busy
@@ -118,6 +122,7 @@ class Client:
             ]
             if body is not None:
                 lines.append("Content-Type: application/json")
+            lines.extend(self.headers)
             # every route but the open ones needs it; the address passed the identity proof
             lines.append(f"Authorization: Bearer {self._board_token()}")
             request = ("\r\n".join(lines) + "\r\n\r\n").encode() + data

@@ -184,6 +184,7 @@ CONFIG_KEYS = (
     "start_in_worktree",
     "land_strategy",
     "land_remote",
+    "land_in_daemon",
 )
 LAND_STRATEGIES = ("rebase", "merge", "squash")
 DATABASE_SCHEMES = ("postgresql", "postgres")  # what libpq takes as a connection URL
@@ -281,11 +282,10 @@ def _check_landing_settings(config: dict[str, Any], path: Path) -> None:
             "`refs/heads/main`)",
             field="main_branch",
         )
-    start = config.get("start_in_worktree")
-    if start is not None and not isinstance(start, bool):
-        raise InvalidInput(
-            f"{path}: start_in_worktree must be true or false", field="start_in_worktree"
-        )
+    for flag in ("start_in_worktree", "land_in_daemon"):
+        value = config.get(flag)
+        if value is not None and not isinstance(value, bool):
+            raise InvalidInput(f"{path}: {flag} must be true or false", field=flag)
     strategy = config.get("land_strategy")
     if strategy is not None and strategy not in LAND_STRATEGIES:
         raise InvalidInput(

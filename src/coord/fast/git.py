@@ -20,6 +20,15 @@ LOCAL_TIMEOUT = 60.0
 _BASE_ENV = {"LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 # we never write the user's index: a private one is set explicitly where one is needed
 _OURS = ("GIT_INDEX_FILE",)
+# the umask git runs with; -1: this process's. The daemon keeps its own files private
+# (umask 077) but lands the queue into the user's checkout of main, whose new files must get
+# the user's usual modes, not owner-only ones: it sets the umask it was started with.
+_child_umask = -1
+
+
+def set_child_umask(mask: int) -> None:
+    global _child_umask
+    _child_umask = mask
 
 
 class Git:
@@ -51,6 +60,7 @@ class Git:
                 capture_output=True,
                 env=env,
                 timeout=timeout,
+                umask=_child_umask,
             )
         except (FileNotFoundError, NotADirectoryError):
             if not Path(self.cwd).is_dir():  # the same error as a missing git

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coord.errors import CoordError, GitError
+from coord.errors import AlreadyClaimed, CoordError, GitError
 from coord.fast import fsfold, patterns, worktree_owner
 from coord.fast.git import Git
 from coord.landing import gitlock, steps, ticks, worktrees
@@ -42,6 +42,8 @@ LANDING_DIRNAME = worktree_owner.LANDING_DIRNAME
 # The landing lease: short, so a runner that died (kill -9, a closed laptop) stops holding
 # the queue within a minute, and renewed every quarter of it while an item's checks run.
 LEASE_SECONDS = 60.0
+# how often a runner waiting for the lease (another runner lands) asks for it again
+LEASE_WAIT_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -50,7 +52,7 @@ class Landed:
 
     item: int
     ref: str
-    kind: str  # merged | needs_rework | waiting | skipped
+    kind: str  # merged | needs_rework | waiting | skipped | stopped
     commit: str | None = None
     reason: str = ""
     files: list[str] = field(default_factory=list)
@@ -79,6 +81,8 @@ class Runner:
         check_timeout: float = 1800.0,
         lease_seconds: float = LEASE_SECONDS,
         remote: str | None = None,
+        stop: threading.Event | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.transport = transport
         self.repo = repo
@@ -96,6 +100,12 @@ class Runner:
         self.token: int | None = None
         self.lease_seconds = lease_seconds
         self.lost: str | None = None  # why the lease was lost while landing, if it was
+        # set: land nothing more (a check running is ended, the item stays queued)
+        self.stop = stop
+        # given: wait for a lease another runner holds (told why, once a pass); else refused
+        self.on_wait = on_wait
+        self.busy = False  # a pass holds the lease or tidies after it: not idle
+        self.current: str | None = None  # the item being landed (its key or id)
 
     @classmethod
     def for_board(cls, transport: Transport, board_dir: Path, name: str, **given: Any) -> Runner:
@@ -116,8 +126,28 @@ class Runner:
     # --- the lease ---------------------------------------------------------------------------
 
     def acquire(self) -> int:
+        """The landing lease; while another runner holds it, ``AlreadyClaimed`` (the board's
+        word, naming the holder), or with ``on_wait`` a wait until it is released or lapses
+        (``stop`` ends the wait with the same refusal)."""
         body = {"runner": self.name, "lease_seconds": self.lease_seconds}
-        won = self._post("/v1/landing/acquire", body)
+        told = False
+        while True:
+            try:
+                won = self._post("/v1/landing/acquire", body)
+                break
+            except AlreadyClaimed as held:
+                if self.on_wait is None or self._stopping():
+                    raise
+                if not told:
+                    holder = held.details.get("holder") or "another runner"
+                    until = held.details.get("lease_expires_at")
+                    self.on_wait(
+                        f"the landing lease is held by {holder}"
+                        + (f" until {until}" if until else "")
+                        + "; waiting for it (one runner lands at a time)"
+                    )
+                    told = True
+                time.sleep(LEASE_WAIT_SECONDS)
         self.token = int(won["token"])
         return self.token
 
@@ -141,25 +171,41 @@ class Runner:
         if sweep and self.remote is not None:  # judged against the remote's main as it is
             with contextlib.suppress(GitError):  # unreachable: judged by what was fetched last
                 gitlock.fetch(self.repo, self.remote, timeout=120.0)
-        results = self.merged_by_hand() if sweep else []
+        # claimed items outside the lease (no runner lands one); queued ones only under it,
+        # where no landing of another runner can be between moving main and saying so
+        results = self.merged_by_hand(("claimed",)) if sweep else []
         queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
-        if not queue:
+        if not queue or self._stopping():
             return results
+        self.busy = True
+        try:
+            return self._land_queue(results, sweep)
+        finally:
+            self.busy = False
+
+    def _stopping(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+    def _land_queue(self, results: list[Landed], sweep: bool) -> list[Landed]:
         self.acquire()
-        root = self.landing_path.parent  # once a pass: two git commands
-        os.makedirs(root, exist_ok=True)
-        worktrees.ensure_ignored(self.repo, root)  # never "untracked" in the user's checkout
         stop = threading.Event()
         renewing = threading.Thread(target=self._keep_lease, args=(stop,), daemon=True)
         renewing.start()
-        try:
+        landed_items: list[tuple[Landed, dict[str, Any]]] = []
+        try:  # whatever fails from here gives the lease back (it held the queue for 60 s)
+            root = self.landing_path.parent  # once a pass: two git commands
+            os.makedirs(root, exist_ok=True)
+            worktrees.ensure_ignored(self.repo, root)  # never "untracked" in the user's checkout
+            if sweep:
+                results += self.merged_by_hand(("queued",))
             # read again under the lease: another runner may have landed some meanwhile
-            landed_items: list[tuple[Landed, dict[str, Any]]] = []
             for item in self.transport.call("GET", "/v1/queue?limit=1000")["items"]:
+                if self._stopping():
+                    break
                 landed = self.land_one(item)
                 results.append(landed)
                 landed_items.append((landed, item))
-                if landed.kind == "waiting":
+                if landed.kind in ("waiting", "stopped"):
                     break
         finally:
             stop.set()
@@ -196,7 +242,7 @@ class Runner:
                 return
 
     def land_one(self, item: dict[str, Any]) -> Landed:
-        ref = str(item.get("key") or item["id"])
+        ref = self.current = str(item.get("key") or item["id"])
         branch, head = item.get("branch"), item.get("submitted_head")
         if not branch or not head:
             return Landed(item["id"], ref, "skipped", reason="no branch or head recorded")
@@ -214,6 +260,7 @@ class Runner:
             checkout=steps.checked_out(self.repo, self.main),
             tidy=lambda tree: _tick(tree, item),
             remote=self.remote,
+            stop=self.stop,
         )
         landed = Landed(item["id"], ref, outcome.kind, outcome.commit, outcome.reason)
         landed.files = outcome.files
@@ -247,14 +294,14 @@ class Runner:
             self._post(f"/v1/items/{item['id']}/needs-rework", {**tokens, "facts": facts})
         return landed
 
-    def merged_by_hand(self) -> list[Landed]:
+    def merged_by_hand(self, states: tuple[str, ...] = ("claimed", "queued")) -> list[Landed]:
         """Worktree items whose commits reached main some other way (a human's merge,
         fast-forward, squash or rebase): found by ancestry, then patch-id, then tree, and
         recorded merged like a landing. A claim whose branch has no commit of its own yet
         is not merged, though its head is on main."""
         found: list[Landed] = []
         git = Git(self.repo)
-        for state in ("claimed", "queued"):
+        for state in states:
             listed = self.transport.call("GET", f"/v1/items?state={state}&limit=1000")["items"]
             for item in listed:
                 branch, base = item.get("branch"), item.get("base_commit")

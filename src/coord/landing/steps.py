@@ -13,12 +13,17 @@ of its whole change against each commit on main since its base, then tree equali
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from coord.client import checks as checks_module
+from coord.fast import worktree as fast_worktree
 from coord.fast.git import Git
 from coord.landing import gitlock
 from coord.landing.gitlock import changing_worktrees
@@ -29,7 +34,9 @@ REMOTE_TIMEOUT = 120.0  # a fetch or push over the network
 
 @dataclass(slots=True)
 class Outcome:
-    kind: str  # "merged" | "needs_rework" | "waiting" (the checkout of main is in the way)
+    # "merged" | "needs_rework" | "waiting" (the checkout of main is in the way) | "stopped"
+    # (the runner is stopping: its checks were ended, main untouched, the item stays queued)
+    kind: str
     commit: str | None = None
     reason: str = ""
     # why, as the board says it (coord.model.REWORK_REASONS), or "main_moved": main kept
@@ -53,6 +60,39 @@ STRATEGIES = ("rebase", "merge", "squash")
 _IN_THE_WAY = ("would be overwritten", "untracked working tree files would be")
 
 Vet = Callable[[str, str, list[str]], "Outcome | None"]
+# in the landing worktree's git directory: the check running now, "PID STARTED" (its process
+# group, and when it started, so that a pid used again by another process is never signalled)
+CHECK_RECORD = "coord-check"
+
+
+class _Recorded(checks_module.Watch):
+    """Writes down each check's process group while it runs (``CHECK_RECORD``)."""
+
+    def __init__(self, record: Path) -> None:
+        self.record = record
+
+    def running(self, pid: int) -> None:
+        started = fast_worktree.process_started(pid)
+        with contextlib.suppress(OSError):  # unrecorded: a killed runner's check may linger
+            self.record.write_text(f"{pid} {started}\n", encoding="ascii")
+
+
+def _end_leftover_check(record: Path) -> None:
+    """A runner killed while its check ran (kill -9) left the check running in the landing
+    worktree, in a process group of its own: ended before the tree is used again."""
+    try:
+        pid_text, started = record.read_text(encoding="ascii").split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return
+    if pid > 1 and started != "None" and str(fast_worktree.process_started(pid)) == started:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+    record.unlink(missing_ok=True)
+
+
+def _git_path(here: Git, name: str) -> Path:
+    return Path(here.out("rev-parse", "--path-format=absolute", "--git-path", name))
 
 
 def _landing_worktree(git: Git, path: Path, tip: str) -> Git:
@@ -60,8 +100,14 @@ def _landing_worktree(git: Git, path: Path, tip: str) -> Git:
         with changing_worktrees(git.cwd):
             git.run("worktree", "add", "--detach", str(path), tip)
     here = Git(path, git.env)
-    if here.ok("rev-parse", "-q", "--verify", "REBASE_HEAD"):
-        here.run("rebase", "--abort", check=False)
+    _end_leftover_check(_git_path(here, CHECK_RECORD))
+    # what a runner killed mid-way left: a rebase cut between two commits has no REBASE_HEAD,
+    # only its state directory, and the next `git rebase` would refuse to start
+    cut = here.ok("rev-parse", "-q", "--verify", "REBASE_HEAD") or any(
+        _git_path(here, state).exists() for state in ("rebase-merge", "rebase-apply")
+    )
+    if cut and not here.ok("rebase", "--abort"):
+        here.run("rebase", "--quit", check=False)
     if here.ok("rev-parse", "-q", "--verify", "MERGE_HEAD"):
         here.run("merge", "--abort", check=False)
     here.run("checkout", "--detach", "--force", tip)  # our own tree: nothing of anyone's
@@ -194,6 +240,7 @@ def land(
     checkout: Path | None = None,
     tidy: Callable[[Path], str | None] | None = None,
     remote: str | None = None,
+    stop: threading.Event | None = None,
 ) -> Outcome:
     """Land ``branch`` at ``submitted_head`` on ``main``. ``vet(candidate, old, changed
     files)`` may refuse a candidate (the files another item holds); ``tidy(tree)`` may edit
@@ -201,7 +248,9 @@ def land(
     edit; ``checkout``: the working tree where main is checked out, moved with it.
     ``remote``: main lives there; it is fetched before each attempt and moved by a push that
     is never forced (the remote refuses it when main moved: the compare-and-set), then the
-    local main follows it where it can."""
+    local main follows it where it can. ``stop`` set (the daemon is shutting down): a check
+    running is ended and the landing gives up, main untouched ("stopped"); past its checks
+    it finishes (moving main takes a moment, and the checks' time is not thrown away)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}")
     git = _identity(Git(repo))
@@ -248,7 +297,15 @@ def land(
             blocked = _blocked_by_checkout(checkout, main, old, candidate, attempt)
             if blocked is not None:
                 return blocked
-        runs = checks_module.run(checks, cwd=landing_path, timeout=check_timeout)
+        record = _git_path(here, CHECK_RECORD)
+        try:
+            runs = checks_module.run(
+                checks, cwd=landing_path, timeout=check_timeout, watch=_Recorded(record), stop=stop
+            )
+        except checks_module.Stopped as stopped:
+            return Outcome("stopped", reason=str(stopped), main=old, attempts=attempt)
+        finally:
+            record.unlink(missing_ok=True)
         failed = [r for r in runs if r["exit_code"] != 0]
         if failed:
             return Outcome(

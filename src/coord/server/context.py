@@ -79,6 +79,10 @@ class Server:
     # on a PostgreSQL board: the worker threads its board calls run on (offload.BoardCalls);
     # None: inline on the loop (SQLite)
     board_calls: Any = None
+    # the daemon's landing runner (coord.landing.in_daemon.InDaemon), woken by a submit;
+    # None: this daemon lands nothing; ``landing_off``: why
+    lander: Any = None
+    landing_off: str = ""
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)``, a board call made by a handler that awaits (the long poll, the

@@ -11,6 +11,11 @@ database serialises the writes of them all, and each registers itself in the dat
 ``daemons`` table with a heartbeat, so ``coord status`` shows the others. Such a daemon never
 idles out (this machine's hooks and agents rely on it answering while the team works) and
 needs no SQLite checkpointer.
+
+A daemon whose board sits in a git repository lands the queue itself, on a thread of its own
+(``coord.landing.in_daemon``; ``land_in_daemon`` or ``--no-land`` turn it off). Stopping, it
+first lets the runner put its work down while the HTTP face still answers, so a landing
+past its checks is recorded, then shuts the face down.
 """
 
 from __future__ import annotations
@@ -159,6 +164,7 @@ def serve(
     port: int = 0,
     log_level: str = "warning",
     idle_exit: float | None = None,
+    land: bool = True,
 ) -> None:
     import uvicorn
 
@@ -175,7 +181,7 @@ def serve(
 
     # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
     # owner's alone; the daemon is a process of its own, so the umask is its own to set.
-    os.umask(0o077)
+    started_umask = os.umask(0o077)
     open_file_limit = raise_open_file_limit()
     max_connections = connection_bound(open_file_limit)
     lock_fd = _take_lock(board_dir)
@@ -259,7 +265,17 @@ def serve(
 
         where = board.storage.location().get("database", "")
         board_calls = app.state.coord.board_calls = BoardCalls(PG_WORKERS, PG_CALL_SECONDS, where)
+    if land:  # the landing's git writes the user's checkout: with the user's umask
+        from coord.fast.git import set_child_umask
+
+        set_child_umask(started_umask)
+    lander, app.state.coord.landing_off = _lander(
+        board_dir, host, bound_port, shared, land, board_files.read_token(board_dir)
+    )
+    app.state.coord.lander = lander
     activity = idle.Activity(app)
+    if lander is not None:
+        activity.keep = lambda: lander.busy  # never idle mid-landing
     config = uvicorn.Config(
         activity,
         log_level=log_level,
@@ -276,6 +292,10 @@ def serve(
 
     class Server(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
+            if lander is not None:  # while the face still answers: its last writes land
+                import asyncio
+
+                await asyncio.get_running_loop().run_in_executor(None, lander.stop)
             # end the event streams first: each waits for the board's next change, and would
             # hold the graceful shutdown to its timeout
             close_streams()
@@ -306,12 +326,16 @@ def serve(
             )
         registration.start()
         follower = _follow(activity, board, board_dir)
+        if lander is not None:
+            lander.start()
         server.run(sockets=[sock])
     except (_Terminated, KeyboardInterrupt):
         # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
         # (SIGTERM from a service manager, Ctrl-C at a terminal), said alike by `coord serve`
         pass
     finally:
+        if lander is not None:  # stopped by now, unless uvicorn never ran: lands no more
+            lander.stop(0)
         if (read_record(board_dir) or {}).get("pid") == os.getpid():
             record_path.unlink(missing_ok=True)
         if follower is not None:
@@ -325,6 +349,20 @@ def serve(
             checkpointer.stop()
         board.close()
         os.close(lock_fd)
+
+
+def _lander(
+    board_dir: Path, host: str, port: int, shared: bool, land: bool, token: str
+) -> tuple[Any, str]:
+    """(the daemon's landing runner, not started; or None and why it lands nothing)."""
+    if not land:
+        return None, "the daemon was started with --no-land: `coord land` lands the queue"
+    from coord.landing import in_daemon  # git work: only where the daemon lands
+
+    why = in_daemon.wanted(board_dir, board_files.read_config(board_dir), shared)
+    if why is not None:
+        return None, why
+    return in_daemon.InDaemon.for_board(board_dir, host, port, token), ""
 
 
 def _checkpointer(board_dir: Path, storage: Storage) -> Any:

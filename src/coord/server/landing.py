@@ -84,6 +84,8 @@ def submit(call: Call) -> dict[str, Any]:
     item = board.landing.submit(
         call.item_id, agent=call.agent(), token=body.get("token"), head=body.get("head")
     )
+    if call.server.lander is not None:  # the daemon's runner lands it now, not at its poll
+        call.server.lander.wake()
     return item.to_dict(board.now())
 
 

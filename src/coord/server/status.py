@@ -3,7 +3,8 @@
 A read like any other (the board's token required): it tells who holds what and what waits
 on whom. The board's half is the core's (``coord.core.overview``); this adds the daemon's:
 where the board is kept (``Storage.location``, never a password) and the daemons serving it
-(on a team board every machine's live daemon, this one marked ``this``).
+(on a team board every machine's live daemon, this one marked ``this``), and whether it
+lands the queue: its landing runner's state, or why it runs none.
 """
 
 from __future__ import annotations
@@ -40,6 +41,25 @@ ANSWER_SCHEMA: dict[str, Any] = {
                 "required": ["instance", "machine", "pid", "url", "this"],
             },
         },
+        "landing": {
+            "type": "object",
+            "required": ["in_daemon"],
+            "properties": {
+                "in_daemon": {"type": "boolean"},
+                "off": {"type": "string", "description": "why this daemon lands nothing"},
+                "runner": {"type": "string"},
+                "state": {
+                    "enum": ["starting", "watching", "lease_held", "failed", "stopped", "dead"]
+                },
+                "item": {"type": "string", "description": "the item landing now"},
+                "landed": {"type": "integer"},
+                "last_pass_at": {"type": "string"},
+                "error": {"type": "string", "description": "why its last pass failed"},
+                "failed_at": {"type": "string"},
+                "failures": {"type": "integer"},
+                "note": {"type": "string"},
+            },
+        },
         "board": {
             "type": "object",
             "required": [
@@ -68,5 +88,13 @@ def status(call: Call) -> dict[str, Any]:
             for daemon in storage.live_daemons()
         ],
         "last_seq": board.last_seq(),
+        "landing": landing(call),
         "board": overview(board),
     }
+
+
+def landing(call: Call) -> dict[str, Any]:
+    lander = call.server.lander
+    if lander is None:
+        return {"in_daemon": False, "off": call.server.landing_off or "not started"}
+    return {"in_daemon": True, **lander.describe()}
