@@ -369,3 +369,34 @@ def test_main_moving_under_every_attempt_leaves_the_item_queued_and_waiting(
     waits = [e for e in events if e["kind"] == "landing_waits"]
     assert [(e["item_id"], e["details"]["reason"]) for e in waits] == [(item, "main_moved")]
     assert "main kept moving" in waits[0]["details"]["message"]
+
+
+def test_a_watching_runner_tries_a_waiting_landing_again_only_once_something_changed(
+    daemon: Daemon, repo: Path
+) -> None:
+    """A human's edit in the way may sit there for hours: each pass that tried again would
+    take the lease, rebase and write three events. The runner passes over it until the
+    queue, main or the checkout's local changes move."""
+    from coord.client.http import Client
+    from coord.landing.runner import Runner
+
+    item = add(daemon, "change app")
+    work(daemon, repo, item, "alice", {"src/app.py": "A = 2\n"})
+    (repo / "src/app.py").write_text("A = human's work in progress\n")
+    runner = Runner.for_board(Client(daemon.board_dir), daemon.board_dir, "lander")
+
+    def events() -> list[str]:
+        return [e["kind"] for e in ok(daemon, "GET", "/v1/events?limit=5000")["events"]]
+
+    assert [x.kind for x in runner.land_all(sweep=False)] == ["waiting"]
+    before = events()
+    assert before[-3:] == ["landing_acquired", "landing_waits", "landing_released"]
+    for _ in range(3):  # the watch loop's next passes: nothing changed
+        assert runner.land_all(sweep=False) == []
+    assert events() == before
+
+    (repo / "src/app.py").write_text("A = more of the human's work\n")  # still " M src/app.py"
+    assert runner.land_all(sweep=False) == []
+    git(repo, "checkout", "--", "src/app.py")  # the human puts it aside: the listing changed
+    assert [x.kind for x in runner.land_all(sweep=False)] == ["merged"]
+    assert ok(daemon, "GET", f"/v1/items/{item}")["state"] == "merged"

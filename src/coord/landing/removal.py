@@ -120,7 +120,8 @@ def _what_would_be_lost(
     losing = []
     if wt.changed or wt.untracked:
         losing.append(f"{wt.changed} changed and {wt.untracked} untracked files not committed")
-    if wt.head and not kept(repo, wt.head, main):
+    # judged already (``find``): how HEAD reached main, if it did; else kept elsewhere?
+    if wt.head and not wt.merged and not kept(repo, wt.head, main):
         losing.append(f"HEAD {wt.head[:12]} is not on main")
     if branch_head and branch_head != wt.head and not kept(repo, branch_head, main):
         losing.append(f"branch {branch} at {branch_head[:12]} is not on main")

@@ -106,6 +106,10 @@ class Runner:
         self.on_wait = on_wait
         self.busy = False  # a pass holds the lease or tidies after it: not idle
         self.current: str | None = None  # the item being landed (its key or id)
+        # what the queue, main and the checkout of main were when the last pass had to wait:
+        # a watching runner tries again only once one of them changed (each try takes the
+        # lease, rebases and writes three events; a human's edit may sit there for hours)
+        self.waited: tuple[Any, ...] | None = None
 
     @classmethod
     def for_board(cls, transport: Transport, board_dir: Path, name: str, **given: Any) -> Runner:
@@ -177,11 +181,31 @@ class Runner:
         queue = self.transport.call("GET", "/v1/queue?limit=1000")["items"]
         if not queue or self._stopping():
             return results
+        seen = self._still(queue)  # before the pass: what it judges is this or newer
+        if self.waited == seen:
+            return results  # it would wait again, for the same reason
         self.busy = True
         try:
-            return self._land_queue(results, sweep)
+            landed = self._land_queue(results, sweep)
         finally:
             self.busy = False
+        waiting = bool(landed) and landed[-1].kind == "waiting"
+        self.waited = seen if waiting else None
+        return landed
+
+    def _still(self, queue: list[dict[str, Any]]) -> tuple[Any, ...]:
+        """What a waiting landing waits on: the queue (its items and heads), main's tip, and
+        the checkout of main's local changes (git's own listing of them)."""
+        git = Git(self.repo)
+        tip = git.out("rev-parse", "-q", "--verify", self.judged, check=False)
+        checkout = steps.checked_out(self.repo, self.main)
+        local = (
+            Git(checkout).run("status", "--porcelain", "-z", "--untracked-files=all").stdout
+            if checkout is not None
+            else b""
+        )
+        heads = tuple((i["id"], i.get("submitted_head")) for i in queue)
+        return heads, tip, local
 
     def _stopping(self) -> bool:
         return self.stop is not None and self.stop.is_set()
