@@ -26,6 +26,10 @@ HELD_BY: dict[int, tuple[str, ...]] = {
         "test_landing_flow.py::test_main_moving_under_every_attempt_leaves_the_item_queued_and_waiting",
         "test_landing_flow.py::test_main_on_a_remote_is_moved_by_a_push_never_forced_and_a_lost_race_lands_again",
         "acceptance/test_plan_to_main.py::test_a_plan_of_twelve_packages_reaches_main_through_four_agents_in_worktrees",
+        "test_landing_runner_faults.py::test_a_runner_killed_mid_check_is_replaced_at_once_and_main_moves_once",
+        "test_landing_runner_faults.py::test_a_runner_killed_mid_rebase_is_replaced_by_the_daemon_and_main_moves_once",
+        "test_landing_runner_faults.py::test_a_second_runner_never_takes_an_item_between_main_moved_and_merged",
+        "test_landing_in_daemon.py::test_coord_land_beside_the_daemons_runner_lands_each_item_once",
     ),
     # a dependent is ready only once merged, and starts from a main that contains it
     17: (
@@ -37,6 +41,8 @@ HELD_BY: dict[int, tuple[str, ...]] = {
     18: (
         "test_landing_worktrees.py::test_remove_refuses_work_that_is_neither_on_main_nor_snapshotted",
         "test_claude_worktree_hooks.py::test_removing_a_worktree_with_work_in_it_keeps_it_and_the_claim",
+        "test_landing_faults.py::test_an_agent_killed_mid_work_loses_nothing_and_its_files_stay_held",
+        "test_start_cli.py::test_a_released_item_taken_by_next_again_goes_on_in_its_worktree",
     ),
     # only the head recorded at submit under the current token lands
     19: (
@@ -47,6 +53,8 @@ HELD_BY: dict[int, tuple[str, ...]] = {
     20: (
         "test_landing_board.py::test_submit_queues_the_item_ends_the_lease_and_hands_the_files_to_the_queue",
         "test_landing_board.py::test_a_package_ticked_in_its_document_while_queued_stays_queued",
+        "test_landing_lapsed.py::test_a_lapsed_worktree_claim_keeps_its_files_held_for_its_item",
+        "test_landing_faults.py::test_agents_racing_for_a_lapsed_items_files_never_get_them_and_one_takes_it_over",
     ),
 }
 
