@@ -36,6 +36,7 @@ class ItemQuery:
     label: str | None = None
     claimable_at: float | None = None
     spec: str | None = None  # items imported from this design document
+    reserved: bool = False  # only items a design document reserves (``reserved_for``)
     after_id: int = 0
     limit: int = 100
 
@@ -83,6 +84,8 @@ def listing_where(
         if value is not None:
             where.append(condition)
             params.append(value)
+    if query.reserved:
+        where.append("items.reserved_for IS NOT NULL")
     return where, params
 
 
