@@ -450,9 +450,7 @@ def test_sync_says_which_reservation_lines_lint_will_refuse(daemon: Daemon) -> N
     doc.write_text(RESERVED)
     coord(daemon, "spec", "import", "docs/reserved.md", agent="lead")
     coord(daemon, "claim", "A2", agent="alice")
-    code, _, _ = coord(
-        daemon, "done", "A2", "--skip-checks", "--reason", "by hand", agent="alice"
-    )
+    code, _, _ = coord(daemon, "done", "A2", "--skip-checks", "--reason", "by hand", agent="alice")
     assert code == 0
 
     code, dry, _ = coord(daemon, "spec", "sync", "docs/reserved.md", "--dry-run")

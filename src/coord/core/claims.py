@@ -17,7 +17,7 @@ from coord.errors import NothingReady
 from coord.fast.prefix_index import PrefixIndex
 from coord.limits import MAX_CLAIM_SCAN
 from coord.model import Claim, Item, Reservation, WorktreeSpec
-from coord.storage.base import ItemQuery, WriteTx
+from coord.storage.base import WriteTx
 from coord.times import iso
 
 
@@ -234,28 +234,22 @@ class _Scan:
         counts = self.tx.count_held_back(self.now, kinds, label, self.agent)
         counts.pop("open")  # what the scan saw, and judged: held files or a first refusal
         held_back = {**counts, "files_held": self.files_held, "first_refusal": self.first_refusal}
+        reserved = self._reserved(kinds, label, counts)
         if self.skipped < MAX_CLAIM_SCAN:
-            reserved = self._reserved(kinds, label, counts)
             return rules.nothing_ready(kind, label, held_back, reserved, self.agent)
-        return rules.nothing_ready_within(kind, label, MAX_CLAIM_SCAN, self.first_holder, held_back)
+        return rules.nothing_ready_within(
+            kind, label, MAX_CLAIM_SCAN, self.first_holder, held_back, reserved
+        )
 
     def _reserved(
         self, kinds: Sequence[str], label: str | None, counts: dict[str, int]
     ) -> list[Item]:
-        """The first open items a design document holds back (those the counts call
-        ``reserved_*``: waiting on nothing else), to name them; read only when there are
-        some. A live claim is no reservation's doing (the counts say ``claimed``)."""
+        """The first pending items a design document holds back, to name them; read only
+        when the counts say there are some (a lapsed claim the document keeps is counted,
+        not named)."""
         if not counts.get("reserved_in_document") and not counts.get("reserved_for_you"):
             return []
-        query = ItemQuery(
-            state="open", kinds=kinds, label=label, reserved=True, limit=rules.NAMED_RESERVED * 4
-        )
-        found = [
-            item
-            for item in self.tx.list_items(query)
-            if item.state != "queued" and not item.blocked_by and not item.lease_live(self.now)
-        ]
-        return found[: rules.NAMED_RESERVED]
+        return self.tx.reserved_pending(kinds, label, rules.NAMED_RESERVED)
 
     def _blocked_by_others(self, item: Item, live: list[Reservation]) -> bool:
         holds = reservations.holds_on(

@@ -320,11 +320,14 @@ def nothing_ready(
         label=label,
         open=open_items,
         held_back=held_back,
-        reserved=[
-            {"id": item.id, "ref": item.ref, "reserved_for": item.reserved_for}
-            for item in reserved
-        ],
+        reserved=reserved_details(reserved),
     )
+
+
+def reserved_details(reserved: Sequence[Item]) -> list[dict[str, Any]]:
+    return [
+        {"id": item.id, "ref": item.ref, "reserved_for": item.reserved_for} for item in reserved
+    ]
 
 
 def nothing_ready_within(
@@ -333,6 +336,7 @@ def nothing_ready_within(
     scanned: int,
     first_holder: dict[str, Any] | None,
     held_back: dict[str, int],
+    reserved: Sequence[Item] = (),
 ) -> NothingReady:
     """Claim-next gave up after ``scanned`` items whose files others hold: ready work may lie
     further on, and those holds lapse with their leases."""
@@ -347,4 +351,5 @@ def nothing_ready_within(
         scanned=scanned,
         open=sum(held_back.values()),
         held_back=held_back,
+        reserved=reserved_details(reserved),
     )

@@ -36,7 +36,6 @@ class ItemQuery:
     label: str | None = None
     claimable_at: float | None = None
     spec: str | None = None  # items imported from this design document
-    reserved: bool = False  # only items a design document reserves (``reserved_for``)
     after_id: int = 0
     limit: int = 100
 
@@ -84,8 +83,6 @@ def listing_where(
         if value is not None:
             where.append(condition)
             params.append(value)
-    if query.reserved:
-        where.append("items.reserved_for IS NOT NULL")
     return where, params
 
 
@@ -172,6 +169,13 @@ class ReadTx(ABC):
         here holds it back: only files others hold or a first refusal can, which the core
         judges). Every reason present, 0 when none. For a refusal of claim-next: one grouped
         count, not a read of the items."""
+
+    @abstractmethod
+    def reserved_pending(self, kinds: Sequence[str], label: str | None, limit: int) -> list[Item]:
+        """Up to ``limit`` pending items of these kinds (with this label) that a design
+        document's reservation holds back and nothing before it (``count_held_back``'s
+        ``reserved_*``: no dependency open), in claim order: for a refusal to name them. Walks
+        the pending rows only, never the done ones."""
 
     @abstractmethod
     def queued_items(self, limit: int) -> list[Item]:
