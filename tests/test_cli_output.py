@@ -195,3 +195,25 @@ def test_log_follow_goes_on_across_a_daemon_restart_without_loss_or_doubles(
         run_cli("stop", board_dir=board_dir)
     assert follow.returncode == 130  # Ctrl-C: not a clean end of the stream
     assert "reconnecting" in said and "Traceback" not in said, said
+
+
+def test_without_user_the_cli_and_open_act_under_one_name(daemon: Daemon) -> None:
+    """With no $USER (cron, a container), `coord add` and the page `coord open` opens act for
+    the same person: once the CLI said `human` and `coord open` the account's name."""
+    env = {k: v for k, v in os.environ.items() if k not in ("USER", "USERNAME", "LOGNAME")}
+    env.pop("LNAME", None)
+
+    def cli(*args: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-m", "coord", *args, "--json"],
+            env={**env, "COORD_DIR": str(daemon.board_dir)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return dict(json.loads(done.stdout))
+
+    added = cli("add", "a person's task")
+    opened = cli("open", "--no-browser")
+    assert added["created_by"] == opened["as"], (added["created_by"], opened["as"])

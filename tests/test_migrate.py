@@ -533,6 +533,9 @@ def test_switch_moves_this_checkout_onto_the_database(seeded: Path, pg_url: str)
     assert not seeded.exists() and kept.exists()
     assert sqlite_rows(kept) == before
     assert board_files.database_url(seeded.parent) == pg_url
+    # a PostgreSQL board's settings keep no SQLite-only one (`synchronous` stayed behind)
+    written = json.loads((seeded.parent / "config.json").read_text())
+    assert written["database"] == pg_url and "synchronous" not in written, written
     assert "this checkout now uses the database" in done.stdout
     try:
         listed = subprocess.run(

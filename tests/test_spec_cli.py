@@ -377,3 +377,102 @@ def test_the_document_and_the_board_read_the_repository_the_same_way(daemon: Dae
     _, ready, _ = coord(daemon, "ls", "--ready")
     assert status["claimable"] == ["D1"], status["packages"]
     assert [i["key"] for i in ready["items"]] == ["D1"]
+
+
+RESERVED = """# Plan
+
+Escalate to: @lead on chat.
+
+### Track A — core
+
+**Reserved: A2 by @alice.** Other agents must not pick A2.
+
+- [x] **A1 — base.** Dependencies: none.
+  - Files: `src/a1.py`
+- [ ] **A2 — feature.** Dependencies: A1.
+  - Files: `src/a2.py`
+
+### Track B — side
+
+**In progress and reserved: @bob.**
+
+- [ ] **B1 — side work.** Dependencies: none.
+  - Files: `src/b1.py`
+"""
+
+
+def text_of(daemon: Daemon, *args: str, agent: str | None = None) -> Any:
+    result = run_cli(*args, board_dir=daemon.board_dir, agent=agent, cwd=repo(daemon))
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def test_a_package_the_document_reserves_is_shown_as_reserved(daemon: Daemon) -> None:
+    """`ls`, `show` and `next`'s refusal say what the board knows: the document keeps A2 for
+    alice (its line) and B1 for bob (its track's marker). A2 once read as plain `pending`."""
+    root = make_repo(daemon)
+    (root / "docs" / "reserved.md").write_text(RESERVED)
+    code, _, _ = coord(daemon, "spec", "import", "docs/reserved.md", agent="lead")
+    assert code == 0
+    rows = {
+        line.split()[1]: line.split()
+        for line in text_of(daemon, "ls").stdout.splitlines()[1:]
+        if len(line.split()) > 1
+    }
+    assert rows["A2"][4:6] == ["reserved", "alice"], rows
+    assert rows["B1"][4:6] == ["reserved", "bob"], rows
+
+    shown = text_of(daemon, "show", "A2").stdout
+    assert "reserved for alice in docs/reserved.md" in shown
+    assert "escalate to @lead on chat" in shown
+    assert "reserved for bob" in text_of(daemon, "show", "B1").stdout
+
+    refused = text_of(daemon, "next", agent="w1")
+    assert refused.returncode == 4
+    assert "A2 for alice" in refused.stderr and "B1 for bob" in refused.stderr, refused.stderr
+    code, as_json, _ = coord(daemon, "next", agent="w1")
+    assert code == 4
+    assert {(r["ref"], r["reserved_for"]) for r in as_json["reserved"]} == {
+        ("A2", "alice"),
+        ("B1", "bob"),
+    }
+    # for alice herself the refusal names the package she may claim by id
+    mine = text_of(daemon, "next", agent="alice")
+    assert mine.returncode == 4 and "yours to claim by id: A2" in mine.stderr, mine.stderr
+
+
+def test_sync_says_which_reservation_lines_lint_will_refuse(daemon: Daemon) -> None:
+    """Sync ticks A2's box and writes nothing else (the README: it never writes
+    reservations), and names the `Reserved:` line left behind: exactly the lines `spec lint`
+    then fails on (the oracle is lint itself, run on the synced document)."""
+    root = make_repo(daemon)
+    doc = root / "docs" / "reserved.md"
+    doc.write_text(RESERVED)
+    coord(daemon, "spec", "import", "docs/reserved.md", agent="lead")
+    coord(daemon, "claim", "A2", agent="alice")
+    code, _, _ = coord(daemon, "done", "A2", "--skip-checks", "--reason", "by hand", agent="alice")
+    assert code == 0
+
+    code, dry, _ = coord(daemon, "spec", "sync", "docs/reserved.md", "--dry-run")
+    assert code == 0 and dry["ticked"] == ["A2"]
+    assert [(r["package"], r["user"], r["line"]) for r in dry["reservations_left"]] == [
+        ("A2", "alice", 7)
+    ]
+    assert doc.read_text() == RESERVED
+
+    synced = text_of(daemon, "spec", "sync", "docs/reserved.md")
+    assert synced.returncode == 0, synced.stderr
+    assert doc.read_text() == RESERVED.replace("- [ ] **A2", "- [x] **A2")
+    linted = text_of(daemon, "spec", "lint", "docs/reserved.md")
+    assert linted.returncode == 1
+    refused = [ln for ln in linted.stdout.splitlines() if "reservation_on_done" in ln]
+    named = [ln for ln in synced.stdout.splitlines() if ln.startswith("  docs/reserved.md:")]
+    assert [ln.split(":")[1] for ln in named] == [ln.split(":")[1] for ln in refused] == ["7"]
+    assert "**Reserved: A2 by @alice.**" in named[0] and "remove" in synced.stdout
+
+    code, again, _ = coord(daemon, "spec", "sync", "docs/reserved.md")
+    assert again["ticked"] == [] and [r["line"] for r in again["reservations_left"]] == [7]
+    doc.write_text(doc.read_text().replace(doc.read_text().splitlines()[6] + "\n", ""))
+    code, clean, _ = coord(daemon, "spec", "sync", "docs/reserved.md")
+    assert code == 0 and clean["reservations_left"] == []
+    assert "left to remove" not in text_of(daemon, "spec", "sync", "docs/reserved.md").stdout

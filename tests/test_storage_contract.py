@@ -722,3 +722,23 @@ def test_open_items_are_counted_by_what_holds_each_back(storage: Storage) -> Non
     }
     assert bugs["open"] == 1 and sum(bugs.values()) == 1 and bug
     assert sum(labelled.values()) == 0
+
+
+def test_the_pending_items_a_document_reserves_are_named_in_claim_order(storage: Storage) -> None:
+    """Claim-next's refusal names them (issue 25): pending, reserved, no dependency open (the
+    ones ``count_held_back`` calls ``reserved_*``), of these kinds, by priority then id."""
+    with storage.write() as tx:
+        late, first, waits, done, free = (_add(tx, title=f"t{n}") for n in range(5))
+        bug = _add(tx, kind="bug")
+        tx.update_item(late, 0, {"reserved_for": "alice", "priority": 3})
+        tx.update_item(first, 0, {"reserved_for": "me", "priority": 1})
+        tx.update_item(waits, 0, {"reserved_for": "bob"})
+        tx.add_deps(waits, [free])
+        tx.update_item(done, 0, {"reserved_for": "bob", "state": "done"})
+        tx.update_item(bug, 0, {"reserved_for": "bob"})
+    with storage.read() as tx:
+        named = tx.reserved_pending(("task",), None, 5)
+        one = tx.reserved_pending(("task",), None, 1)
+        bugs = tx.reserved_pending(("bug",), None, 5)
+    assert [(i.id, i.reserved_for) for i in named] == [(first, "me"), (late, "alice")]
+    assert [i.id for i in one] == [first] and [i.id for i in bugs] == [bug]

@@ -10,7 +10,6 @@ object with ``--json``) and their exit code. No argparse here: ``coord next`` re
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from coord.cli import render
@@ -73,7 +72,7 @@ class Context:
                 "COORD_AGENT (each agent needs its own name, so two agents never share a claim, "
                 "a hold or an inbox)"
             )
-        return os.environ.get("USER") or os.environ.get("USERNAME") or "human"
+        return identity.person()
 
     def _found_board(self) -> Path | None:
         """The board, if there is one here: naming the agent must not require it."""

@@ -11,13 +11,13 @@ never with ``--no-browser``: the link is printed either way (to this terminal on
 
 from __future__ import annotations
 
-import getpass
 import os
 import sys
 from pathlib import Path
 
 from coord import model
 from coord.errors import InvalidInput
+from coord.fast import identity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,13 +39,14 @@ def args_open(p: argparse.ArgumentParser) -> None:
 def cmd_open(args: argparse.Namespace, ctx: Context) -> Result:
     # the page is a person's, not an agent's: $COORD_AGENT (an agent's session) is not asked
     given = getattr(args, "agent", None)
+    person = given or identity.person()  # the name the CLI acts under, one rule
     try:
-        name = model.check_agent(given or getpass.getuser())
+        name = model.check_agent(person)
     except InvalidInput as err:
         if given:
             raise
         raise InvalidInput(
-            f"your user name {getpass.getuser()!r} cannot name the page's person ({err.message});"
+            f"your user name {person!r} cannot name the page's person ({err.message});"
             " pass --as NAME",
             field="agent",
         ) from None

@@ -69,13 +69,16 @@ def items_table(items: Sequence[dict[str, Any]]) -> str:
     rows = [("ID", "P", "KIND", "STATE", "HOLDER", "TITLE")]
     for item in items:
         state = item["state"]
+        holder = item["claimed_by"] if item["state"] in ("claimed", "needs_human") else ""
         if item.get("lease_expired"):
             state = "expired"
+        elif state == "pending" and item.get("reserved_for"):
+            # the document's reason first, as `coord spec status` says it: it names the person
+            state, holder = "reserved", item["reserved_for"]
         elif state == "pending" and item.get("blocked_by"):
             state = "blocked"
         elif state == "pending" and item.get("files_held_by"):
             state = "files held"
-        holder = item["claimed_by"] if item["state"] in ("claimed", "needs_human") else ""
         rows.append(
             (
                 str(item["id"]) + (f" {item['key']}" if item.get("key") else ""),
@@ -146,6 +149,14 @@ def item_detail(item: dict[str, Any]) -> str:
         lines.append(f"  NEEDS A HUMAN{contact}: {item['question']}  (`coord answer {ref} ...`)")
     if item.get("spec"):
         lines.append(f"  from {item['spec']}")
+    if item.get("reserved_for") and item["state"] in ("pending", "claimed", "needs_rework"):
+        document = (item.get("spec") or "").rpartition(":")[0] or "its design document"
+        lines.append(
+            f"  reserved for {item['reserved_for']} in {document}: no one else may claim it "
+            "while the line stands"
+        )
+    if item.get("escalate_to") and not item.get("question"):
+        lines.append(f"  escalate to {item['escalate_to']}")
     lines += _worktree_lines(item)
     if item["labels"]:
         lines.append("  labels: " + ", ".join(item["labels"]))

@@ -287,8 +287,11 @@ def _status_text(document: dict[str, Any]) -> str:
 
 
 def _sync(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
-    """Tick the boxes of packages done on the board: one minimal edit, never an untick."""
+    """Tick the boxes of packages done on the board: one minimal edit, never an untick. The
+    reservation lines of ticked packages stay (sync writes none) and are named, with their
+    lines: `coord spec lint` fails on each until it is removed."""
     from coord.client import specs
+    from coord.spec import parse
 
     session = _session(ctx)
     board = None
@@ -300,8 +303,11 @@ def _sync(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
     to_tick = [p for p in doc.packages if not p.done and board.get(p.id, {}).get("state") == "done"]
     path = Path(args.doc)
     diff = ""
+    synced, synced_text = doc, None
     if to_tick:
         before, after = _ticked(path, [(p.line, p.id) for p in to_tick])
+        # the document as the edit leaves it (the parser's own reading)
+        synced, synced_text = parse.parse(after, args.doc), after
         if args.dry_run:  # the edit it would make, as `git diff` would show it
             import difflib
 
@@ -323,10 +329,45 @@ def _sync(args: argparse.Namespace, ctx: Context, doc: SpecDocument) -> Result:
         text += ": " + " ".join(ticked)
     if diff:
         text += "\n" + diff.rstrip("\n")
-    document = {"spec": args.doc, "ticked": ticked, "dry_run": args.dry_run}
+    if synced_text is None:  # nothing to tick: the document as it is
+        synced_text = path.read_bytes().decode("utf-8", errors="replace")
+    left = _reservations_left(synced, synced_text)
+    if left:
+        one = len(left) == 1
+        text += (
+            f"\nleft to remove: {len(left)} reservation line{'' if one else 's'} of "
+            f"{'a ticked package' if one else 'ticked packages'} (sync writes no reservation; "
+            f"`coord spec lint` fails on {'it' if one else 'each'}: reservation_on_done):"
+        )
+        text += "".join(f"\n  {args.doc}:{r['line']}: {r['text']}" for r in left)
+    document = {
+        "spec": args.doc,
+        "ticked": ticked,
+        "dry_run": args.dry_run,
+        "reservations_left": [{k: r[k] for k in ("package", "user", "line")} for r in left],
+    }
     if args.dry_run:
         document["diff"] = diff
     return document, text
+
+
+def _reservations_left(doc: SpecDocument, text: str) -> list[dict[str, Any]]:
+    """The reservation lines of ticked packages (lint's ``reservation_on_done``, judged on
+    the document as sync leaves it), each with its user and its text."""
+    from coord.cli.render import one_line
+    from coord.spec.lint import reservations_on_done
+
+    lines = text.removeprefix("\ufeff").split("\n")
+    users = {(r.line, r.package): r.user for r in doc.reservations}
+    return [
+        {
+            "package": problem.package,
+            "user": users.get((problem.line, problem.package)),
+            "line": problem.line,
+            "text": one_line(lines[problem.line - 1].strip()) if problem.line <= len(lines) else "",
+        }
+        for problem in reservations_on_done(doc)
+    ]
 
 
 def _ticked(path: Path, entries: list[tuple[int, str]]) -> tuple[str, str]:

@@ -234,9 +234,22 @@ class _Scan:
         counts = self.tx.count_held_back(self.now, kinds, label, self.agent)
         counts.pop("open")  # what the scan saw, and judged: held files or a first refusal
         held_back = {**counts, "files_held": self.files_held, "first_refusal": self.first_refusal}
+        reserved = self._reserved(kinds, label, counts)
         if self.skipped < MAX_CLAIM_SCAN:
-            return rules.nothing_ready(kind, label, held_back)
-        return rules.nothing_ready_within(kind, label, MAX_CLAIM_SCAN, self.first_holder, held_back)
+            return rules.nothing_ready(kind, label, held_back, reserved, self.agent)
+        return rules.nothing_ready_within(
+            kind, label, MAX_CLAIM_SCAN, self.first_holder, held_back, reserved
+        )
+
+    def _reserved(
+        self, kinds: Sequence[str], label: str | None, counts: dict[str, int]
+    ) -> list[Item]:
+        """The first pending items a design document holds back, to name them; read only
+        when the counts say there are some (a lapsed claim the document keeps is counted,
+        not named)."""
+        if not counts.get("reserved_in_document") and not counts.get("reserved_for_you"):
+            return []
+        return self.tx.reserved_pending(kinds, label, rules.NAMED_RESERVED)
 
     def _blocked_by_others(self, item: Item, live: list[Reservation]) -> bool:
         holds = reservations.holds_on(

@@ -6,7 +6,7 @@ blocking dependencies) that let an agent decide what to do next.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from coord import model
@@ -268,9 +268,39 @@ def held_back_text(held_back: dict[str, int]) -> str:
     return ", ".join(said)
 
 
-def nothing_ready(kind: str | None, label: str | None, held_back: dict[str, int]) -> NothingReady:
+# How many of the packages a design document holds back a refusal names (the count says all)
+NAMED_RESERVED = 5
+
+
+def reserved_text(reserved: Sequence[Item], agent: str, counted: dict[str, int]) -> str:
+    """The packages a document holds back, named: "; the document reserves A2 for alice, B1
+    for bob" and "; yours to claim by id: A3", each cut at ``NAMED_RESERVED``
+    with how many more the count holds."""
+    said = ""
+    for reason, words in (
+        ("reserved_in_document", "the document reserves"),
+        ("reserved_for_you", "yours to claim by id:"),
+    ):
+        mine = reason == "reserved_for_you"
+        found = [item for item in reserved if (item.reserved_for == agent) == mine]
+        if not found:
+            continue
+        names = [item.ref if mine else f"{item.ref} for {item.reserved_for}" for item in found]
+        more = counted.get(reason, 0) - len(names)
+        said += f"; {words} {', '.join(names)}" + (f" and {more} more" if more > 0 else "")
+    return said
+
+
+def nothing_ready(
+    kind: str | None,
+    label: str | None,
+    held_back: dict[str, int],
+    reserved: Sequence[Item] = (),
+    agent: str = "",
+) -> NothingReady:
     """Nothing to claim, and why: every open item (of this kind, with this label) counted
-    by what holds it back, or none open at all."""
+    by what holds it back, or none open at all. ``reserved``: the first of those a design
+    document holds back (``NAMED_RESERVED``), named in the refusal with whom each is for."""
     parts = [f"kind={kind}" if kind else "", f"label={label}" if label else ""]
     shown = " ".join(p for p in parts if p)
     which = f" ({shown})" if shown else ""
@@ -282,14 +312,22 @@ def nothing_ready(kind: str | None, label: str | None, held_back: dict[str, int]
     else:
         others = open_items - held_back.get("yours", 0) - held_back.get("reserved_for_you", 0)
         then = "; wait for the others and try again (`coord next`)" if others else ""
-        reason = f": {open_items} open ({held_back_text(held_back)}){then}"
+        named = reserved_text(reserved, agent, held_back)
+        reason = f": {open_items} open ({held_back_text(held_back)}){named}{then}"
     return NothingReady(
         f"nothing is ready to claim{which}{reason}",
         kind=kind,
         label=label,
         open=open_items,
         held_back=held_back,
+        reserved=reserved_details(reserved),
     )
+
+
+def reserved_details(reserved: Sequence[Item]) -> list[dict[str, Any]]:
+    return [
+        {"id": item.id, "ref": item.ref, "reserved_for": item.reserved_for} for item in reserved
+    ]
 
 
 def nothing_ready_within(
@@ -298,6 +336,7 @@ def nothing_ready_within(
     scanned: int,
     first_holder: dict[str, Any] | None,
     held_back: dict[str, int],
+    reserved: Sequence[Item] = (),
 ) -> NothingReady:
     """Claim-next gave up after ``scanned`` items whose files others hold: ready work may lie
     further on, and those holds lapse with their leases."""
@@ -312,4 +351,5 @@ def nothing_ready_within(
         scanned=scanned,
         open=sum(held_back.values()),
         held_back=held_back,
+        reserved=reserved_details(reserved),
     )

@@ -211,10 +211,19 @@ def read_config(board_dir: Path) -> dict[str, Any]:
     return check_config({**DEFAULT_CONFIG, **loaded}, path)
 
 
+# Settings only a SQLite board reads: a config that names a database is written without them
+# (`coord migrate --switch` and `coord init --database` once left `synchronous` behind).
+SQLITE_ONLY_KEYS = ("synchronous",)
+
+
 def write_config(board_dir: Path, config: dict[str, Any]) -> None:
-    """Write the settings, checked first: a wrong value is never written."""
+    """Write the settings, checked first: a wrong value is never written, nor a SQLite-only
+    setting beside a database."""
     path = board_dir / "config.json"
-    write_json_atomic(path, check_config(config, path))
+    checked = check_config(config, path)
+    if checked.get("database"):
+        checked = {key: value for key, value in checked.items() if key not in SQLITE_ONLY_KEYS}
+    write_json_atomic(path, checked)
 
 
 def check_config(config: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -43,6 +43,23 @@ def from_env() -> str | None:
     return os.environ.get("COORD_AGENT") or None
 
 
+def person() -> str:
+    """The person at this terminal, one name for every command that acts for a person (the
+    CLI without ``--as`` nor an agent's name, and ``coord open``'s page): ``$USER``, else
+    ``$USERNAME`` (Windows), else the account's own login name, else ``human`` (an account
+    without a name, as a container's bare uid). ``coord open`` once asked the account and the
+    CLI said ``human``: with no ``$USER`` one person acted under two names."""
+    name = os.environ.get("USER") or os.environ.get("USERNAME")
+    if name:
+        return name
+    import getpass  # only here: the usual path has $USER
+
+    try:
+        return getpass.getuser() or "human"
+    except (OSError, KeyError, ImportError):  # no LOGNAME and no passwd entry
+        return "human"
+
+
 def of_command(board_dir: str | os.PathLike[str] | None = None) -> str | None:
     """The agent a `coord` command acts for when no ``--as`` is given: COORD_AGENT, else, in a
     command a Codex session runs, the name coord's hooks give that session, else the name the

@@ -256,7 +256,8 @@ ROUTES: tuple[Route, ...] = (
         "claim the best ready item (priority, then age); 404 nothing_ready, with open (how "
         "many items are open) and held_back (how many of them each reason holds back: "
         "claimed, needs_human, landing, waiting_on_dependencies, files_held, "
-        "reserved_in_document, reserved_for_you, first_refusal, yours). With count: up "
+        "reserved_in_document, reserved_for_you, first_refusal, yours), and reserved (the "
+        "first packages a design document holds back: id, ref, reserved_for). With count: up "
         "to count items whose files overlap neither each other nor anything held, as "
         '{"items": [claim, ...]}',
         {"anyOf": [CLAIM, {**listing("items", CLAIM), "required": ["items"]}]},

@@ -171,6 +171,13 @@ class ReadTx(ABC):
         count, not a read of the items."""
 
     @abstractmethod
+    def reserved_pending(self, kinds: Sequence[str], label: str | None, limit: int) -> list[Item]:
+        """Up to ``limit`` pending items of these kinds (with this label) that a design
+        document's reservation holds back and nothing before it (``count_held_back``'s
+        ``reserved_*``: no dependency open), in claim order: for a refusal to name them. Walks
+        the pending rows only, never the done ones."""
+
+    @abstractmethod
     def queued_items(self, limit: int) -> list[Item]:
         """Up to ``limit`` queued items (submitted, waiting to land), in submit order."""
 

@@ -158,6 +158,15 @@ class PostgresItemTx(WriteTx):
                 counts[reason] += int(number)
         return counts
 
+    def reserved_pending(self, kinds: Sequence[str], label: str | None, limit: int) -> list[Item]:
+        filters, params = _claim_filters(kinds, label)
+        return self._items(
+            f"state = 'pending' AND {filters} AND items.reserved_for IS NOT NULL "
+            f"AND NOT {_UNMET_DEPS}",
+            params,
+            f"ORDER BY priority, id LIMIT {int(limit)}",
+        )
+
     def take_first_pending(
         self, agent: str, kinds: Sequence[str], label: str | None, now: float, expires_at: float
     ) -> Item | None:

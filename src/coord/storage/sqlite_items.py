@@ -179,6 +179,15 @@ class SQLiteItemTx(WriteTx):
                 counts[reason] += int(number)
         return counts
 
+    def reserved_pending(self, kinds: Sequence[str], label: str | None, limit: int) -> list[Item]:
+        filters, params = _claim_filters(kinds, label)
+        return self._items(
+            f"state = 'pending' AND {filters} AND {_RESERVED_IN_DOCUMENT} AND NOT {_UNMET_DEPS}",
+            params,
+            f"ORDER BY priority, id LIMIT {int(limit)}",
+            source="items INDEXED BY items_pending",
+        )
+
     def take_first_pending(
         self, agent: str, kinds: Sequence[str], label: str | None, now: float, expires_at: float
     ) -> Item | None:
