@@ -69,8 +69,8 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
         (raw, where, None) for raw, where in found.targets
     ]
     if found.links:  # `ln -s HELD x && echo > x`: the link is not there yet when judged
-        for raw, where in found.targets:
-            lands = found.through_links(raw, where)
+        for index, (raw, where) in enumerate(found.targets):
+            lands = found.through_links(index, raw, where)
             if lands is not None:
                 written.append((lands, where, None))
     replaced = set(found.replaced)

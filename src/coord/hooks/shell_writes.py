@@ -46,7 +46,7 @@ class Writes:
         self.git: list[tuple[list[str], str]] = []
         self.unread: list[tuple[str, str, str]] = []
         self.replaced: list[tuple[str, str]] = []  # written by a rename over them: a link
-        self.links: list[tuple[str, str, str]] = []
+        self.links: list[tuple[str, str, str, int]] = []
         self.too_big: str | None = None
 
     def write(self, raw: str, cwd: str) -> None:
@@ -60,14 +60,18 @@ class Writes:
 
     def link(self, raw: str, pointing_to: str, cwd: str) -> None:
         """``ln -s pointing_to raw``: made before anything after it in the command runs, and
-        read then as a name for ``pointing_to`` (relative to the link's own directory)."""
-        self.links.append((raw, pointing_to, cwd))
+        read then as a name for ``pointing_to`` (relative to the link's own directory). The
+        targets written so far (the link's own making among them) are not written through it."""
+        self.links.append((raw, pointing_to, cwd, len(self.targets)))
 
-    def through_links(self, raw: str, cwd: str) -> str | None:
-        """Where a write to ``raw`` lands if it goes through a link this command makes (the
-        link itself or a directory link on its way), else None."""
+    def through_links(self, index: int, raw: str, cwd: str) -> str | None:
+        """Where the write ``targets[index]`` (``raw`` in ``cwd``) lands if it goes through a
+        link this command made before it (the link itself or a directory link on its way),
+        else None."""
         path = os.path.normpath(os.path.join(cwd, raw))
-        for link, pointing_to, where in self.links:
+        for link, pointing_to, where, after in self.links:
+            if index < after:
+                continue
             made = os.path.normpath(os.path.join(where, link))
             if path != made and not path.startswith(made + os.sep):
                 continue
