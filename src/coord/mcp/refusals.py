@@ -56,6 +56,8 @@ PERSONS_COMMANDS = {
     "spec",
     "open",
     "mcp",
+    "land",  # the daemon lands the queue; a person runs a runner of their own
+    "abandon",  # giving up an item's work for good: its last holder at a shell, or a human
 }
 
 _COMMAND = re.compile(r"`coord ([a-z][a-z-]*)((?: [^`]*)?)`")
