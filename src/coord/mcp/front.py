@@ -49,10 +49,13 @@ def serve(build: Callable[[], Any]) -> None:
     """Serve MCP on stdio: the front until ``build()`` (run in a thread) returns the SDK server,
     then that server, until the client closes stdin."""
     wire = Wire()
+    front = Front(wire.write, manifest.load())
     events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+    # the import holds the interpreter in slices of this length; the answers wait for one
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.001)
     threading.Thread(target=_read, args=(wire.inp, events), name="mcp-stdin", daemon=True).start()
     threading.Thread(target=_load, args=(build, events), name="mcp-sdk", daemon=True).start()
-    front = Front(wire.write, manifest.load())
     ended = False
     while True:
         kind, value = events.get()
@@ -67,6 +70,7 @@ def serve(build: Callable[[], Any]) -> None:
             raise SystemExit(1)
         else:
             break
+    sys.setswitchinterval(switch_interval)
     relay = _Relay(wire.write, front.to_sdk, None if ended else events)
     run_on_pipes(value, relay.feed, relay.take)
 
@@ -186,7 +190,11 @@ class _Relay:
     def take(self, line: bytes) -> None:
         if self.drop is not None and not self.dropped.is_set():
             message = _parse(line)
-            if message is not None and "method" not in message and _same(message.get("id"), self.drop):
+            if (
+                message is not None
+                and "method" not in message
+                and _same(message.get("id"), self.drop)
+            ):
                 if "error" in message:
                     print(f"coord mcp: initialize replayed: {line.decode()}", file=sys.stderr)
                 self.dropped.set()
@@ -251,7 +259,9 @@ def _lines(fd: int, stop: int) -> Any:
     pending = b""
     stopping = False
     while True:
-        ready, _, _ = select.select([fd] if stopping else [fd, stop], [], [], 0 if stopping else None)
+        ready, _, _ = select.select(
+            [fd] if stopping else [fd, stop], [], [], 0 if stopping else None
+        )
         if fd not in ready:
             if stopping:
                 return
