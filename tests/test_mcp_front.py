@@ -70,6 +70,7 @@ def _converse(daemon: Daemon, lines: list[dict[str, Any]], *args: str, **env: An
         on_answers(process.pid)
     rest, errors = process.communicate(timeout=60)
     assert process.returncode == 0, errors
+    assert "coord mcp:" not in errors  # the front said nothing went wrong
     return written + [json.loads(line) for line in rest.splitlines()]
 
 

@@ -71,7 +71,7 @@ def serve(build: Callable[[], Any]) -> None:
         else:
             break
     sys.setswitchinterval(switch_interval)
-    relay = _Relay(wire.write, front.to_sdk, None if ended else events)
+    relay = _Relay(wire.write, front.to_sdk, front.given, None if ended else events)
     run_on_pipes(value, relay.feed, relay.take)
 
 
@@ -101,6 +101,7 @@ class Front:
         self.write = write
         self.answers = answers
         self.version: str | None = None  # negotiated by the client's initialize
+        self.given: Any = None  # the initialize result the client got
         self.to_sdk: list[tuple[bytes, Any]] = []
         self.waiting = False  # a message only the SDK can answer came: all after it waits too
 
@@ -137,6 +138,8 @@ class Front:
     def _reply(self, request_id: Any, method: str) -> None:
         assert self.version is not None
         result = self.answers["versions"][self.version][method]
+        if method == "initialize":
+            self.given = result
         answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
         self.write(json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode())
 
@@ -166,6 +169,7 @@ class _Relay:
         self,
         write: Callable[[bytes], None],
         replay: list[tuple[bytes, Any]],
+        given: Any,
         events: queue.SimpleQueue[Event] | None,
     ) -> None:
         self.write = write
@@ -173,6 +177,7 @@ class _Relay:
         self.events = events  # None: the client's stdin has ended already
         self.drop: Any = None  # the id of the SDK's answer to drop, while one is awaited
         self.dropped = threading.Event()
+        self.given = given  # what the front answered to that initialize
 
     def feed(self, send: Callable[[bytes], None]) -> None:
         for line, answer_id in self.replay:
@@ -195,8 +200,10 @@ class _Relay:
                 and "method" not in message
                 and _same(message.get("id"), self.drop)
             ):
-                if "error" in message:
-                    print(f"coord mcp: initialize replayed: {line.decode()}", file=sys.stderr)
+                if message.get("result") != self.given:  # the manifest is not this server's
+                    print(
+                        f"coord mcp: the SDK answered initialize {line.decode()}", file=sys.stderr
+                    )
                 self.dropped.set()
                 return
         self.write(line)
