@@ -1,6 +1,6 @@
 """`coord mcp` answers as the SDK server alone does, with its tools listed before the SDK loads.
 
-The front (``coord.mcp.front``) answers ``initialize``, ``ping`` and ``tools/list`` from the
+The front (``coord.mcp.front``) answers ``initialize``, ``ping`` and the lists from the
 manifest, then hands the session to the SDK server. Here: the manifest is what the SDK server
 answers now (regenerated in a fresh process); the same requests, line for line, get the same
 results from ``coord mcp`` as from ``COORD_MCP_FRONT=0 coord mcp`` (the SDK alone), and tool
@@ -97,15 +97,19 @@ def test_the_front_answers_as_the_sdk_alone_and_the_session_goes_on(daemon: Daem
     lines: list[dict[str, Any]] = [
         _initialize("i-1", "2024-11-05"),
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        # a call waits for the SDK; the lists after it are answered meanwhile
+        _request(5, "tools/call", {"name": "who_holds", "arguments": {"path": "src/x.py"}}),
         _request(2, "tools/list", {}),
         _request("p", "ping"),
         _request(4, "resources/list"),
-        _request(5, "tools/call", {"name": "who_holds", "arguments": {"path": "src/x.py"}}),
+        _request(7, "prompts/list", {"cursor": None}),
+        _request(8, "resources/templates/list", {"_meta": {"progressToken": 1}}),
+        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
         _request(6, "no/such"),
     ]
     alone = _by_id(_converse(daemon, lines, COORD_MCP_FRONT="0"))
     fronted = _by_id(_converse(daemon, lines))
-    assert set(fronted) == set(alone) == {'"i-1"', "2", '"p"', "4", "5", "6"}
+    assert set(fronted) == set(alone) == {'"i-1"', "2", '"p"', "4", "5", "6", "7", "8"}
     assert fronted == alone
     assert alone['"i-1"']["result"]["protocolVersion"] == "2024-11-05"
     assert alone["6"]["error"]  # the SDK's own answer, through the front

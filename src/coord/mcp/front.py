@@ -6,17 +6,19 @@ starts the model without coord's tools. So the process answers in two stages:
 
 1. This front, standard library only, claims stdin and stdout (fd 0 then reads EOF and fd 1
    goes to stderr, as the SDK's stdio transport does, so stray output never reaches the wire)
-   and answers ``initialize``, ``ping`` and ``tools/list`` from the manifest
-   (``coord.mcp.manifest``: what the SDK server answers, generated from it and checked
-   against it by a test), while a thread imports the SDK and builds the server.
-2. Once the server is built, or at the first message the front cannot answer (it waits), the
-   SDK's own stdio transport (``server.run("stdio")``, public API) runs on two pipes put on fd
-   0 and 1. The client's ``initialize`` and every notification are replayed to it in order
-   (its answer to that ``initialize`` is dropped: the client has one), then every line passes
-   through both ways unchanged, ids and notifications as they were.
+   and answers ``initialize``, ``ping`` and the lists of tools, prompts and resources from the
+   manifest (``coord.mcp.manifest``: what the SDK server answers, generated from it and
+   checked against it by a test), while a thread imports the SDK and builds the server. A
+   message the front cannot answer (a tool call) waits for the SDK.
+2. Once the server is built, the SDK's own stdio transport (``server.run("stdio")``, public
+   API) runs on two pipes put on fd 0 and 1. The client's ``initialize`` and every
+   notification are replayed to it in order (its answer to that ``initialize`` is dropped:
+   the client has one), then the messages that waited, then every line passes through both
+   ways unchanged, ids and notifications as they were.
 
 A connection that opens with anything else (the 2026 era's ``server/discover``) is the SDK's
-from its first line. ``COORD_MCP_FRONT=0`` skips the front (the SDK alone, as before).
+from its first request: the front answers no ``initialize`` after it. ``COORD_MCP_FRONT=0``
+skips the front (the SDK alone, as before).
 """
 
 from __future__ import annotations
@@ -103,14 +105,13 @@ class Front:
         self.version: str | None = None  # negotiated by the client's initialize
         self.given: Any = None  # the initialize result the client got
         self.to_sdk: list[tuple[bytes, Any]] = []
-        self.waiting = False  # a message only the SDK can answer came: all after it waits too
+        self.waiting = False  # a message only the SDK can answer waits for it
 
     def take(self, line: bytes) -> None:
-        if not self.waiting:
-            message = _parse(line)
-            if message is not None and self._answered(message, line):
-                return
-            self.waiting = True
+        message = _parse(line)
+        if message is not None and self._answered(message, line):
+            return
+        self.waiting = True
         self.to_sdk.append((line, None))
 
     def _answered(self, message: dict[str, Any], line: bytes) -> bool:
@@ -121,7 +122,7 @@ class Front:
             self.to_sdk.append((line, None))
             return True
         request_id = message["id"]
-        if method == "initialize" and self.version is None:
+        if method == "initialize" and self.version is None and not self.waiting:
             self.version = manifest.negotiate(self.answers, params)
             if self.version is None:
                 return False  # not an initialize the SDK would accept: let it say why
@@ -130,7 +131,7 @@ class Front:
             return True
         if self.version is None or not _plain(params):
             return False
-        if method in ("tools/list", "ping"):
+        if method in manifest.METHODS:
             self._reply(request_id, method)
             return True
         return False
@@ -155,11 +156,11 @@ def _parse(line: bytes) -> dict[str, Any] | None:
 
 
 def _plain(params: dict[str, Any] | None) -> bool:
-    """No cursor, no envelope: only a progress token, which these answers do not use."""
-    if not params:
-        return True
-    meta = params.get("_meta")
-    return set(params) == {"_meta"} and isinstance(meta, dict) and set(meta) <= {"progressToken"}
+    """No cursor (the first page: all there is), no envelope; a progress token at most, which
+    these answers do not use."""
+    rest = {key: value for key, value in (params or {}).items() if key != "cursor" or value}
+    meta = rest.pop("_meta", {})
+    return not rest and isinstance(meta, dict) and set(meta) <= {"progressToken"}
 
 
 class _Relay:

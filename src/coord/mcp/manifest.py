@@ -1,7 +1,8 @@
 """What coord's MCP server answers before any tool runs, for the front to give at once.
 
 ``manifest.json`` holds, for each protocol version the ``initialize`` handshake reaches, the
-server's exact ``initialize``, ``tools/list`` and ``ping`` results, as the SDK server writes
+server's exact results of the requests a client makes as it connects (``METHODS``:
+``initialize``, the lists of tools, prompts and resources, ``ping``), as the SDK server writes
 them on stdio. It is generated from that server, never written by hand:
 
     python -m coord.mcp.manifest --write
@@ -22,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 PATH = Path(__file__).with_name("manifest.json")
-METHODS = ("initialize", "tools/list", "ping")
+# what a client asks as it connects (Claude Code lists prompts and resources beside the tools)
+METHODS = (
+    "initialize",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "ping",
+)
 
 
 def load() -> dict[str, Any]:
@@ -66,12 +75,11 @@ def generate() -> dict[str, Any]:
 def _ask(server: Any, version: str, run_on_pipes: Any) -> dict[str, Any]:
     client = {"name": "coord-manifest", "version": "0"}
     init = {"protocolVersion": version, "capabilities": {}, "clientInfo": client}
-    requests = [
+    requests: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
     ]
+    requests += [{"jsonrpc": "2.0", "id": i, "method": m} for i, m in enumerate(METHODS[1:], 2)]
     results: dict[int, Any] = {}
     answered = threading.Event()
 
