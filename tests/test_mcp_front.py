@@ -106,10 +106,11 @@ def test_the_front_answers_as_the_sdk_alone_and_the_session_goes_on(daemon: Daem
         _request(8, "resources/templates/list", {"_meta": {"progressToken": 1}}),
         {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
         _request(6, "no/such"),
+        _request(9, "initialize", {}),  # a second one, and malformed: the SDK's to answer
     ]
     alone = _by_id(_converse(daemon, lines, COORD_MCP_FRONT="0"))
     fronted = _by_id(_converse(daemon, lines))
-    assert set(fronted) == set(alone) == {'"i-1"', "2", '"p"', "4", "5", "6", "7", "8"}
+    assert set(fronted) == set(alone) == {'"i-1"', "2", '"p"', "4", "5", "6", "7", "8", "9"}
     assert fronted == alone
     assert alone['"i-1"']["result"]["protocolVersion"] == "2024-11-05"
     assert alone["6"]["error"]  # the SDK's own answer, through the front
