@@ -202,3 +202,43 @@ def test_a_client_that_leaves_before_the_sdk_loads_ends_the_process(
     assert answers["1"]["result"]["protocolVersion"] == "2025-06-18"
     assert answers["2"]["result"] == manifest.load()["versions"]["2025-06-18"]["tools/list"]
     assert seen in ([], [False])  # [] where there is no /proc to look in
+
+
+# --- the front alone, in process ----------------------------------------------------------------
+
+
+def _front(*lines: dict[str, Any]) -> tuple[front.Front, list[Any]]:
+    written: list[bytes] = []
+    taken = front.Front(written.append, manifest.load())
+    for line in lines:
+        taken.take(json.dumps(line).encode())
+    return taken, [json.loads(line) for line in written]
+
+
+def test_the_front_answers_what_it_knows_and_queues_the_rest_for_the_sdk_in_order() -> None:
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    call = _request(1, "tools/call", {"name": "board", "arguments": {}})
+    taken, answers = _front(
+        _initialize(0, "2025-06-18"), initialized, call, _request(2, "tools/list")
+    )
+    assert [a["id"] for a in answers] == [0, 2]
+    assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
+    # the initialize to replay (its answer dropped), then the rest as it came
+    queued = [(json.loads(line).get("id"), drop) for line, drop in taken.to_sdk]
+    assert queued == [(0, 0), (None, None), (1, None)]
+    assert taken.waiting
+
+
+def test_the_front_leaves_to_the_sdk_what_it_might_answer_otherwise() -> None:
+    malformed = _request(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+    modern = _request(0, "server/discover")
+    cases: list[tuple[list[dict[str, Any]], list[int]]] = [
+        ([malformed, _request(1, "tools/list")], []),  # no clientInfo: the SDK refuses it
+        ([modern, _initialize(1, "2025-06-18")], []),  # the SDK decides the era
+        ([_request(1, "tools/list")], []),  # before initialize
+        ([_initialize(0, "2025-06-18"), _request(1, "tools/list", {"cursor": "x"})], [0]),
+    ]
+    for lines, answered in cases:
+        taken, answers = _front(*lines)
+        assert [a["id"] for a in answers] == answered, lines
+        assert taken.waiting
