@@ -1,7 +1,7 @@
 """Print coord's performance figures, each next to a reference measured in the same run.
 
     python bench/run.py [all|claim-next|blocked|drain|cli|plan|guard|reserve|spec|hook|after-tool
-        |connections|stream|pg-claim-next] [--items N] [--quick] [--dsn postgresql://…]
+        |connections|stream|mcp-start|pg-claim-next] [--items N] [--quick] [--dsn postgresql://…]
 
 Not a test: it asserts nothing about speed. The machine may be shared and noisy, so every
 target is a ratio to a reference measured in this very run. See bench/README.md.
@@ -22,6 +22,7 @@ import claims
 import cli_plan
 import connections
 import hooks
+import mcp_start
 import overlap
 import pg_claims
 import plan_overlap
@@ -45,6 +46,7 @@ BENCHES = (
     "after-tool",
     "connections",
     "stream",
+    "mcp-start",
     "pg-claim-next",
 )
 
@@ -113,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                 connections.bench_connections(args.quick)
             elif name == "stream":
                 stream.bench_stream(items, args.quick, args.layout)
+            elif name == "mcp-start":
+                mcp_start.bench_mcp_start(max(5, cli_runs // 3))
             elif name == "pg-claim-next":
                 pg_claims.bench_pg_claim_next(items, args.quick, args.layout, args.dsn)
             sys.stdout.flush()

@@ -83,6 +83,9 @@ ENTRIES: dict[tuple[str, str], str] = {
         "`coord doctor` checks that a team board's database answers, at this release's schema"
     ),
     ("coord.cli.main", "coord.mcp"): "`coord mcp` serves the MCP face over stdio",
+    ("coord.cli.entry", "coord.mcp"): (
+        "`coord mcp`, before argparse loads: a client lists its tools as it spawns it"
+    ),
     ("coord.hooks.worktree", "coord.landing"): (
         "Claude Code's WorktreeCreate and WorktreeRemove hooks make and remove coord worktrees "
         "(`coord start`, `coord worktree gc`)"

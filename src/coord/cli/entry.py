@@ -3,7 +3,8 @@
 `coord guard PATH...` runs before every file edit an agent makes, so it skips argparse and the
 HTTP client altogether: its few options are read here by hand. So does `coord hook CLIENT
 EVENT`, which agents' clients run before every tool call, and `coord next`, the call an agent
-makes to get work: argparse (with the regular expressions and gettext it loads) costs more than
+makes to get work, and `coord mcp`, which a client spawns per session and asks for its tools at
+once: argparse (with the regular expressions and gettext it loads) costs more than
 the rest of the claim. Anything unusual (``--help``, an unknown option or a bad value) takes the
 full parser in ``coord.cli.main``, which gives the same answer with proper usage messages.
 """
@@ -66,6 +67,15 @@ def _run(argv: list[str]) -> int:
         from coord.hooks import run_hook
 
         return run_hook(argv[1], argv[2])
+    if argv[:1] == ["mcp"]:
+        # a client spawns it per session and lists the tools at once: no argparse first
+        agent = _mcp_agent(argv[1:])
+        if agent is not None:
+            from coord.mcp.stdio import serve_before_argparse
+
+            code = serve_before_argparse(agent or None)
+            if code is not None:
+                return code
     if argv[:1] == ["next"]:
         args = next_options(argv[1:])
         if args is not None:
@@ -100,6 +110,17 @@ def _guard_options(args: list[str]) -> tuple[list[str], str | None, bool, bool, 
         else:
             paths.append(arg)
     return paths, agent, flags["--staged"], flags["--fail-open"], flags["--json"]
+
+
+def _mcp_agent(args: list[str]) -> str | None:
+    """``coord mcp``'s ``--as NAME`` ("" without it), or None to let argparse handle it."""
+    if not args:
+        return ""
+    if len(args) == 2 and args[0] == "--as" and args[1] and not args[1].startswith("-"):
+        return args[1]
+    if len(args) == 1 and args[0].startswith("--as=") and len(args[0]) > len("--as="):
+        return args[0][len("--as=") :]
+    return None
 
 
 def next_options(args: list[str]) -> SimpleNamespace | None:
