@@ -26,6 +26,7 @@ import pytest
 from conftest import Daemon, run_cli
 from coord.cli import watch_view
 from coord.cli.watch_board import Snapshot
+from coord.fast import identity
 from coord.times import iso
 
 WAIT_SECONDS = 60.0  # a loaded two-core machine: generous, never a timing assertion
@@ -163,7 +164,8 @@ def test_it_keeps_going_across_a_daemon_restart(board_dir: Path, terminal: type[
     second = Daemon(board_dir).start()
     try:
         assert run_cli("add", "after the restart", board_dir=board_dir).returncode == 0
-        screen = term.wait_for(r"human created #2 'after the restart'")
+        me = re.escape(identity.person())  # the CLI acts as the person at the terminal
+        screen = term.wait_for(rf"{me} created #2 'after the restart'")
         term.wait_for("reconnecting", gone=True)
         assert "before the restart" in "\n".join(screen)
         assert "exit=" not in "\n".join(term.screen())
