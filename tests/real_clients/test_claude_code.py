@@ -519,9 +519,9 @@ def test_claude_worktree_is_a_coord_claim_that_lands_on_main(
         assert not call.is_error, call
     assert not (repo / ".claude/worktrees").exists()  # no worktree of the client's own
     shown = json.loads(coord(repo, "show", "1", "--json").stdout)
-    assert shown["state"] == "queued", shown
+    # submitted from coord's worktree; the daemon's own runner may have landed it already
+    assert shown["state"] in ("queued", "merged"), shown
     assert shown["worktree"] == str(worktree)
-    assert worktree.exists()  # kept by the remove hook: it lands from there
     landed = coord(repo, "land")
     assert landed.returncode == 0, landed.stdout + landed.stderr
     shown = json.loads(coord(repo, "show", "1", "--json").stdout)
