@@ -331,6 +331,21 @@ def test_inbox_shows_what_others_did_to_my_items_once(board: Board) -> None:
     assert len(board.inbox("me")) == 1
 
 
+def test_an_inbox_holds_news_not_the_history_of_an_item_it_has_just_taken(board: Board) -> None:
+    """Issue 25: an agent's first inbox held the imported item's history (created, edited)
+    before it had touched the item. What happened before an agent first acted on an item is
+    not news to it; what others do after is."""
+    item = board.add("imported", created_by="lead")
+    board.edit(item.id, agent="lead", title="imported, renamed")
+    board.reply(item.id, agent="lead", body="context for whoever takes it")
+    board.claim(item.id, agent="worker")
+    assert board.inbox("worker") == []
+    board.reply(item.id, agent="lead", body="one more thing")
+    assert [(e.kind, e.agent) for e in board.inbox("worker")] == [("reply", "lead")]
+    board.reply(item.id, agent="lead", body="@bystander have a look")  # a mention is news
+    assert [e.kind for e in board.inbox("bystander")] == ["reply"]
+
+
 def test_inbox_tells_the_previous_holder_about_a_takeover(board: Board, clock: Clock) -> None:
     item = board.add("x", created_by="h")
     board.claim(item.id, agent="a", lease_seconds=1)

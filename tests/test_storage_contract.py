@@ -434,6 +434,18 @@ def test_the_inbox_tells_a_holder_its_claim_was_taken_or_cancelled(storage: Stor
         assert seen == [("takeover", None), ("cancelled", "design changed")]
 
 
+def test_the_inbox_skips_what_came_before_the_agent_first_acted(storage: Storage) -> None:
+    """One rule on every backend: on an item I made, hold or replied on, only what others did
+    after my own first event on it is news (issue 25: the history of an item just taken is not)."""
+    with storage.write() as tx:
+        item_id = _add(tx)  # made by "me"; "worker" is only its replier
+        for agent, kind in (("lead", "edited"), ("worker", "reply"), ("lead", "reply")):
+            tx.append_event(at=1.0, agent=agent, item_id=item_id, kind=kind, details={})
+        tx.add_reply(item_id, "worker", "mine", 1.0)
+    with storage.read() as tx:
+        assert [e.seq for e in tx.inbox_events("worker", 0, 10)] == [3]
+
+
 def test_live_reservations_near_returns_every_possible_overlap(storage: Storage) -> None:
     held = [
         "src",
