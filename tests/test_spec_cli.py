@@ -476,3 +476,19 @@ def test_sync_says_which_reservation_lines_lint_will_refuse(daemon: Daemon) -> N
     code, clean, _ = coord(daemon, "spec", "sync", "docs/reserved.md")
     assert code == 0 and clean["reservations_left"] == []
     assert "left to remove" not in text_of(daemon, "spec", "sync", "docs/reserved.md").stdout
+
+
+def test_the_log_and_the_feed_name_a_package_by_its_id_as_ls_does(daemon: Daemon) -> None:
+    """Issue 25: `watch` said "claimed T3" beside "done #1". An event names its item the way
+    `coord ls` does: the package id where it has one, in the text and as `item_key` in JSON."""
+    make_repo(daemon)
+    coord(daemon, "spec", "import", "docs/plan.md", agent="lead")
+    code, claim, _ = coord(daemon, "claim", "A2", agent="w")
+    assert code == 0, claim
+    shown = run_cli("log", board_dir=daemon.board_dir, agent="w", cwd=repo(daemon))
+    claimed = [line for line in shown.stdout.splitlines() if " claimed " in line]
+    assert len(claimed) == 1 and " w claimed A2 token " in claimed[0], shown.stdout
+    assert "#" not in claimed[0]
+    code, log, _ = coord(daemon, "log", agent="w")
+    keys = {(e["kind"], e["item_key"]) for e in log["events"] if e["item_id"] == claim["id"]}
+    assert ("claimed", "A2") in keys and ("created", "A2") in keys

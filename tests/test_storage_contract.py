@@ -446,6 +446,24 @@ def test_the_inbox_skips_what_came_before_the_agent_first_acted(storage: Storage
         assert [e.seq for e in tx.inbox_events("worker", 0, 10)] == [3]
 
 
+def test_an_event_is_read_with_its_items_package_id(storage: Storage) -> None:
+    """Every face names an item as `coord ls` does; the log, a page within a byte budget and
+    the inbox carry the package id with each event (``None`` for an item without one)."""
+    with storage.write() as tx:
+        keyed = tx.insert_item(
+            kind="task", title="t", body="", priority=2, labels=(), created_by="me",
+            recipient="w", now=1.0, key="T3",
+        )  # fmt: skip
+        plain = _add(tx)
+        for item_id in (keyed, plain, None):
+            tx.append_event(at=1.0, agent="lead", item_id=item_id, kind="edited", details={})
+    with storage.read() as tx:
+        assert [e.item_key for e in tx.events_after(0, 10)] == ["T3", None, None]
+        assert [e.item_key for e in tx.events_after(0, 10, max_bytes=1000)] == ["T3", None, None]
+        assert [e.item_key for e in tx.events_after(0, 10, item_id=keyed)] == ["T3"]
+        assert [e.item_key for e in tx.inbox_events("w", 0, 10)] == ["T3"]
+
+
 def test_live_reservations_near_returns_every_possible_overlap(storage: Storage) -> None:
     held = [
         "src",

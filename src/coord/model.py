@@ -289,6 +289,9 @@ class Event:
     item_id: int | None
     kind: str
     details: dict[str, Any] = field(default_factory=dict)
+    # the item's package id where it has one, read with the event: every face names an item
+    # the way `coord ls` does ("claimed T3" beside "done #1" read as two boards)
+    item_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # by hand, not asdict: its deep copy of the details (read fresh from the board for
@@ -299,6 +302,7 @@ class Event:
             "at": iso(self.at),
             "agent": self.agent,
             "item_id": self.item_id,
+            "item_key": self.item_key,
             "kind": self.kind,
             "details": dict(self.details),
         }

@@ -237,8 +237,13 @@ def event_summary(event: dict[str, Any]) -> str:
         extra = " " + ", ".join(sorted(details))
     elif details.get("reason"):
         extra = f" ({details['reason']!r})"
-    item = f" #{event['item_id']}" if event.get("item_id") is not None else ""
+    item = f" {item_ref(event['item_id'], event.get('item_key'))}" if event.get("item_id") else ""
     return f"{event.get('agent') or '-'} {event['kind']}{item}{extra}"
+
+
+def item_ref(item_id: int, key: str | None) -> str:
+    """An item as every face names it: its package id where it has one (``T3``), else ``#12``."""
+    return one_line(key) if key else f"#{item_id}"
 
 
 def events_table(events: Sequence[dict[str, Any]], *, empty: str) -> str:

@@ -248,7 +248,7 @@ def _columns(char: str) -> int:
 
 
 def _ref(item: dict[str, Any]) -> str:
-    return render.one_line(item["key"]) if item.get("key") else f"#{item['id']}"
+    return render.item_ref(item["id"], item.get("key"))
 
 
 def _holder(name: str | None) -> str:

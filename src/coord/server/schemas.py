@@ -381,6 +381,10 @@ COMPONENTS: dict[str, Schema] = {
             "at": {"type": "string"},
             "agent": _STRING_OR_NULL,
             "item_id": {"type": ["integer", "null"]},
+            "item_key": {
+                "type": ["string", "null"],
+                "description": "the item's package id, where it has one",
+            },
             "kind": {"type": "string"},
             "details": {"type": "object"},
         },

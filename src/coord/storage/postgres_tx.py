@@ -21,7 +21,7 @@ from coord.storage.rows import reservation_of
 # made, hold or replied on, only what came after I first acted on it: the history of an item I
 # have just taken is not news (issue 25). Addressed to me, a mention, my claim taken: always.
 _INBOX_SQL = """
-SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
+SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details, i.key
   FROM events e LEFT JOIN items i ON i.id = e.item_id
  WHERE e.seq > %(after)s
    AND (e.agent IS NULL OR e.agent != %(me)s)
@@ -38,6 +38,8 @@ SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
  LIMIT %(limit)s
 """
 _EVENT_COLUMNS = "seq, at, agent, item_id, kind, details"
+# the item's package id (a lookup by primary key): every face names an item as `coord ls` does
+_ITEM_KEY = "(SELECT key FROM items WHERE items.id = e.item_id)"
 
 
 class PostgresTx(PostgresItemTx):
@@ -150,15 +152,16 @@ class PostgresTx(PostgresItemTx):
         params: tuple[int, ...] = (seq,) if item_id is None else (item_id, seq)
         if max_bytes is None:
             rows = self.conn.execute(
-                f"SELECT {_EVENT_COLUMNS} FROM events WHERE {where} ORDER BY seq LIMIT %s",
+                f"SELECT {_EVENT_COLUMNS}, {_ITEM_KEY} FROM events e "
+                f"WHERE {where} ORDER BY seq LIMIT %s",
                 (*params, limit),
             )
         else:  # the server sums the sizes and sends only the events within the budget
             rows = self.conn.execute(
-                f"SELECT {_EVENT_COLUMNS} FROM (SELECT {_EVENT_COLUMNS}, "
+                f"SELECT {_EVENT_COLUMNS}, {_ITEM_KEY} FROM (SELECT {_EVENT_COLUMNS}, "
                 "octet_length(details::text) AS size, "
                 "sum(octet_length(details::text)) OVER (ORDER BY seq) AS upto "
-                f"FROM events WHERE {where} ORDER BY seq LIMIT %s) page "
+                f"FROM events WHERE {where} ORDER BY seq LIMIT %s) e "
                 "WHERE upto - size < %s ORDER BY seq",
                 (*params, limit, max_bytes),
             )

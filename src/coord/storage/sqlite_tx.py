@@ -19,7 +19,7 @@ from coord.storage.sqlite_items import SQLiteItemTx
 # made, hold or replied on, only what came after I first acted on it: the history of an item I
 # have just taken is not news (issue 25). Addressed to me, a mention, my claim taken: always.
 _INBOX_SQL = """
-SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
+SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details, i.key
   FROM events e LEFT JOIN items i ON i.id = e.item_id
  WHERE e.seq > :after
    AND (e.agent IS NULL OR e.agent != :me)
@@ -35,6 +35,11 @@ SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
  ORDER BY e.seq
  LIMIT :limit
 """
+
+# an event with its item's package id (a lookup by primary key: the log is read in order)
+_EVENT_COLUMNS = (
+    "seq, at, agent, item_id, kind, details, (SELECT key FROM items WHERE items.id = e.item_id)"
+)
 
 
 class SQLiteTx(SQLiteItemTx):
@@ -158,13 +163,12 @@ class SQLiteTx(SQLiteItemTx):
     ) -> list[Event]:
         if item_id is None:
             rows = self.conn.execute(
-                "SELECT seq, at, agent, item_id, kind, details FROM events "
-                "WHERE seq > ? ORDER BY seq LIMIT ?",
+                f"SELECT {_EVENT_COLUMNS} FROM events e WHERE seq > ? ORDER BY seq LIMIT ?",
                 (seq, limit),
             )
         else:
             rows = self.conn.execute(
-                "SELECT seq, at, agent, item_id, kind, details FROM events "
+                f"SELECT {_EVENT_COLUMNS} FROM events e "
                 "WHERE item_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (item_id, seq, limit),
             )
@@ -300,5 +304,11 @@ _compact_json = json.JSONEncoder(separators=(",", ":")).encode
 
 def _event(row: Sequence[Any]) -> Event:
     return Event(
-        seq=row[0], at=row[1], agent=row[2], item_id=row[3], kind=row[4], details=json.loads(row[5])
+        seq=row[0],
+        at=row[1],
+        agent=row[2],
+        item_id=row[3],
+        kind=row[4],
+        details=json.loads(row[5]),
+        item_key=row[6],
     )
