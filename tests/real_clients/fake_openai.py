@@ -26,7 +26,7 @@ from typing import Any
 Item = dict[str, Any]
 
 # the input items that carry a tool's result back to the model
-_OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+_OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 
 
 def apply_patch(call_id: str, patch: str) -> Item:
@@ -40,6 +40,19 @@ def function_call(call_id: str, name: str, arguments: dict[str, Any]) -> Item:
         "name": name,
         "arguments": json.dumps(arguments),
         "call_id": call_id,
+    }
+
+
+def tool_search(call_id: str, query: str) -> Item:
+    """Codex's client-side ``tool_search``: since 0.17x it defers every MCP tool behind it (the
+    first request lists ``tool_search``, not the servers' tools), and answers the call with a
+    ``tool_search_output`` item holding the matching tools, by namespace."""
+    return {
+        "type": "tool_search_call",
+        "call_id": call_id,
+        "execution": "client",
+        "status": "completed",
+        "arguments": {"query": query, "limit": 20},
     }
 
 

@@ -79,9 +79,10 @@ def start_claude(
     *,
     path: str,
     extra: tuple[str, ...] = (),
+    home_ready: bool = False,
 ) -> subprocess.Popen[str]:
     home = repo.parent / f"home-{session}"
-    home.mkdir()
+    home.mkdir(exist_ok=home_ready)
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("COORD_", "ANTHROPIC_", "CLAUDE"))
     }
@@ -163,9 +164,18 @@ def run_claude(
     *,
     path: str | None = None,
     extra: tuple[str, ...] = (),
+    home_ready: bool = False,
 ) -> Run:
     return finish(
-        start_claude(claude, repo, fake, session, path=path or path_with_coord(), extra=extra)
+        start_claude(
+            claude,
+            repo,
+            fake,
+            session,
+            path=path or path_with_coord(),
+            extra=extra,
+            home_ready=home_ready,
+        )
     )
 
 
@@ -531,3 +541,22 @@ def test_claude_worktree_is_a_coord_claim_that_lands_on_main(
     )
     assert main.stdout == "free = 2\n"
     assert not worktree.exists()
+
+
+def test_coords_tools_are_in_the_first_model_request(
+    claude: Path, repo: Path, fake: FakeAnthropic
+) -> None:
+    """Issue 25: `coord mcp` took 0.9-4.9 s to answer `initialize` and Claude Code's first model
+    call said "MCP server 'coord' is still connecting": the agent's first turn had no coord
+    tools. With the user's approval of `.mcp.json`'s server (what `/mcp` records), the very
+    first request the model gets lists them."""
+    config = repo.parent / "home-s" / ".claude"
+    config.mkdir(parents=True)
+    approved = {"enabledMcpjsonServers": ["coord"], "hasTrustDialogAccepted": True}
+    (config / ".claude.json").write_text(json.dumps({"projects": {str(repo): approved}}))
+    fake.script("s", [[bash("true")]])
+    run = run_claude(claude, repo, fake, "s", home_ready=True)
+    assert_hooks_clean(run)
+    first = fake.main_requests("s")[0]
+    tools = {t["name"] for t in first.get("tools") or []}
+    assert {"mcp__coord__claim", "mcp__coord__done", "mcp__coord__board"} <= tools, sorted(tools)

@@ -37,7 +37,7 @@ import pytest
 from coord.fast import identity
 from coord.wiring.codex import CHANGED_HOOKS_NOTE
 from real_clients.codex_client import CodexHome
-from real_clients.fake_openai import FakeOpenAI, Item, apply_patch, function_call
+from real_clients.fake_openai import FakeOpenAI, Item, apply_patch, function_call, tool_search
 from real_clients.npm_clients import client_executable
 from real_clients.repo import COORD_BIN_DIR, coord, path_without_coord, wired_repo
 
@@ -236,3 +236,25 @@ def test_a_held_file_an_allowed_command_changed_is_put_back_reported_and_told(
     # the model was told (PostToolUse's decision: block is fed back to it)
     later = json.dumps(fake.requests[-1].get("input", []))
     assert f"{HELD} (held by other)" in later and "coord put it back" in later
+
+
+def test_coords_tools_are_in_the_first_model_request(codex: CodexHome, fake: FakeOpenAI) -> None:
+    """Issue 25: Codex's first request announced no coord tools while `coord mcp` was still
+    importing the MCP SDK. Codex 0.171 defers MCP tools behind its `tool_search` tool: the
+    model's search in its very first turn finds coord's tools, with their schemas."""
+    fake.scripts["FIRST-TURN"] = [[tool_search("s1", "coord claim board done")]]
+    codex.run("FIRST-TURN: do the scripted work")
+    found = [
+        item
+        for body in fake.requests
+        for item in body.get("input", [])
+        if item.get("type") == "tool_search_output" and item.get("call_id") == "s1"
+    ]
+    assert found, "the model's first tool_search got no answer"
+    coord_tools = {
+        tool["name"]
+        for space in found[0]["tools"]
+        if space.get("name") == "mcp__coord"
+        for tool in space.get("tools", [])
+    }
+    assert {"claim", "done", "board"} <= coord_tools, found[0]
