@@ -263,7 +263,8 @@ def _field_rows(schema: dict[str, Any]) -> list[str]:
 
 
 def _anchor(method: str, path: str) -> str:
-    return re.sub(r"[^a-z0-9 -]", "", f"{method} {path}".lower()).replace(" ", "-")
+    """GitHub's anchor for the heading ``METHOD /path``."""
+    return re.sub(r"[^\w -]", "", f"{method} {path}".lower()).replace(" ", "-")
 
 
 def http_page() -> str:

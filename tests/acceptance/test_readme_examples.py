@@ -72,7 +72,7 @@ def run_line(line: Line, cwd: Path, env: dict[str, str]) -> subprocess.Completed
         timeout=600,
     )
     assert done.returncode == line.expected_exit, (
-        f"README line `{line.command}` exited {done.returncode}, the README says "
+        f"documented line `{line.command}` exited {done.returncode}, the docs say "
         f"{line.expected_exit}\nstdout: {done.stdout}\nstderr: {done.stderr}"
     )
     return done
