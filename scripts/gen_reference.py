@@ -143,15 +143,16 @@ def _argument_rows(parser: argparse.ArgumentParser, common: set[str]) -> list[st
                 if action.choices is not None and action.metavar is None:
                     metavar = "{" + ",".join(str(c) for c in action.choices) + "}"
                 name += f" {metavar}"
-            if isinstance(action, argparse._AppendAction):
-                name += " (repeatable)"
         else:
             name = str(action.metavar or action.dest)
             if action.choices is not None:
                 name += " (" + " | ".join(str(c) for c in action.choices) + ")"
             if action.nargs in ("?", "*"):
                 name = f"[{name}]"
-        rows.append(f"| {code(name)} | {cell(_help(parser, action))} |")
+        meaning = _help(parser, action)
+        if isinstance(action, argparse._AppendAction) and "repeatable" not in meaning:
+            meaning = f"{meaning} (repeatable)"
+        rows.append(f"| {code(name)} | {cell(meaning)} |")
     return rows
 
 
@@ -267,6 +268,17 @@ def _anchor(method: str, path: str) -> str:
     return re.sub(r"[^\w -]", "", f"{method} {path}".lower()).replace(" ", "-")
 
 
+def _error_meanings(operations: list[tuple[str, str, dict[str, Any]]]) -> dict[str, str]:
+    """The error statuses that mean the same on every endpoint (the document's refusals), said
+    once at the end of the page rather than under each endpoint."""
+    seen: dict[str, set[str]] = {}
+    for _, _, op in operations:
+        for status, response in op["responses"].items():
+            if status >= "400":
+                seen.setdefault(status, set()).add(response["description"])
+    return {status: words.pop() for status, words in seen.items() if len(words) == 1}
+
+
 def http_page() -> str:
     from coord.server.openapi import OPENAPI
 
@@ -289,6 +301,7 @@ def http_page() -> str:
         title = f"{method.upper()} {path}"
         out.append(f"| [{code(title)}](#{_anchor(method, path)}) | {cell(op['summary'])} |")
     out.append("")
+    errors = _error_meanings(operations)
     for path, method, op in operations:
         out += [f"## {method.upper()} {path}", "", cell(op["summary"]), ""]
         out.append(
@@ -323,15 +336,29 @@ def http_page() -> str:
             if rows:
                 out += ["| field | type | required | meaning |", "|---|---|---|---|", *rows, ""]
         out += ["| status | answer |", "|---|---|"]
+        refusals = []
         for status, response in sorted(op["responses"].items()):
+            if status in errors and errors[status] == response["description"]:
+                refusals.append(f"[{status}](#{status})")
+                continue
             content: dict[str, Any] = response.get("content", {})
-            media, shown = next(iter(content.items()), ("", {}))
+            media, shown = next(iter(content.items()), ("", {"schema": {}}))
             answer = schema_type(shown.get("schema", {})) if shown else ""
             if media and media != "application/json":
                 answer = f"`{media}`"
             words = response["description"]
             out.append(f"| {status} | {cell(f'{answer}: {words}' if answer else words)} |")
+        if refusals:
+            out.append(f"| refusals | {', '.join(refusals)}: an [Error](#error) |")
         out.append("")
+    out += [
+        "## Refusals",
+        "",
+        "Every refusal's body is an [Error](#error); what each status means:",
+        "",
+    ]
+    for status, words in sorted(errors.items()):
+        out += [f"### {status}", "", cell(words), ""]
     out += ["## Schemas", ""]
     for name, schema in sorted(OPENAPI["components"]["schemas"].items()):
         out += [f"### {name}", ""]
@@ -349,9 +376,9 @@ def http_page() -> str:
 
 
 def mcp_page() -> str:
-    from coord.mcp import manifest
+    from coord.mcp.manifest import load
 
-    answers = manifest.load()
+    answers = load()
     latest = answers["versions"][answers["latest"]]
     tools = sorted(latest["tools/list"]["tools"], key=lambda tool: tool["name"])
     out = [
