@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 0
 
-.PHONY: serve test test-fast test-long test-clients test-browser lint format bench clean
+.PHONY: serve test test-fast test-long test-clients test-browser lint format docs bench clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,13 +50,17 @@ test-browser: $(VENV)/.dev
 	if [ $$rc -eq 5 ]; then echo "make test-browser: no tests ran" >&2; exit 1; fi; exit $$rc
 
 lint: $(VENV)/.dev
-	$(VENV)/bin/ruff check src tests bench examples
-	$(VENV)/bin/ruff format --check src tests bench examples
+	$(VENV)/bin/ruff check src tests bench examples scripts
+	$(VENV)/bin/ruff format --check src tests bench examples scripts
 	$(VENV)/bin/mypy
 
 format: $(VENV)/.dev
-	$(VENV)/bin/ruff format src tests bench examples
-	$(VENV)/bin/ruff check --fix src tests bench examples
+	$(VENV)/bin/ruff format src tests bench examples scripts
+	$(VENV)/bin/ruff check --fix src tests bench examples scripts
+
+## docs: rewrite the reference pages in docs/reference/ from the code (tests/test_docs.py checks them)
+docs: $(VENV)/.runtime
+	PYTHONPATH=src $(PY) scripts/gen_reference.py
 
 ## bench: print the benchmark figures (not a test; see bench/README.md)
 bench: $(VENV)/.dev

@@ -17,7 +17,7 @@ from guard_judge import CLIENTS, Judges, Verdict
 from guard_scene import Execution, execute, make_template, remove, sandbox
 
 CORPORA = Path(__file__).parent / "guard_corpus"  # every corpus file: *.txt
-README = Path(__file__).parent.parent / "README.md"
+GUARD_PAGE = Path(__file__).parent.parent / "docs" / "files-and-the-guard.md"
 LIST_TITLE = "**Harmless commands the shell hook refuses.**"
 
 EXPECTATIONS = ("writes-held", "harmless", "free-write")
@@ -222,14 +222,15 @@ def escape_report(run: CorpusRun) -> list[str]:
     ]
 
 
-def accepted_refusals(readme: Path = README) -> list[str]:
-    """The README's list (section "Files: reservations and the guard"): the harmless commands
-    coord refuses, each a bullet naming the command in backticks (``- none`` for none)."""
+def accepted_refusals(page: Path = GUARD_PAGE) -> list[str]:
+    """The list in docs/files-and-the-guard.md ("Files: reservations and the guard"): the
+    harmless commands coord refuses, each a bullet naming the command in backticks (``- none``
+    for none)."""
     import re
 
-    text = readme.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
     if LIST_TITLE not in text:
-        raise AssertionError(f"the README has lost its {LIST_TITLE} paragraph")
+        raise AssertionError(f"{page.name} has lost its {LIST_TITLE} paragraph")
     bullets: list[str] = []
     for line in text.split(LIST_TITLE, 1)[1].splitlines():
         if line.startswith("- "):
@@ -237,7 +238,7 @@ def accepted_refusals(readme: Path = README) -> list[str]:
         elif bullets and not line.startswith("  "):  # past the list (a reason may wrap)
             break
     if not bullets:
-        raise AssertionError(f"no list under {LIST_TITLE} in the README")
+        raise AssertionError(f"no list under {LIST_TITLE} in {page.name}")
     if bullets == ["- none"]:
         return []
     commands = []
@@ -245,14 +246,14 @@ def accepted_refusals(readme: Path = README) -> list[str]:
         found = re.match(r"- (`+) ?(.+?) ?\1(?::|$)", bullet)
         if not found:
             raise AssertionError(
-                f"README: a bullet under {LIST_TITLE} names no command: {bullet!r}"
+                f"{page.name}: a bullet under {LIST_TITLE} names no command: {bullet!r}"
             )
         commands.append(found.group(2))
     return commands
 
 
 def refusal_report(run: CorpusRun, accepted: Sequence[str]) -> list[str]:
-    """What is wrong with this run's refusals of harmless commands: one the README's list does
+    """What is wrong with this run's refusals of harmless commands: one the guard page's list does
     not name, or one it names (and this corpus holds) that some client no longer refuses."""
     refused: dict[str, list[str]] = {}
     reasons: dict[str, str] = {}
@@ -260,7 +261,7 @@ def refusal_report(run: CorpusRun, accepted: Sequence[str]) -> list[str]:
         refused.setdefault(outcome.entry.command, []).append(client)
         reasons[outcome.entry.command] = f"{place(outcome)}: {outcome.verdicts[client].reason}"
     problems = [
-        f"refused, and not in the README's list: {reasons[c]} (by {', '.join(refused[c])})"
+        f"refused, and not in the guard page's list: {reasons[c]} (by {', '.join(refused[c])})"
         for c in refused
         if c not in accepted
     ]
@@ -268,7 +269,8 @@ def refusal_report(run: CorpusRun, accepted: Sequence[str]) -> list[str]:
         o.entry.command: len(o.verdicts) for o in run.outcomes if o.entry.expect != "writes-held"
     }
     problems += [
-        f"in the README's list, yet allowed by some client: {c!r} (refused by {refused.get(c, [])})"
+        f"in the guard page's list, yet allowed by some client: {c!r} "
+        f"(refused by {refused.get(c, [])})"
         for c in accepted
         if c in judged and len(refused.get(c, [])) != judged[c]
     ]

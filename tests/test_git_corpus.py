@@ -3,7 +3,8 @@
 Every command of tests/guard_corpus/git.txt goes through each client's real hook as agent B
 while agent A holds files with uncommitted work, and is then run in a scratch copy of the
 repository (tests/guard_oracle.py): an allowed command that changed a held file is an escape,
-a refused one that changed none a false refusal (accepted only where the README lists it).
+a refused one that changed none a false refusal (accepted only where
+docs/files-and-the-guard.md lists it).
 
 The scene is guard_oracle's (A's modified src/a.py, docs/guide.md; untracked docs/draft.md and
 tests/test_a_wip.py), with what git's commands need (``prepare``): A's *staged* work (src/b.py,
@@ -203,7 +204,8 @@ def test_no_allowed_git_command_changes_a_held_file(corpus: oracle.CorpusRun) ->
 
 def test_harmless_git_commands_are_allowed(corpus: oracle.CorpusRun) -> None:
     """Everyday git (status, diff, log, add, commit, fetch, a stash or checkout of B's own
-    files, a new branch) is allowed; a refusal of one the README does not list fails."""
+    files, a new branch) is allowed; a refusal of one docs/files-and-the-guard.md does not list
+    fails."""
     accepted = set(oracle.accepted_refusals())
     refused = {}
     for outcome, client in corpus.false_refusals():

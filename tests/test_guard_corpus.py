@@ -2,7 +2,7 @@
 goes through each client's real hook as agent B while agent A holds files, and is then run in a
 scratch copy of the repository (tests/guard_oracle.py). An allowed command that changed a held
 file is an escape; a refused command that changed none is a false refusal, accepted only when
-the README's list names it.
+the list in docs/files-and-the-guard.md names it.
 
 The corpus runs once per session (about 30 s on two cores: ~730 commands x 4 clients, each
 command in its own copy); the tests below read that one run.
@@ -177,7 +177,9 @@ def test_no_allowed_command_changes_a_held_file(corpus: oracle.CorpusRun) -> Non
     )
 
 
-def test_harmless_commands_are_refused_only_as_the_readme_lists(corpus: oracle.CorpusRun) -> None:
+def test_harmless_commands_are_refused_only_as_the_guard_page_lists(
+    corpus: oracle.CorpusRun,
+) -> None:
     accepted = oracle.accepted_refusals()
     # the list names commands of the corpora (this one, and any other in tests/guard_corpus/)
     harmless = {
@@ -187,7 +189,9 @@ def test_harmless_commands_are_refused_only_as_the_readme_lists(corpus: oracle.C
         if e.expect != "writes-held"
     }
     unknown = [c for c in accepted if c not in harmless]
-    assert not unknown, f"the README lists commands no corpus holds as harmless: {unknown}"
+    assert not unknown, (
+        f"docs/files-and-the-guard.md lists commands no corpus holds as harmless: {unknown}"
+    )
     problems = oracle.refusal_report(corpus, accepted)
     assert not problems, "\n".join(problems)
 
@@ -222,13 +226,13 @@ def test_the_reports_name_escapes_and_unlisted_refusals() -> None:
     problems = oracle.refusal_report(run, ["cat x", "pwd"])
     assert len(problems) == 2
     assert problems[0].startswith(
-        "refused, and not in the README's list: line 2 [made by hand] 'ls'"
+        "refused, and not in the guard page's list: line 2 [made by hand] 'ls'"
     )
-    assert problems[1].startswith("in the README's list, yet allowed by some client: 'pwd'")
+    assert problems[1].startswith("in the guard page's list, yet allowed by some client: 'pwd'")
 
 
-def test_the_readme_list_is_read_as_written(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
+def test_the_guard_page_list_is_read_as_written(tmp_path: Path) -> None:
+    readme = tmp_path / "files-and-the-guard.md"
     title = oracle.LIST_TITLE
     readme.write_text(
         f"{title} Why:\n\n- `ls x`: one\n  wrapped\n- `` echo `a` ``: two\n\nLater.\n- `no`\n"

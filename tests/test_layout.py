@@ -1,12 +1,12 @@
-"""The layout rule as data: which part of ``src/coord`` may import which (README, "Layout").
+"""The layout rule as data: which part of ``src/coord`` may import which (docs/development.md).
 
 ``MAY_IMPORT`` is the rule, one row per folder of ``coord/`` and per top-level module (as the
-README's layout table has them); ``test_every_import_keeps_the_layout`` judges every import edge
-of the package against it, read with ast (nothing is imported): module-level and inside
-functions, ``import a.b``, ``from a import b``, relative imports, ``from coord import X``
-resolved through ``coord/__init__.py``'s lazy names, and the module names ``cli/main.py`` hands
-to importlib. ``test_the_readme_table_is_the_rule`` keeps the README's "may import" column and
-``MAY_IMPORT`` the same.
+layout table of docs/development.md has them); ``test_every_import_keeps_the_layout`` judges
+every import edge of the package against it, read with ast (nothing is imported):
+module-level and inside functions, ``import a.b``, ``from a import b``, relative imports,
+``from coord import X`` resolved through ``coord/__init__.py``'s lazy names, and the module
+names ``cli/main.py`` hands to importlib. ``test_the_docs_table_is_the_rule`` keeps that
+table's "may import" column and ``MAY_IMPORT`` the same.
 
 A part may load another part that it may not import at module level only lazily, inside one
 command's entry (so that CLI start-up stays cheap and a face stays thin): ``lazily`` in its row,
@@ -344,9 +344,9 @@ def test_each_named_entry_is_used_lazy_and_needed(entry: tuple[str, str]) -> Non
 _UNIT_TOKEN = re.compile(r"`([A-Za-z_]+(?:/|\.py))`")
 
 
-def _readme_rule() -> dict[str, May]:
-    """The README's layout table, read as ``MAY_IMPORT`` is written."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def _docs_rule() -> dict[str, May]:
+    """The layout table of docs/development.md, read as ``MAY_IMPORT`` is written."""
+    text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
     header = "| folder | holds | may import |"
     assert header in text
     rows = text.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
@@ -372,10 +372,12 @@ def _readme_rule() -> dict[str, May]:
     return rule
 
 
-def test_the_readme_table_is_the_rule() -> None:
-    readme = _readme_rule()
-    assert set(readme) == set(MAY_IMPORT)
-    differ = {u: (readme[u], MAY_IMPORT[u]) for u in MAY_IMPORT if readme[u] != MAY_IMPORT[u]}
+def test_the_docs_table_is_the_rule() -> None:
+    documented = _docs_rule()
+    assert set(documented) == set(MAY_IMPORT)
+    differ = {
+        u: (documented[u], MAY_IMPORT[u]) for u in MAY_IMPORT if documented[u] != MAY_IMPORT[u]
+    }
     assert differ == {}
 
 

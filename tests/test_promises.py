@@ -1,5 +1,5 @@
 """Which tests hold each of coord's promises (the numbered list of ``INVARIANTS.md``, kept
-beside the project; the README's "From claim to main" says 16 to 20 in words).
+beside the project; docs/landing.md, "From claim to main", says 16 to 20 in words).
 
 ``HELD_BY`` maps a promise to the tests that would fail if it broke. This test keeps the map
 true: every test it names exists (a renamed or deleted test fails here, so a promise cannot

@@ -6,7 +6,7 @@ agent B, in the main checkout, while agent A works item 1 in its coord worktree
 then the command is run in a scratch copy of the repository (tests/guard_oracle.py; the copy's
 linked worktree is repaired to point at the copy, as git does after a move). An allowed
 command that changed anything in A's worktree is an escape; a refused one that changed
-nothing, a false refusal (accepted only where the README lists it).
+nothing, a false refusal (accepted only where docs/files-and-the-guard.md lists it).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""The README is a test: its runnable examples run as a newcomer would run them.
+"""The README and the docs are a test: their runnable examples run as a newcomer would run them.
 
 coord is installed into a fresh virtual environment exactly as "Install it into your
 repository" says (with a fresh HOME, from a directory holding the clone as ``./coord``), then
-every other block marked ``<!-- runnable -->`` runs, line by line, in a fresh git repository
+every other block marked ``<!-- runnable -->`` (in the README, then in docs/ page by page)
+runs, line by line, in a fresh git repository
 of the user's own, with only that installation's ``coord`` on PATH. A line's expected exit
-code is 0 unless its comment says ``# exit N``. A README edit that breaks an example fails
-``make test``.
+code is 0 unless its comment says ``# exit N``. An edit of the README or a page that breaks an
+example fails ``make test``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+# the README first (its install block comes before any other), then the pages, in order
+DOCS = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))
+EVERY_PAGE = README + "\n" + DOCS
 _BLOCK = re.compile(r"<!-- runnable(?:: (?P<kind>[\w-]+))? -->\n```sh\n(?P<body>.*?)```", re.S)
 _EXIT = re.compile(r"#\s*exit (\d+)")
 
@@ -55,6 +59,7 @@ def runnable_blocks(text: str) -> list[Block]:
 def test_the_readme_marks_an_install_and_examples_to_run() -> None:
     kinds = [b.kind for b in runnable_blocks(README)]
     assert kinds[0] == "install" and kinds.count("repository") >= 2
+    assert [b.kind for b in runnable_blocks(EVERY_PAGE)].count("install") == 1
 
 
 def run_line(line: Line, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -67,7 +72,7 @@ def run_line(line: Line, cwd: Path, env: dict[str, str]) -> subprocess.Completed
         timeout=600,
     )
     assert done.returncode == line.expected_exit, (
-        f"README line `{line.command}` exited {done.returncode}, the README says "
+        f"documented line `{line.command}` exited {done.returncode}, the docs say "
         f"{line.expected_exit}\nstdout: {done.stdout}\nstderr: {done.stderr}"
     )
     return done
@@ -111,7 +116,7 @@ def test_every_runnable_example_in_a_fresh_repository_of_ones_own(
         Path(newcomer["HOME"]) / ".local" / "bin" / "coord"
     )
     assert installed.exists()
-    examples = [b for b in runnable_blocks(README) if b.kind == "repository"]
+    examples = [b for b in runnable_blocks(EVERY_PAGE) if b.kind == "repository"]
     for number, block in enumerate(examples):
         repo = tmp_path / f"my-project-{number}"
         repo.mkdir()

@@ -4,7 +4,7 @@ A real daemon on a board of 2,000 edits of a 65 KB body (130 MB of events): 60 r
 open a stream from the start and never read, and 250 that read part of a chunk and hang up
 (several rounds under ``COORD_SOAK=1``), while a writer keeps adding. Throughout, a thread
 asks ``/v1/health`` and another samples the daemon's RSS: health answers within 100 ms p99 and
-the RSS stays under the README's bound for the streams; then SIGTERM ends the daemon within a
+the RSS stays under the docs' bound for the streams; then SIGTERM ends the daemon within a
 few seconds. The figures are printed.
 """
 
@@ -28,8 +28,9 @@ NEVER_READ = 60
 HANG_UP = 250
 ROUNDS = 6 if SOAK else 1  # of the 250 that hang up
 P99_BOUND = 0.100  # seconds: the issue's bound for /v1/health throughout
-# The README's bound ("The event stream"): the daemon at rest, plus the feed (8 MiB), the
-# chunks of the slots (16 x 256 KiB) and about 64 KiB of write buffer per connection, with room
+# The bound docs/http-api.md states ("The event stream"): the daemon at rest, plus the feed
+# (8 MiB), the chunks of the slots (16 x 256 KiB) and about 64 KiB of write buffer per
+# connection, with room
 RSS_GROWTH_MB = 64
 
 

@@ -1,5 +1,6 @@
-"""The shell guard's limits, held to what the README and the module's docstring say: the
-commands it lets through unread, and the bounds past which it refuses (issue 22 items 3, 5)."""
+"""The shell guard's limits, held to what docs/files-and-the-guard.md and the module's
+docstring say: the commands it lets through unread, and the bounds past which it refuses
+(issue 22 items 3, 5)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from shell_cases import make_repo, verdict
 from coord.hooks import shell, shell_guard, shell_programs
 
 ROOT = Path(__file__).resolve().parents[2]
-README_TITLE = "**Let through unread**:"
+GUARD_PAGE = ROOT / "docs" / "files-and-the-guard.md"
+PAGE_TITLE = "**Let through unread**:"
 DOCSTRING_TITLE = "Let through unread ("
 
 
@@ -29,20 +31,20 @@ def table() -> list[str]:
     return [" ".join(entry) for entry in shell_programs.LET_THROUGH]
 
 
-def test_the_readme_and_the_docstring_name_exactly_the_commands_let_through_unread() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert listed(readme, README_TITLE) == table()
+def test_the_docs_and_the_docstring_name_exactly_the_commands_let_through_unread() -> None:
+    page = GUARD_PAGE.read_text(encoding="utf-8")
+    assert listed(page, PAGE_TITLE) == table()
     docstring = shell.__doc__ or ""
     assert listed(docstring.split(DOCSTRING_TITLE, 1)[1], "):", ". Beyond") == table()
 
 
 def test_the_list_check_fails_on_a_list_that_says_more_or_less() -> None:
     """The test of the test: one entry more, or one less, is seen."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    more = readme.replace("`go test`", "`go test`, `npm run build`")
-    less = readme.replace("`make -n`, ", "")
-    assert listed(more, README_TITLE) != table()
-    assert listed(less, README_TITLE) != table()
+    page = GUARD_PAGE.read_text(encoding="utf-8")
+    more = page.replace("`go test`", "`go test`, `npm run build`")
+    less = page.replace("`make -n`, ", "")
+    assert listed(more, PAGE_TITLE) != table()
+    assert listed(less, PAGE_TITLE) != table()
 
 
 @pytest.fixture(scope="module")

@@ -361,8 +361,8 @@ def test_without_coord_on_path_an_edit_is_refused(
 
 # Spellings of "overwrite src/held.py": a script in a free path, which the guard refuses near a
 # held file as a script it does not read, and the same script run by `make test`, a test
-# runner the guard lets through unread (README): whichever gets past, the after-tool hook
-# must catch.
+# runner the guard lets through unread (docs/files-and-the-guard.md): whichever gets past, the
+# after-tool hook must catch.
 WRITERS = (
     "python3 tools/regen.py",
     "sh tools/regen.sh",

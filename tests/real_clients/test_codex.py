@@ -188,8 +188,8 @@ def test_init_with_another_command_untrusts_the_hooks_and_says_so(
 
 # Spellings of "overwrite src/held.py": a script in a free path, which the guard refuses near a
 # held file as a script it does not read, and the same script run by `make test`, a test
-# runner the guard lets through unread (README): whichever gets past, the after-tool hook
-# must catch.
+# runner the guard lets through unread (docs/files-and-the-guard.md): whichever gets past, the
+# after-tool hook must catch.
 WRITERS = {
     "regen-py": "python3 tools/regen.py",
     "regen-sh": "sh tools/regen.sh",

@@ -125,7 +125,7 @@ def _team_board(board_dir: Path, url: str, command: str) -> bool:
         raise InvalidInput(
             f"{command}: {board_dir / 'config.json'} names another database, "
             f"{_describe(named)}, not {_describe(url)}; one checkout serves one board: to "
-            "switch, edit its database setting (the README's Settings table)",
+            "switch, edit its database setting (docs/reference/settings.md)",
             field="database",
         )
     if board_files.db_path(board_dir).exists():

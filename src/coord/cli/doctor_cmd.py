@@ -79,7 +79,10 @@ def _config(board_dir: Path, finding: Any) -> Finding:
     try:
         board_files.read_config(board_dir)
     except InvalidInput as err:
-        fix = f"edit {path} as said (the README's Settings table), or `rm {path}` for the defaults"
+        fix = (
+            f"edit {path} as said (docs/reference/settings.md says what each setting may be), "
+            f"or `rm {path}` for the defaults"
+        )
         return finding("config", "fix", err.message, fix)
     return finding("config", "ok", f"{path} is valid")
 

@@ -1,7 +1,7 @@
 """`coord`: the command line. Each command is one call to the daemon, rendered.
 
 Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 conflict (lost the race, lease lost),
-4 nothing ready, 5 no such item (the README has the table). With ``--json`` every command
+4 nothing ready, 5 no such item (docs/commands.md has the table). With ``--json`` every command
 prints exactly one JSON document on stdout, errors included (``{"error": ..., "message":
 ...}``).
 

@@ -6,7 +6,7 @@ those belong to the people the item belongs to: its creator, its holder (cancel 
 one doing the work may give it up for good), and the board's humans, the names listed as
 ``humans`` in ``.coord/config.json``. Humans act with the board's token like any agent; the
 list says whose word overrides an agent's, not who can reach the board (coord is a guard rail
-against mistakes, not a sandbox: see the README's Security section).
+against mistakes, not a sandbox: see docs/security.md).
 """
 
 from __future__ import annotations

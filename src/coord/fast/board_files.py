@@ -168,7 +168,7 @@ def sessions_dir(board_dir: Path) -> Path:
     return board_dir / SESSIONS_DIRNAME
 
 
-# Every setting .coord/config.json may hold (the README's Settings table names each one).
+# Every setting .coord/config.json may hold (docs/reference/settings.md is generated from it).
 CONFIG_KEYS = (
     "default_lease_seconds",
     "synchronous",
@@ -235,7 +235,7 @@ def check_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
     if unknown:
         raise InvalidInput(
             f"{path}: unknown setting {', '.join(repr(k) for k in unknown)}; the settings are "
-            f"{', '.join(CONFIG_KEYS)} (the README's Settings table says what each means)",
+            f"{', '.join(CONFIG_KEYS)} (docs/reference/settings.md says what each means)",
             field=unknown[0],
         )
     synchronous = config.get("synchronous")

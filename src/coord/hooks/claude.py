@@ -15,7 +15,7 @@ Hooks reference: https://code.claude.com/docs/en/hooks
   Bash guard; ``PowerShell`` (Windows; input ``command``, read like Bash's) is not parsed as
   a shell: every word of it is judged as a path, so a command naming a held path is refused
   even if it only reads it, and one naming none is allowed (``$var``, ``-f`` formatting and
-  other spellings PowerShell computes are not seen: the README lists this). MCP tools
+  other spellings PowerShell computes are not seen: docs/security.md lists this). MCP tools
   (``mcp__SERVER__TOOL``) are judged on the path arguments they name (``PATH_FIELDS``);
   one that names none is allowed, so a server writing files under other argument names is
   not covered. coord's own MCP server (``mcp__coord__``) answers for itself.

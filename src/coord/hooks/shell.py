@@ -42,7 +42,7 @@ write only their redirections.
 A git command that rewrites the working tree is judged by ``coord.hooks.git_rewrites``.
 
 Let through unread (``shell_programs.LET_THROUGH``, with any options and operands; the
-README says the same, and tests/hooks/test_shell_limits.py holds both to the table):
+docs/files-and-the-guard.md says the same, and tests/hooks/test_shell_limits.py holds both to it):
 ``pytest``, ``python -m pytest``, ``make test``, ``make check``, ``make -n``, ``npm test``,
 ``yarn test``, ``pnpm test``, ``cargo test``, ``go test``. Beyond them only a program it does
 not know whose operands reach no held file, and interpreter code that calls nothing able to

@@ -8,8 +8,8 @@
 - ``RUNNERS`` run code the guard cannot see (a build file, a package's scripts): unread,
   they reach the whole working tree. ``LET_THROUGH`` are the few runner commands allowed
   unread all the same, because agents run them all day and they are meant to write no
-  source file: the README's list of limits names exactly these (a test holds it to this
-  table).
+  source file: the list in docs/files-and-the-guard.md names exactly these (a test holds it
+  to this table).
 - ``INTERPRETERS`` run a program given as a file (unread, the whole working tree) or as
   ``-c``/``-e`` code, which is judged by the paths its string literals name.
 
@@ -98,7 +98,7 @@ RUNNERS = frozenset(
     cmake ninja meson scons pre-commit lefthook husky composer bundle mix sbt lein
     """.split()  # noqa: SIM905 (a list of names reads better as words)
 )
-# runner commands allowed unread (the README's list; tests/hooks/test_shell_limits.py)
+# runner commands allowed unread (the list of docs/files-and-the-guard.md; test_shell_limits.py)
 LET_THROUGH: tuple[tuple[str, ...], ...] = (
     ("pytest",),
     ("python", "-m", "pytest"),

@@ -146,7 +146,8 @@ def _cycles(packages: dict[str, Package]) -> list[Problem]:
 
 def reservations_on_done(doc: SpecDocument) -> list[Problem]:
     """The ``reservation_on_done`` problems alone: the lines ``coord spec sync`` names as left
-    to remove once it has ticked boxes (it writes no reservation: the README's ``sync``)."""
+    to remove once it has ticked boxes (it writes no reservation: ``sync`` in
+    docs/design-documents.md)."""
     found = _reservation_problems(doc, first_of_each_id(doc.packages))
     return [problem for problem in found if problem.code == "reservation_on_done"]
 
