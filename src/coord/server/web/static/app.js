@@ -942,7 +942,7 @@
     packages.forEach((p) => depth(p));
     const layers = [];
     for (const p of packages) (layers[layer.get(p.id)] = layers[layer.get(p.id)] || []).push(p);
-    const W = 240, LINE = 16, PAD = 7, GX = 56, GY = 12, CHARS = 30;
+    const W = 220, LINE = 16, PAD = 7, GX = 44, GY = 12, CHARS = 28;
     const where = new Map();
     let tall = 0;
     layers.forEach((members, x) => {
