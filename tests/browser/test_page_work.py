@@ -52,7 +52,7 @@ def visible_cards(browser: Browser, column: str) -> list[int]:
 
 
 def test_a_person_adds_edits_replies_answers_cancels_and_searches(
-    served: Daemon, browser: Browser
+    served: Daemon, browser: Browser, artifacts: Path
 ) -> None:
     dependency = cli(served, "add", "pick the database", agent="planner")["id"]
     open_page(served, browser)
@@ -118,6 +118,7 @@ def test_a_person_adds_edits_replies_answers_cancels_and_searches(
     replies = show(served, item)["replies"]
     assert [(r["author"], r["body"]) for r in replies] == [("alice", "@codex-1 see the outline")]
     assert log_of(served, item)[-1] == ("reply", "alice")
+    browser.do("screenshot", path=str(artifacts / "item-opened.png"))
 
     # answer a question an agent asked, from the item opened
     cli(served, "claim", str(dependency), agent=AGENT)
@@ -210,9 +211,30 @@ def test_the_page_refuses_what_the_cli_refuses(served: Daemon, browser: Browser)
     )
     assert by_cli.returncode != 0
     assert json.loads(by_cli.stdout)["message"] == refusal
+    # a PATCH from the page's origin without its session: refused before any rule is asked
+    forged = browser.eval(
+        f"""fetch('/v1/items/{item}', {{
+            method: 'PATCH', credentials: 'same-origin',
+            headers: {{'content-type': 'application/json'}},
+            body: JSON.stringify({{agent: 'alice', title: 'forged'}}),
+        }}).then(async (r) => [r.status, (await r.json()).error])"""
+    )
+    assert forged == [401, "unauthorized"]
     assert show(served, item)["title"] == "someone else's work"
     assert show(served, item)["state"] == "claimed"
     assert cli(served, "log", "--limit", "1000")["events"] == before  # the board unchanged
+
+    # the holder edits it meanwhile: the item opened shows it, what alice typed stays
+    token = str(show(served, item)["fencing_token"])
+    cli(
+        served, "edit", str(item), "--title", "renamed by its holder", "--token", token, agent=AGENT
+    )
+    browser.wait(
+        "document.querySelector('#detail .head .title').textContent === 'renamed by its holder'"
+    )
+    assert browser.eval("document.querySelector('#detail .edit input[name=title]').value") == (
+        "taken over"
+    )
 
 
 def test_a_hostile_title_added_from_the_page_stays_text(served: Daemon, browser: Browser) -> None:

@@ -49,11 +49,12 @@
   const compose = document.getElementById("compose");
   const form = compose.querySelector("form");
   document.getElementById("new-item").onclick = () => {
+    // whom the page acts as is known once the daemon proved itself: named here, not at load
+    form.querySelector('button[type="submit"]').textContent = `Add as ${boot.as}`;
     compose.hidden = false;
     form.elements.title.focus();
   };
   compose.querySelector(".close").onclick = () => (compose.hidden = true);
-  form.querySelector('button[type="submit"]').textContent = `Add as ${boot.as || "you"}`;
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault(); // sent by script: the page allows no form actions
