@@ -43,6 +43,7 @@ STATIC = {
     "app.js": "text/javascript; charset=utf-8",
     "proof.js": "text/javascript; charset=utf-8",
     "times.js": "text/javascript; charset=utf-8",
+    "plan.js": "text/javascript; charset=utf-8",
     "work.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
@@ -125,6 +126,7 @@ _TEMPLATE = """<!doctype html>
 <script id="boot" type="application/json">{boot}</script>
 <script src="/web/proof.js" defer></script>
 <script src="/web/times.js" defer></script>
+<script src="/web/plan.js" defer></script>
 <script src="/web/app.js" defer></script>
 <script src="/web/work.js" defer></script>
 </head>
