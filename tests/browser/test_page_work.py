@@ -386,6 +386,10 @@ def test_a_plan_of_forty_packages_reads_whole(
         "(() => { const s = document.querySelector('#plan svg'); "
         "return Math.round(s.getBoundingClientRect().width) === s.width.baseVal.value; })()"
     )
+    browser.wait(card("needs", 10))
+    # no card writes an absent field as "null" or "undefined" (no title here has the words)
+    cards = browser.eval("[...document.querySelectorAll('.card')].map(c => c.textContent)")
+    assert not [text for text in cards if "null" in text or "undefined" in text]
     assert "claimed by claude-1" in by_key["P7"]["who"] and by_key["P7"]["status"] == "claimed"
     assert by_key["P10"]["status"] == "needs" and "gemini-3" in by_key["P10"]["who"]
     assert by_key["P1"]["status"] == "done"

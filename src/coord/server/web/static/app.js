@@ -430,8 +430,13 @@
         " · seen ",
         heartbeat(item.claimed_by),
       ),
-      worktreeMeta(item),
+      ...present(worktreeMeta(item)),
     );
+  }
+
+  // a node to append, or none: DOM append writes a null as the text "null"
+  function present(node) {
+    return node ? [node] : [];
   }
 
   // a claim with a worktree: its branch and the path it is worked in
@@ -450,7 +455,7 @@
     node.append(
       el("div", { className: "meta" }, `${item.claimed_by} asks`, item.escalate_to ? ` ${item.escalate_to}` : ""),
       el("div", { className: "question", text: item.question }),
-      worktreeMeta(item),
+      ...present(worktreeMeta(item)),
     );
     const box = el("textarea", { "aria-label": `answer to item ${item.id}`, placeholder: "your answer" });
     box.value = drafts.get(item.id) || ""; // a redraw keeps what was typed
