@@ -41,6 +41,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 HOST = "127.0.0.1:8123"
 ORIGIN = f"http://{HOST}"
 STATIC = Path(__file__).parents[1] / "src" / "coord" / "server" / "web" / "static"
+STATIC_FILES = sorted(path.name for path in STATIC.iterdir() if path.is_file())
 
 
 @pytest.fixture
@@ -420,12 +421,15 @@ def test_the_page_and_its_files_allow_only_this_daemon(api: TestClient) -> None:
     policy = page.headers["content-security-policy"]
     assert "default-src 'none'" in policy and "script-src 'self'" in policy
     assert "http" not in policy.replace("'self'", "")  # no other origin named
-    for name in ("app.js", "proof.js", "app.css"):
+    for name in STATIC_FILES:
         served = api.get(f"/web/{name}")
         assert served.status_code == 200 and served.content
+        assert f'src="/web/{name}"' in page.text or name.endswith(".css")  # each one used
+        if name.endswith(".js"):  # text only, in every script the page runs
+            assert ".innerHTML" not in served.text and "insertAdjacentHTML" not in served.text
+            assert "outerHTML" not in served.text and "document.write" not in served.text
     assert api.get("/web/nothing.js").status_code == 404
     script = api.get("/web/app.js").text
-    assert ".innerHTML" not in script and "insertAdjacentHTML" not in script  # text only
     assert "new EventSource" not in script  # it cannot send the session's header
     # every request of the page's leaves the browser's cookies behind
     assert 'credentials: "same-origin"' not in script and 'credentials: "include"' not in script

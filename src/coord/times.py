@@ -88,8 +88,10 @@ def parse_duration(text: str) -> float | None:
 
 
 def duration_text(seconds: float) -> str:
-    """A length of time as a person reads it: 45s, 4m03s, 2h05m, 3d04h."""
-    whole = int(seconds)
+    """A length of time as a person reads it: 45s, 4m03s, 2h05m, 3d04h (fractions cut; a
+    negative length, a clock's skew, reads 0s). The live page's static/times.js ports this
+    rule; tests/test_web_times.py holds them to one table."""
+    whole = max(0, int(seconds))
     if whole < 60:
         return f"{whole}s"
     if whole < 3600:

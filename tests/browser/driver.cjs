@@ -70,6 +70,11 @@ async function main() {
       await page.screenshot({ path, fullPage: false });
       return path;
     },
+    // one element, whole (the plan's panel for the docs' picture)
+    screenshotOf: async ({ selector, path }) => {
+      await page.locator(selector).screenshot({ path });
+      return path;
+    },
     // the browser's clock set off by ms from the machine's, before the page loads: the
     // page must count from the board's clock, not this one
     skewClock: async ({ ms }) => {

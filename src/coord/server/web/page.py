@@ -42,6 +42,9 @@ SECURITY_HEADERS = {
 STATIC = {
     "app.js": "text/javascript; charset=utf-8",
     "proof.js": "text/javascript; charset=utf-8",
+    "times.js": "text/javascript; charset=utf-8",
+    "plan.js": "text/javascript; charset=utf-8",
+    "work.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
 
@@ -122,12 +125,18 @@ _TEMPLATE = """<!doctype html>
 <link rel="icon" href="data:,">
 <script id="boot" type="application/json">{boot}</script>
 <script src="/web/proof.js" defer></script>
+<script src="/web/times.js" defer></script>
+<script src="/web/plan.js" defer></script>
 <script src="/web/app.js" defer></script>
+<script src="/web/work.js" defer></script>
 </head>
 <body>
 <header>
   <h1>coord</h1>
   <span id="counts"></span>
+  <input id="search" type="search" placeholder="search: words, #12, P3, an agent, a label"
+    aria-label="search the board">
+  <button id="new-item" type="button">New item</button>
   <span class="spacer"></span>
   <span id="link" class="link" data-state="connecting">connecting…</span>
   <span class="who">acting as <b></b></span>
@@ -136,6 +145,23 @@ _TEMPLATE = """<!doctype html>
 its agents. To open it, run <code>coord open</code> in the repository: it opens (and prints) a
 link that signs this browser in.</p>
 <main>
+  <section class="panel" id="compose" hidden><h2>New item</h2>
+    <form class="form" autocomplete="off">
+      <label class="wide">Title <input name="title" required></label>
+      <label>Kind <select name="kind"><option>task</option><option>bug</option>
+        <option>note</option><option>handoff</option></select></label>
+      <label>Priority <select name="priority"><option value="0">0 (highest)</option>
+        <option value="1">1</option><option value="2" selected>2</option>
+        <option value="3">3</option><option value="4">4</option></select></label>
+      <label>Labels <input name="labels" placeholder="ui, backend"></label>
+      <label>Waits on <input name="deps" placeholder="#3, P2"></label>
+      <label>For <input name="to" placeholder="an agent (--to)"></label>
+      <label class="wide">Details <textarea name="body"></textarea></label>
+      <div class="buttons"><button type="submit">Add</button>
+        <button type="button" class="close">Close</button>
+        <span class="err" role="alert"></span><span class="ok" role="status"></span></div>
+    </form></section>
+  <section class="panel" id="detail" hidden></section>
   <section class="columns">
     <div class="column" id="col-ready"><h2>Ready <span class="count"></span></h2>
       <ol class="rows"></ol><nav class="pager"></nav></div>
@@ -161,6 +187,10 @@ link that signs this browser in.</p>
     <div class="panel" id="plan"><h2>Plan</h2>
       <input id="plan-doc" list="plan-docs" placeholder="a design document: docs/plan.md"
         aria-label="design document"><datalist id="plan-docs"></datalist>
+      <ul class="legend">
+        <li class="claimable">claimable now</li><li class="claimed">claimed</li>
+        <li class="needs">needs a human</li><li class="landing">landing</li>
+        <li class="waiting">waiting</li><li class="done">done</li></ul>
       <div class="graph"></div></div>
     <div class="panel" id="feed"><h2>Activity</h2>
       <div class="filters">

@@ -45,6 +45,11 @@
     return node;
   }
 
+  // what work.js (a person's changes: add, edit, cancel, reopen, reply) uses of the page;
+  // it fills in openItem and onEvent
+  const shared = (globalThis.coordPage = { openItem: null, onEvent: null });
+  const openItem = (id) => (shared.openItem ? shared.openItem(id) : null);
+
   // --- the daemon: proved, then trusted with the session -----------------------------------
 
   let proven = false; // the daemon at this address proved it made this page's session
@@ -58,7 +63,8 @@
     return error;
   }
 
-  async function api(path, body) {
+  // a read, or a change (POST unless method says PATCH): the same endpoints the CLI calls
+  async function api(path, body, method) {
     if (!proven) throw quiet(`not sent (no proven daemon): ${path}`);
     const init = {
       credentials: "omit", // no cookie: whatever the browser holds for this host stays home
@@ -66,7 +72,7 @@
       headers: { accept: "application/json", "x-coord-session": session },
     };
     if (body !== undefined) {
-      init.method = "POST";
+      init.method = method || "POST";
       init.headers["content-type"] = "application/json";
       init.body = JSON.stringify(body);
     }
@@ -92,15 +98,8 @@
   }
 
   // a length of time spelled as coord.times.duration_text spells it (the CLI and watch):
-  // 45s, 4m03s, 2h05m, 6d23h
-  function span(seconds) {
-    const s = Math.max(0, Math.floor(seconds));
-    const two = (n) => String(n).padStart(2, "0");
-    if (s < 60) return `${s}s`;
-    if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
-    if (s < 86400) return `${Math.floor(s / 3600)}h${two(Math.floor((s % 3600) / 60))}m`;
-    return `${Math.floor(s / 86400)}d${two(Math.floor((s % 86400) / 3600))}h`;
-  }
+  // 45s, 4m03s, 2h05m, 6d23h (times.js; tests/test_web_times.py holds the two together)
+  const span = globalThis.coordTimes.durationText;
 
   function freshness(ageSeconds) {
     return ageSeconds < 60 ? "fresh" : ageSeconds < 300 ? "stale" : "old";
@@ -273,8 +272,20 @@
     return (ms(b.closed_at) || 0) - (ms(a.closed_at) || 0);
   }
 
+  // the search box: every word of it somewhere in the card's words (id, key, title, people,
+  // labels, kind, state); an empty search shows everything
+  let searchWords = [];
+  function matches(item) {
+    if (!searchWords.length) return true;
+    const words = [
+      `#${item.id}`, item.key, item.title, item.claimed_by, item.created_by, item.to,
+      item.kind, item.state, ...(item.labels || []),
+    ].filter(Boolean).join(" ").toLowerCase();
+    return searchWords.every((word) => words.includes(word));
+  }
+
   function ordered(column) {
-    const items = [...column.items.values()];
+    const items = [...column.items.values()].filter(matches);
     if (column.key === "done") return items.sort(byClosed);
     if (column.key === "claimed") {
       return items.sort((a, b) => ms(a.lease_expires_at) - ms(b.lease_expires_at));
@@ -333,13 +344,33 @@
   function card(key, item) {
     if (item.key) keys.set(item.id, item.key);
     const node = el("li", { className: "card", "data-id": item.id, "data-state": item.state });
-    const title = el("div", { className: "title" }, el("span", { className: "tag", text: item.key || `#${item.id}` }), item.title);
+    const title = el(
+      "div",
+      { className: "title" },
+      el("span", { className: "tag", text: item.key || `#${item.id}` }),
+      opener(item),
+    );
     node.append(title);
     if (key === "ready") readyMeta(node, item);
     else if (key === "claimed") claimedMeta(node, item);
     else if (key === "needs") needsMeta(node, item);
     else if (key === "done") doneMeta(node, item);
     return node;
+  }
+
+  // the card's title opens the item (to edit, reply, cancel); not a <button>, so the card's
+  // own buttons (an answer's Send) stay its first
+  function opener(item) {
+    const open = () => openItem(item.id);
+    return el("span", {
+      className: "open",
+      text: item.title,
+      title: "open: edit, reply, cancel",
+      tabIndex: 0,
+      role: "button",
+      onclick: open,
+      onkeydown: (event) => event.key === "Enter" && open(),
+    });
   }
 
   function readyMeta(node, item) {
@@ -399,8 +430,13 @@
         " · seen ",
         heartbeat(item.claimed_by),
       ),
-      worktreeMeta(item),
+      ...present(worktreeMeta(item)),
     );
+  }
+
+  // a node to append, or none: DOM append writes a null as the text "null"
+  function present(node) {
+    return node ? [node] : [];
   }
 
   // a claim with a worktree: its branch and the path it is worked in
@@ -419,7 +455,7 @@
     node.append(
       el("div", { className: "meta" }, `${item.claimed_by} asks`, item.escalate_to ? ` ${item.escalate_to}` : ""),
       el("div", { className: "question", text: item.question }),
-      worktreeMeta(item),
+      ...present(worktreeMeta(item)),
     );
     const box = el("textarea", { "aria-label": `answer to item ${item.id}`, placeholder: "your answer" });
     box.value = drafts.get(item.id) || ""; // a redraw keeps what was typed
@@ -447,9 +483,7 @@
   function doneMeta(node, item) {
     node.append(el("div", { className: "meta" }, `${item.claimed_by || item.created_by} · `, countdownSince(item.closed_at)));
     if (item.evidence && Object.keys(item.evidence).length) {
-      node.append(
-        el("details", {}, el("summary", { text: "checks' evidence" }), el("pre", { text: JSON.stringify(item.evidence, null, 2) })),
-      );
+      node.append(evidenceNode(item.evidence));
     } else if (item.checks && item.checks.length) {
       node.append(el("div", { className: "meta", text: "checks skipped (reason in the log)" }));
     }
@@ -457,6 +491,43 @@
 
   function countdownSince(iso) {
     return el("span", { className: "ago", "data-since": ms(iso) });
+  }
+
+  // checks' evidence as a person reads it: passed or failed, and each run's command, exit
+  // code, duration and the tail of its output, as text
+  function evidenceNode(evidence) {
+    const box = el("div", { className: "evidence" });
+    if (evidence.skipped) {
+      box.append(
+        el("div", {}, el("span", { className: "tag warn", text: "checks skipped" }), `by ${evidence.by}: `, el("span", { className: "why", text: evidence.skipped })),
+      );
+      return box;
+    }
+    box.append(
+      el(
+        "div",
+        { className: "verdict" },
+        el("span", { className: evidence.passed ? "tag lit" : "tag bad", text: evidence.passed ? "checks passed" : "checks failed" }),
+        evidence.by ? `by ${evidence.by}` : "",
+      ),
+    );
+    for (const run of evidence.runs || []) {
+      const passed = run.exit_code === 0;
+      const line = el(
+        "div",
+        { className: passed ? "run passed" : "run failed" },
+        el("span", { className: passed ? "tag lit" : "tag bad", text: passed ? "passed" : "failed" }),
+        el("code", { className: "command", text: run.command }),
+        el("span", { className: "exit", text: ` exit ${run.exit_code}` }),
+        typeof run.duration_s === "number" ? el("span", { className: "duration", text: ` · ${span(run.duration_s)}` }) : null,
+        run.head ? ` · at ${String(run.head).slice(0, 10)}` : "",
+      );
+      box.append(line);
+      if (run.output_tail) {
+        box.append(el("details", {}, el("summary", { text: "the output's last lines" }), el("pre", { className: "tail", text: run.output_tail })));
+      }
+    }
+    return box;
   }
 
   // --- agents, held files, counts ---------------------------------------------------------
@@ -522,13 +593,19 @@
     return list;
   }
 
+  // Ready counts what is claimable now, of the pending (as `coord watch`'s "Ready 0 of 6")
   async function loadCounts() {
-    const found = await api("/v1/status");
+    const [found, claimable] = await Promise.all([
+      api("/v1/status"),
+      api("/v1/items?state=pending&ready=true&limit=1000"), // the most one page holds
+    ]);
     const counts = found.board.counts;
-    const shown = { ready: counts.pending, claimed: counts.claimed, needs: counts.needs_human, done: counts.done };
+    const ready = `${claimable.items.length}${claimable.next === null ? "" : "+"}`;
+    const shown = { claimed: counts.claimed, needs: counts.needs_human, done: counts.done };
     for (const [key, value] of Object.entries(shown)) {
       document.querySelector(`#col-${key} .count`).textContent = `(${value || 0})`;
     }
+    document.querySelector("#col-ready .count").textContent = `(${ready} of ${counts.pending || 0})`;
     const queued = counts.queued || 0;
     const rework = counts.needs_rework || 0;
     document.querySelector("#landing h2 .count").textContent = `(${queued + rework})`;
@@ -802,65 +879,13 @@
       after = found.next;
     } while (after !== null && packages.length < 2000);
     planIds = new Set(packages.map((p) => p.id));
-    graph.replaceChildren(planSvg(packages));
-  }
-
-  function planStatus(item) {
-    if (item.state === "done" || item.state === "merged") return "done";
-    if (columnOf(item) === "claimed" || item.state === "needs_human" || item.state === "queued") return "claimed";
-    if (item.ready || columnOf(item) === "ready" && item.state === "claimed") return "claimable";
-    return "waiting";
-  }
-
-  function planSvg(packages) {
-    const byId = new Map(packages.map((p) => [p.id, p]));
-    const layer = new Map();
-    const depth = (item, seen = new Set()) => {
-      if (layer.has(item.id)) return layer.get(item.id);
-      seen.add(item.id);
-      let d = 0;
-      for (const dep of item.deps) {
-        const other = byId.get(dep);
-        if (other && !seen.has(dep)) d = Math.max(d, depth(other, seen) + 1);
-      }
-      layer.set(item.id, d);
-      return d;
-    };
-    packages.forEach((p) => depth(p));
-    const layers = [];
-    for (const p of packages) (layers[layer.get(p.id)] = layers[layer.get(p.id)] || []).push(p);
-    const W = 150, H = 26, GX = 40, GY = 8;
-    const where = new Map();
-    layers.forEach((members, x) => members.forEach((p, y) => where.set(p.id, [x * (W + GX), y * (H + GY)])));
-    const tall = Math.max(1, ...layers.map((m) => m.length));
-    const NS = "http://www.w3.org/2000/svg";
-    const svg = document.createElementNS(NS, "svg");
-    svg.setAttribute("viewBox", `-2 -2 ${layers.length * (W + GX) + 4} ${tall * (H + GY) + 4}`);
-    const make = (tag, attrs) => {
-      const node = document.createElementNS(NS, tag);
-      for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-      return node;
-    };
-    for (const p of packages) {
-      const [x, y] = where.get(p.id);
-      for (const dep of p.deps) {
-        if (!where.has(dep)) continue;
-        const [dx, dy] = where.get(dep);
-        svg.append(make("line", { x1: dx + W, y1: dy + H / 2, x2: x, y2: y + H / 2 }));
-      }
-    }
-    for (const p of packages) {
-      const [x, y] = where.get(p.id);
-      const group = make("g", { class: planStatus(p), "data-id": p.id });
-      group.append(make("rect", { x, y, width: W, height: H, rx: 4 }));
-      const label = make("text", { x: x + 6, y: y + 17 });
-      label.textContent = `${p.key || "#" + p.id} ${p.title}`.slice(0, 22);
-      const tip = make("title", {});
-      tip.textContent = `${p.key || "#" + p.id}: ${p.title} (${planStatus(p)})`;
-      group.append(label, tip);
-      svg.append(group);
-    }
-    return svg;
+    graph.replaceChildren(
+      globalThis.coordPlan.draw(packages, {
+        named,
+        lapsed: (item) => columnOf(item) !== "claimed",
+        open: openItem,
+      }),
+    );
   }
 
   // --- the activity feed -------------------------------------------------------------------
@@ -929,6 +954,7 @@
     if (event.seq <= lastSeq) return; // seen already (a resumed stream may repeat)
     lastSeq = event.seq;
     addToFeed(event);
+    if (shared.onEvent) shared.onEvent(event);
     if (event.item_id) dirty.add(event.item_id);
     if (event.item_id && event.kind === "done") doneDirty.add(event.item_id);
     if (planIds.has(event.item_id) || event.kind === "created") planDirty = true;
@@ -1163,6 +1189,18 @@
   for (const id of ["feed-agent", "feed-item"]) {
     document.getElementById(id).addEventListener("input", renderFeed);
   }
+  const search = document.getElementById("search");
+  search.addEventListener("input", () => {
+    searchWords = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+    for (const column of Object.values(columns)) render(column);
+  });
+  // Enter on one id or package id opens that item, wherever it is (a cancelled one too)
+  search.addEventListener("keydown", (event) => {
+    const words = search.value.trim().split(/\s+/);
+    if (event.key !== "Enter" || words.length !== 1 || !/^#?[A-Za-z0-9][\w.-]*$/.test(words[0])) return;
+    const ref = words[0].replace(/^#/, "");
+    if (/^\d+$/.test(ref) || [...keys.values()].includes(ref)) openItem(ref);
+  });
 
   async function start() {
     await Promise.all([
@@ -1183,6 +1221,8 @@
   }
 
   // what the session is (whom the page acts as) and the board's clock, then the board
+  Object.assign(shared, { api, el, boot, named, keys, place, evidenceNode, span, report, paint, countdownSince });
+
   async function begin() {
     const about = await api("/v1/web/session");
     Object.assign(boot, about);
