@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 0
 
-.PHONY: serve test test-fast test-long test-clients test-browser lint format docs bench clean
+.PHONY: serve test test-fast test-long test-clients test-browser test-pythons lint format docs bench clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,19 @@ test: $(VENV)/.dev
 ## tests/tiers.py says how they are told apart), one pytest per core; prints how long it took
 test-fast: $(VENV)/.dev
 	PYTHONPATH=src $(PY) tests/tiers.py $(PYTEST_ARGS)
+
+## test-pythons: on every other Python this machine has (pyenv's 3.12 and 3.13 here; or
+## PYTHONS="..."), each in a venv of its own: the in-process tier, then the CLI against a real
+## daemon. `make test` runs everything on the default python3.
+PYTHONS ?= $(wildcard $(HOME)/.pyenv/versions/3.1[2-9].*/bin/python3)
+test-pythons:
+	@test -n "$(strip $(PYTHONS))" || { echo "make test-pythons: no other Python found; set PYTHONS" >&2; exit 1; }
+	@for py in $(PYTHONS); do \
+		v=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])') || exit 1; \
+		echo "make test-pythons: Python $$v ($$py)"; \
+		$(MAKE) --no-print-directory test-fast VENV=.venv-$$v PYTHON=$$py || exit 1; \
+		PYTHONPATH=src .venv-$$v/bin/python -m pytest -q -p no:schemathesis tests/test_cli.py || exit 1; \
+	done
 
 ## test-long: the soak variants of the race tests
 test-long: $(VENV)/.dev
