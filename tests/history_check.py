@@ -254,12 +254,14 @@ def _apply(state: State, live: bool, op: Op) -> State | None:
         if op.kind == "release":
             return ("pending", None, token, None)
         return ("done", holder, token, None)
+    # a refusal tells the current token to nobody but its holder (issue 27)
+    told = None if kind in ("claimed", "needs_human") and holder != op.agent else token
     refused = op.error == "lease_lost" and (
         op.state,
         op.holder,
         op.current_token,
         op.lease_end,
-    ) == (kind, holder if kind == "claimed" else None, token, lease_end)
+    ) == (kind, holder if kind == "claimed" else None, told, lease_end)
     return state if refused else None
 
 

@@ -77,7 +77,7 @@ def lease_lost(
     *,
     state: str,
     holder: str | None,
-    current: int,
+    current: int | None,
     lease_end: float | None,
 ) -> Op:
     return Op(
@@ -117,11 +117,19 @@ def test_takeover_after_expiry_and_the_zombie_refused() -> None:
         claim("a", (0.0, 0.1), 0.0, token=1, lease=1.0),
         write("heartbeat", "a", (0.2, 0.3), 1, at=0.5, lease=1.0),  # lease now ends at 1.5
         claim("b", (2.0, 2.1), 1.6, token=2, takeover_from="a"),
+        # the zombie is told the holder, never its token (issue 27)
         lease_lost(
-            "heartbeat", "a", (2.2, 2.3), 1, state="claimed", holder="b", current=2, lease_end=3.6
+            "heartbeat",
+            "a",
+            (2.2, 2.3),
+            1,
+            state="claimed",
+            holder="b",
+            current=None,
+            lease_end=3.6,
         ),
         lease_lost(
-            "done", "a", (2.4, 2.5), 1, state="claimed", holder="b", current=2, lease_end=3.6
+            "done", "a", (2.4, 2.5), 1, state="claimed", holder="b", current=None, lease_end=3.6
         ),
         write("release", "b", (2.6, 2.7), 2, at=1.9),
         claim("c", (2.8, 2.9), 2.0, token=3),

@@ -259,6 +259,29 @@ class LandingLease:
 
 
 @dataclass(slots=True)
+class AccessToken:
+    """A token the board's owner issued for a person or a machine (issue 27): requests that
+    carry it act as ``name`` alone. The secret is never kept, only its SHA-256."""
+
+    id: int
+    name: str
+    machine: bool
+    created_at: float
+    last_used_at: float | None = None
+    revoked_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "kind": "machine" if self.machine else "person",
+            "created_at": iso(self.created_at),
+            "last_used_at": iso(self.last_used_at),
+            "revoked_at": iso(self.revoked_at),
+        }
+
+
+@dataclass(slots=True)
 class Claim:
     """What the winner of a claim gets: the token every later write must present."""
 
@@ -279,6 +302,12 @@ class Claim:
             "takeover_from": self.takeover_from,
             "item": self.item.to_dict(now),
         }
+
+
+# What an event records but no read of the log shows (issue 27): a fencing token opens the
+# writes of the claim (or landing lease) it belongs to, and the log is read by everyone. The
+# board keeps them: the log still explains the state (`coord export` copies them).
+TOKEN_DETAILS = frozenset({"token", "landing_token", "item_token", "current_token"})
 
 
 @dataclass(slots=True)
@@ -304,7 +333,7 @@ class Event:
             "item_id": self.item_id,
             "item_key": self.item_key,
             "kind": self.kind,
-            "details": dict(self.details),
+            "details": {k: v for k, v in self.details.items() if k not in TOKEN_DETAILS},
         }
 
 

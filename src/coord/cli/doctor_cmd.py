@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import stat
+from urllib.parse import quote
 
 from coord import __version__
 from coord.errors import EXIT_OK, CoordError, InvalidInput, NotFound
@@ -243,7 +244,8 @@ def _claim_tokens(board_dir: Path, client: Client, finding: Any, fixing: bool) -
 
 def _holds(client: Client, agent: str, ref: str, token: int) -> bool:
     try:
-        item = client.get(f"/v1/items/{ref}")
+        # as the agent: a read shows a claim's token to its holder alone
+        item = client.get(f"/v1/items/{ref}?agent={quote(agent, safe='')}")
     except (NotFound, InvalidInput):  # gone, or no item reference at all
         return False
     return bool(

@@ -210,13 +210,15 @@ def event_line(event: dict[str, Any]) -> str:
 
 
 def event_summary(event: dict[str, Any]) -> str:
-    """Who did what to which item, with what it said: "claude-1 claimed #12 token 3 until
-    14:05:00Z" (the log's line without its number and time; `coord watch`'s feed)."""
+    """Who did what to which item, with what it said: "claude-1 claimed #12 until 14:05:00Z"
+    (the log's line without its number and time; `coord watch`'s feed). The log shows no
+    fencing tokens (issue 27); a daemon from before then still sent them."""
     details = event.get("details") or {}
     extra = ""
     if event["kind"] in ("claimed", "takeover", "heartbeat"):
-        extra = (
-            f" token {details.get('token')} until {clock_of_iso(details.get('lease_expires_at'))}"
+        token = details.get("token")
+        extra = (f" token {token}" if token is not None else "") + (
+            f" until {clock_of_iso(details.get('lease_expires_at'))}"
         )
         if details.get("takeover_from"):
             extra += f" (from {details['takeover_from']})"

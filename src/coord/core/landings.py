@@ -389,13 +389,15 @@ def _ensure_landing(tx: WriteTx, runner: str, token: int, now: float) -> None:
         message = f"the landing lease is {held}; acquire it again to land"
     else:
         message = (
-            f"the landing lease is now held by {current.holder} (token {current.token}) until "
+            f"the landing lease is now held by {current.holder} until "
             f"{iso(current.expires_at)}; your token {token} is stale: stop landing"
         )
+    # the current token is told to its holder alone: it opens the lease (issue 27)
+    theirs = current is not None and current.holder is not None and current.holder != runner
     raise LeaseLost(
         message,
         holder=current.holder if current is not None and current.live(now) else None,
-        current_token=current.token if current is not None else 0,
+        current_token=None if theirs else (current.token if current is not None else 0),
     )
 
 

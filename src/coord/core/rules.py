@@ -115,13 +115,17 @@ def _kept_text(item: Item, holder: str, why: str) -> str:
 
 
 def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
-    """The zombie check: only the live claim's holder, with its current token, may write."""
+    """The zombie check: only the live claim's holder, with its current token, may write.
+
+    The refusal names the current token only to the holder itself (a claim it made again):
+    told to anyone else, it would open the claim to them (issue 27)."""
+    someone_elses = item.state in ("claimed", "needs_human") and item.claimed_by != agent
     facts = {
         "id": item.id,
         "holder": item.claimed_by if item.state == "claimed" else None,
         "lease_expires_at": iso(item.lease_expires_at),
         "state": item.state,
-        "current_token": item.fencing_token,
+        "current_token": None if someone_elses else item.fencing_token,
     }
     if item.state == "claimed" and item.claimed_by == agent and item.fencing_token == token:
         if item.lease_live(now):
@@ -133,8 +137,9 @@ def ensure_holder(item: Item, agent: str, token: int, now: float) -> None:
         )
     if item.state == "claimed" and item.fencing_token != token:
         raise LeaseLost(
-            f"item {item.ref} is now held by {item.claimed_by} (token {item.fencing_token}) "
-            f"until {iso(item.lease_expires_at)}; your token {token} is stale: stop work on it",
+            f"item {item.ref} is now held by {item.claimed_by}"
+            + ("" if someone_elses else f" (token {item.fencing_token})")
+            + f" until {iso(item.lease_expires_at)}; your token {token} is stale: stop work on it",
             **facts,
         )
     if item.state == "claimed":

@@ -235,11 +235,15 @@ def _daemon(board_dir: Path) -> Client:
 
 
 def _claimed_by(daemon: Client, name: str) -> list[Item]:
-    """The items ``name`` holds: claimed (live or lapsed) and needs_human, oldest first."""
+    """The items ``name`` holds: claimed (live or lapsed) and needs_human, oldest first,
+    read as ``name`` (a read shows a claim's token to its holder alone)."""
+    from urllib.parse import quote
+
+    reader = quote(name, safe="")
     found = [
         item
         for state in ("claimed", "needs_human")
-        for item in daemon.get(f"/v1/items?state={state}&limit=1000")["items"]
+        for item in daemon.get(f"/v1/items?state={state}&limit=1000&agent={reader}")["items"]
         if item["claimed_by"] == name
     ]
     return sorted(found, key=lambda item: item["id"])

@@ -112,7 +112,7 @@ def remove(client: str, data: dict[str, Any]) -> tuple[str, bool]:
     if judged is None:
         return f"coord: kept {where}: coord cannot judge it (`coord worktree list`)", False
     if judged["state"] == "claimed" and not judged["removable"]:
-        item = session.get(f"/v1/items/{judged['item']}")
+        item = session.get(f"/v1/items/{judged['item']}?agent={_quoted(agent)}")
         mine = item.get("claimed_by") == agent and item.get("fencing_token") == judged["token"]
         untouched = judged["exists"] and judged["clean"] and not judged["ahead"]
         if not (mine and untouched):

@@ -289,7 +289,10 @@ def _fate(wt: Any, item: dict[str, Any] | None) -> tuple[bool, str]:
     if item is None:
         return True, "its item is gone from the board"
     state, lock = item["state"], wt.lock
-    ours = item.get("branch") == wt.branch and item.get("fencing_token") == lock.token
+    # the branch is named after the claim's token; the token itself is shown only to the
+    # holder's reads (issue 27), and gc may be run by anyone
+    shown = item.get("fencing_token")
+    ours = item.get("branch") == wt.branch and shown in (None, lock.token)
     if state in ("merged", "done"):
         return True, f"item {lock.item} is {state}"
     if state == "cancelled":

@@ -41,7 +41,10 @@ LEASE_ANSWER: dict[str, Any] = {
     "required": ["holder", "token", "expires_at"],
     "properties": {
         "holder": {"type": ["string", "null"]},
-        "token": {"type": "integer"},
+        "token": {
+            "type": ["integer", "null"],
+            "description": "the lease's fencing token, shown to its holder alone",
+        },
         "expires_at": {"type": ["string", "null"]},
     },
 }

@@ -2,7 +2,8 @@
 
 Host name → token, or the web page's session (X-Coord-Session) with its Origin checks (every
 route but the few public ones) → body size → JSON → declared fields → handler (a PostgreSQL
-board's on a worker thread: ``offload.py``) → answer, and a ``CoordError`` anywhere becomes
+board's on a worker thread: ``offload.py``) → answer, other holders' fencing tokens nulled
+(``redaction.py``), and a ``CoordError`` anywhere becomes
 its own answer. ``Endpoint.answer`` is all of it; Starlette's routes (app.py) and the
 bare-ASGI hot path (hot.py) differ only in how they read the headers and write the response.
 """
@@ -30,6 +31,7 @@ from coord.errors import (
     Unauthorized,
 )
 from coord.server.context import NOTHING, Call, Server
+from coord.server.redaction import reader_of, redact
 from coord.server.table import MAX_REQUEST_BYTES, Param, Route
 from coord.server.web.access import Session
 
@@ -123,7 +125,8 @@ class Endpoint:
                 content = self.handler(call)
             if self.write:
                 server.changes.notify()
-            return self.status, content
+            reader = reader_of(body, query, headers, session.name if session else None)
+            return self.status, redact(content, reader)
         except CoordError as err:
             return err.http_status, err.to_dict()
 

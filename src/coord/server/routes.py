@@ -55,6 +55,9 @@ from coord.server.schemas import (
 from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route, closed
 from coord.server.web import codes
 
+# a read names its reader so that a claim's fencing token is shown to its holder (redaction.py)
+READER = Param("agent", AGENT, "who reads: a claim's fencing token is shown to its holder alone")
+
 ITEM = ref("Item")
 ITEM_SHOWN = {
     "allOf": [ITEM],
@@ -141,6 +144,7 @@ ROUTES: tuple[Route, ...] = (
             Param("label", {"type": "string"}),
             Param("after", integer(0), "items with a greater id"),
             Param("limit", integer(1, maximum=1000)),
+            READER,
         ),
         errors=(422,),
     ),
@@ -180,6 +184,7 @@ ROUTES: tuple[Route, ...] = (
                 {**integer(1, maximum=MAX_REPLIES_PAGE), "default": REPLIES_PAGE},
                 "replies in one page",
             ),
+            READER,
         ),
         errors=(404, 422),
     ),

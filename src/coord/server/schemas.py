@@ -324,7 +324,11 @@ COMPONENTS: dict[str, Schema] = {
             "created_by": {"type": "string"},
             "to": _STRING_OR_NULL,
             "claimed_by": _STRING_OR_NULL,
-            "fencing_token": {"type": "integer"},
+            "fencing_token": {
+                "type": ["integer", "null"],
+                "description": "the claim's fencing token, shown to its holder alone (null "
+                "for every other reader of a claimed item)",
+            },
             "lease_expires_at": _STRING_OR_NULL,
             "lease_expired": {"type": "boolean"},
             "deps": {"type": "array", "items": {"type": "integer"}},
