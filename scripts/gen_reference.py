@@ -85,6 +85,8 @@ VARIABLE_TEXTS = {
     "COORD_DIR": "the board directory to use (default: the nearest `.coord/` from the current "
     "directory up, like git)",
     "COORD_AGENT": "this agent's name (`--as` wins)",
+    "COORD_TOKEN_FILE": "a file (mode 600) holding a person's or machine's token from `coord "
+    "token create`: the CLI sends it instead of `.coord/token`, and acts as its name alone",
     "COORD_AGENT_PID": "the process that owns a worktree `coord start` makes (default: the "
     "command's parent past any `sh -c` shell); the worktree's lock names it",
     "COORD_CHECK": "set to `1` in the environment of every check `coord done` runs, so a check "

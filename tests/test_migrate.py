@@ -36,6 +36,8 @@ COORD = [sys.executable, "-m", "coord"]
 
 def seed(board: Board) -> None:
     """A board with a row in every table and every state an item can be in."""
+    board.access.issue("carol")
+    board.access.revoke(board.access.issue("ci", machine=True)[0].id)
     first, second, claimed, closed, cancelled, waiting, checked = board.import_items(
         [
             {"ref": "a", "title": "pending", "labels": ["ui", "café"], "priority": 1},

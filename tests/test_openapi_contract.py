@@ -82,6 +82,8 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("POST", "/v1/mirror:refresh"): Scenario({}),  # 409 on this SQLite board
     ("POST", "/v1/shutdown"): Scenario({}),
     ("POST", "/v1/web/codes"): Scenario({"agent": "h"}),
+    ("POST", "/v1/tokens"): Scenario({"name": "carol"}),
+    ("POST", "/v1/tokens:revoke"): Scenario({"which": "alice"}),  # every board has her token
     ("POST", "/v1/items/{id}/submit"): Scenario({**_HOLDER, "head": COMMIT}, worktree=True),
     ("POST", "/v1/items/{id}/abandon"): Scenario({"agent": "a", "reason": "why"}, queued=True),
     ("POST", "/v1/landing/acquire"): Scenario({"runner": "r"}),
@@ -121,6 +123,9 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
 # own value). <id>, <key>, <dep> and <token> are item 2's id and package id, item 1's id,
 # and the claim's token.
 SAMPLES: dict[str, list[Any]] = {
+    "name": ["carol"],
+    "machine": [True, False],
+    "which": ["alice", 1],
     "title": ["a title"],
     "kind": ["task"],
     "priority": [0],
@@ -265,6 +270,7 @@ class Site:
                 # by the agent the scenarios act as: its items' checks are its to set
                 created_by="a",
             )
+            board.access.issue("alice")  # token 1, for /v1/tokens:revoke
             token = 1
             if scenario.claimed or scenario.escalated:
                 token = board.claim(ITEM, agent="a").token

@@ -772,3 +772,50 @@ def test_the_pending_items_a_document_reserves_are_named_in_claim_order(storage:
         bugs = tx.reserved_pending(("bug",), None, 5)
     assert [(i.id, i.reserved_for) for i in named] == [(first, "me"), (late, "alice")]
     assert [i.id for i in one] == [first] and [i.id for i in bugs] == [bug]
+
+
+def test_access_tokens_are_kept_by_hash_listed_without_it_and_revoked_once(
+    storage: Storage,
+) -> None:
+    alice, robot = "a" * 64, "b" * 64
+    with storage.write() as tx:
+        first = tx.insert_access_token("alice", False, alice, 10.0)
+        second = tx.insert_access_token("ci", True, robot, 11.0)
+    assert second > first
+    with storage.read() as tx:
+        found = tx.access_token(alice)
+        assert found is not None
+        assert (found.id, found.name, found.machine, found.revoked_at) == (
+            first,
+            "alice",
+            False,
+            None,
+        )
+        assert tx.access_token("c" * 64) is None
+        assert [(t.name, t.machine) for t in tx.access_tokens()] == [
+            ("alice", False),
+            ("ci", True),
+        ]
+        # the identity proof's key: named by the hash's first 16 digits, a live token's only
+        assert tx.access_token_hash("b" * 16) == robot
+        assert tx.access_token_hash("c" * 16) is None
+    with storage.write() as tx:
+        tx.touch_access_token(first, 20.0)
+        tx.touch_access_token(first, 30.0)  # within a minute of the last: not written
+        assert tx.revoke_access_token(second, 40.0)
+        assert not tx.revoke_access_token(second, 50.0)  # revoked at its first time
+        assert not tx.revoke_access_token(999, 50.0)
+    with storage.read() as tx:
+        used, revoked = tx.access_tokens()
+        assert (used.last_used_at, used.revoked_at) == (20.0, None)
+        assert revoked.revoked_at == 40.0
+        assert tx.access_token_hash("b" * 16) is None  # a revoked token proves nothing
+
+
+def test_a_secret_hash_is_issued_once(storage: Storage) -> None:
+    with storage.write() as tx:
+        tx.insert_access_token("alice", False, "d" * 64, 1.0)
+    with pytest.raises(Exception), storage.write() as tx:  # noqa: B017 - each driver's own
+        tx.insert_access_token("bob", False, "d" * 64, 2.0)
+    with storage.read() as tx:
+        assert [t.name for t in tx.access_tokens()] == ["alice"]

@@ -222,6 +222,13 @@ class NotPermitted(CoordError):
     exit_code = EXIT_CONFLICT
 
 
+class Forbidden(NotPermitted):
+    """A request proven to be one agent's (a person's or machine's token, a page session)
+    names another: acting as someone else is refused, whatever the write (issue 27)."""
+
+    code = "forbidden"
+
+
 class NothingReady(CoordError):
     code = "nothing_ready"
     http_status = 404
@@ -305,6 +312,7 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         CoordError,
         StaleSnapshot,
         InvalidInput,
+        Forbidden,
         InvalidJson,
         DependencyCycle,
         TooLarge,

@@ -254,6 +254,13 @@ COMMANDS: Commands = {
         "cmd_migrate",
         "args_migrate",
     ),
+    "token": _elsewhere(
+        "coord.cli.token_cmd",
+        "people's and machines' tokens: create --for NAME (acts as NAME alone), list, revoke "
+        "(the board's owner only)",
+        "cmd_token",
+        "args_token",
+    ),
     "land": _elsewhere(
         "coord.cli.land_cmd",
         "land queued worktree items on main in order, in the foreground (the daemon of a board "

@@ -161,8 +161,15 @@ class Client:
         return self._board_token()
 
     def _board_token(self) -> str:
+        """The board's own token, or a person's (``COORD_TOKEN_FILE``: a file only they may
+        read; a token never goes on a command line, where `ps` shows it to everyone)."""
         if self._token is None:
-            self._token = board_files.read_token(self.board_dir)
+            given = os.environ.get("COORD_TOKEN_FILE")
+            self._token = (
+                board_files.read_token_file(given)
+                if given
+                else board_files.read_token(self.board_dir)
+            )
         return self._token
 
     def _daemon_address(self, *, fresh: bool = False, start: bool = True) -> tuple[str, int]:
@@ -187,8 +194,12 @@ class Client:
             return False
         host, port, instance = str(record["host"]), int(record["port"]), record.get("instance")
         nonce = daemon_proof.new_nonce()
+        proof_key, person = self._board_token(), ""
+        if os.environ.get("COORD_TOKEN_FILE"):  # a person's token: proven by its hash
+            person = f"&person={daemon_proof.person_ref(proof_key)}"
+            proof_key = daemon_proof.person_key(proof_key)
         request = (
-            f"GET /v1/identity?nonce={nonce} HTTP/1.1\r\n{_host_header(host, port)}\r\n"
+            f"GET /v1/identity?nonce={nonce}{person} HTTP/1.1\r\n{_host_header(host, port)}\r\n"
             "Connection: close\r\n\r\n"
         ).encode()
         try:
@@ -223,10 +234,18 @@ class Client:
         if (
             status == 200
             and isinstance(instance, str)
-            and daemon_proof.proves(answer, self._board_token(), nonce, instance, port)
+            and daemon_proof.proves(answer, proof_key, nonce, instance, port)
         ):
             return True
         self._rejected.add(key)
+        if person:
+            self._refusal = (
+                f"the daemon at {record['url']} did not prove it knows the token in "
+                f"COORD_TOKEN_FILE={os.environ['COORD_TOKEN_FILE']}, so it was not sent: it "
+                "was revoked (`coord token list` shows when), is another board's, or that "
+                "process is not this board's daemon; ask the board's owner for a new one"
+            )
+            return False
         self._refusal = (
             f"the process listening at {record['url']} (pid {record.get('pid')} in "
             f"{board_files.daemon_record_path(self.board_dir)}) did not prove it is this "

@@ -22,6 +22,7 @@ from typing import Any
 
 from coord import model
 from coord.core import reservations, rules
+from coord.core.access import Access
 from coord.core.activity import Activity
 from coord.core.changes import Changes
 from coord.core.claims import Claims
@@ -114,6 +115,8 @@ class Board:
         self._packages = WorkPackages(context, self._claims)
         # a worktree item's way to main (submit, the queue, the landing lease, merged)
         self.landing = Landings(context, self._claims)
+        # people's and machines' tokens (issue 27)
+        self.access = Access(context)
 
     @classmethod
     def open(

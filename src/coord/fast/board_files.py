@@ -342,6 +342,25 @@ def read_token(board_dir: Path) -> str:
         ) from err
 
 
+def read_token_file(path: str) -> str:
+    """A person's token from ``COORD_TOKEN_FILE``: refused when others may read the file."""
+    try:
+        mode = os.stat(path).st_mode
+        with open(path, encoding="utf-8") as f:
+            text = f.read().strip()
+    except OSError as err:
+        raise InvalidInput(
+            f"COORD_TOKEN_FILE={path} cannot be read ({err.strerror}): point it at the file "
+            "holding your token (`coord token create` printed it), or unset it"
+        ) from None
+    if mode & 0o077:
+        raise InvalidInput(
+            f"COORD_TOKEN_FILE={path} may be read by others (mode {mode & 0o777:o}): "
+            f"`chmod 600 {path}` first"
+        )
+    return text
+
+
 def init_board_files(board_dir: Path) -> bool:
     """Create the directory, token and config if missing, and make what is there its owner's
     alone (``tighten_modes``). Returns True if anything was new."""

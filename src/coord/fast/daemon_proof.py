@@ -41,6 +41,16 @@ _INNER = bytes(x ^ 0x36 for x in range(256))
 _OUTER = bytes(x ^ 0x5C for x in range(256))
 
 
+def person_key(secret: str) -> str:
+    """What a person's or machine's token proves the daemon with: its SHA-256 (hex), which the
+    board keeps; ``person_ref`` (its first 16 digits) says which token, and cannot make it."""
+    return sha256(secret.encode()).hexdigest()
+
+
+def person_ref(secret: str) -> str:
+    return person_key(secret)[:16]
+
+
 def new_nonce() -> str:
     return os.urandom(NONCE_BYTES).hex()
 

@@ -23,6 +23,7 @@ from starlette.types import Receive
 
 from coord.errors import (
     CoordError,
+    Forbidden,
     ForeignHost,
     InvalidInput,
     InvalidJson,
@@ -31,6 +32,7 @@ from coord.errors import (
     Unauthorized,
 )
 from coord.server.context import NOTHING, Call, Server
+from coord.server.principals import MACHINE_TOKEN, OWNER, PAGE, PERSON_TOKEN, Actor
 from coord.server.redaction import reader_of, redact
 from coord.server.table import MAX_REQUEST_BYTES, Param, Route
 from coord.server.web.access import Session
@@ -105,17 +107,21 @@ class Endpoint:
         try:
             if server.check_host:
                 check_host(host)
-            session = None
+            actor = OWNER
             if not self.public:  # reads too: bodies, replies, check output, the log
-                session = authorize(server, host, authorization, headers, self.reads, self.page)
+                found = authorize(server, host, authorization, headers, self.reads, self.page)
+                if isinstance(found, Session):
+                    actor = Actor(found.name, PAGE)
+                elif found is not None:  # not the board's token: a person's or machine's?
+                    actor = await person_of(server, found, self.page)
             if self.params:
                 check_query(self.params, query)
             body = None
             if self.body is not None:
                 raw = await read_body(receive, declared_length, self.max_body)
                 body = self.body.take(parse_json(raw))
-                if session is not None:
-                    act_as(session, body, query, headers)
+            if actor.name is not None:
+                act_as(actor, body, query, headers)
             call = Call(server, body, path=path, query=query, headers=headers)
             if self.awaits:
                 content = await self.handler(call)
@@ -125,8 +131,7 @@ class Endpoint:
                 content = self.handler(call)
             if self.write:
                 server.changes.notify()
-            reader = reader_of(body, query, headers, session.name if session else None)
-            return self.status, redact(content, reader)
+            return self.status, redact(content, reader_of(body, query, headers, actor.name))
         except CoordError as err:
             return err.http_status, err.to_dict()
 
@@ -158,10 +163,11 @@ def authorize(
     headers: Mapping[str, str],
     reads: bool,
     page: bool,
-) -> Session | None:
+) -> Session | str | None:
     """The web page's session when the request comes on one (no Authorization header, the
-    page's X-Coord-Session), its Origin checked; otherwise the board's token. A cookie opens
-    nothing (coord.server.web.access says why)."""
+    page's X-Coord-Session), its Origin checked; None for the board's token; else the bearer
+    token given, for ``person_of`` to judge. A cookie opens nothing (coord.server.web.access
+    says why)."""
     web = server.web
     if not authorization and web is not None:
         session = web.from_headers(headers)
@@ -173,26 +179,65 @@ def authorize(
                 )
             web.check_request(host, headers, reads)
             return session
-    check_token(authorization, server.write_token)
-    return None
+    return board_or_other(authorization, server.write_token)
+
+
+async def person_of(server: Server, given: str, page: bool) -> Actor:
+    """The person or machine whose token ``given`` is (read from the board on every request:
+    a revocation holds at once on every daemon of a team board), or 401 as any wrong token."""
+    found = await server.call(server.board.access.holder, given)
+    if found is None:
+        raise Unauthorized(
+            WRONG_TOKEN + ", or a person's token `coord token create` issued and nobody revoked"
+        )
+    if not page:
+        raise NotPermitted(
+            f"a person's or machine's token ({found.name}'s) cannot do this; it needs the "
+            "board's own token (.coord/token, its owner's)",
+            agent=found.name,
+        )
+    return Actor(found.name, MACHINE_TOKEN if found.machine else PERSON_TOKEN, found.id)
 
 
 def act_as(
-    session: Session, body: dict[str, Any], query: Mapping[str, str], headers: Mapping[str, str]
+    actor: Actor,
+    body: dict[str, Any] | None,
+    query: Mapping[str, str],
+    headers: Mapping[str, str],
 ) -> None:
-    """A page acts as the person `coord open` named, never as anyone else: wherever a change
-    may name its agent (the body, or ?agent= and X-Coord-Agent for a bare array)."""
-    for agent in (body.get("agent"), query.get("agent"), headers.get("x-coord-agent")):
-        if agent is not None and agent != session.name:
-            raise NotPermitted(
-                f"this page acts as {session.name}, not {agent!r}; `coord open --as NAME` "
-                "opens one that acts as NAME",
-                agent=session.name,
+    """A page, a person's or a machine's token acts as its one name, never as anyone else:
+    wherever a request may name its agent (the body's agent or runner, ?agent= and
+    X-Coord-Agent). Refused before the handler runs: the board is unchanged."""
+    named = (body.get("agent"), body.get("runner")) if body else ()
+    for agent in (*named, query.get("agent"), headers.get("x-coord-agent")):
+        if agent is not None and agent != actor.name:
+            how = (
+                f"`coord open --as {agent}` opens one that acts as {agent}"
+                if actor.via == PAGE
+                else f"act as {agent} with {agent}'s own token"
+            )
+            raise Forbidden(
+                f"this {actor.via.replace('_', ' ')} acts as {actor.name}, not {agent!r}; {how}",
+                agent=actor.name,
             )
 
 
 def check_token(header: str, expected: str) -> None:
-    """``header`` is the request's Authorization header."""
+    """The board's own token, and nothing else (``/mcp``): ``header`` is the request's
+    Authorization header."""
+    if board_or_other(header, expected) is not None:
+        raise Unauthorized(WRONG_TOKEN)
+
+
+WRONG_TOKEN = (
+    "wrong token: send the contents of this board's .coord/token (at the root of the "
+    "repository the daemon serves)"
+)
+
+
+def board_or_other(header: str, expected: str) -> str | None:
+    """None when ``header`` (the Authorization header) carries the board's token, else the
+    token it carries (a person's, a machine's, or a wrong one)."""
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer" or not given:
         from coord.server.routes import PUBLIC_PATHS  # the table is built after this module
@@ -202,11 +247,10 @@ def check_token(header: str, expected: str) -> None:
             "the contents of .coord/token in the board's directory (at the repository root); "
             f"only {', '.join(PUBLIC_PATHS)} are open"
         )
-    if not hmac.compare_digest(given.strip().encode(), expected.encode()):
-        raise Unauthorized(
-            "wrong token: send the contents of this board's .coord/token (at the root of the "
-            "repository the daemon serves)"
-        )
+    given = given.strip()
+    if hmac.compare_digest(given.encode(), expected.encode()):
+        return None
+    return given
 
 
 async def read_body(

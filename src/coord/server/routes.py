@@ -22,7 +22,17 @@ from coord.limits import (
     MIN_PRUNE_AGE,
     REPLIES_PAGE,
 )
-from coord.server import claims, events, identity, items, landing, reservations, status, stream
+from coord.server import (
+    claims,
+    events,
+    identity,
+    items,
+    landing,
+    reservations,
+    status,
+    stream,
+    tokens,
+)
 from coord.server.landing import WORKTREE
 from coord.server.schemas import (
     ADOPT,
@@ -105,7 +115,10 @@ ROUTES: tuple[Route, ...] = (
         "keyed by the token over the caller's nonce, its instance and its port (open: no "
         "token; clients ask before they send the token)",
         identity.ANSWER_SCHEMA,
-        params=(Param("nonce", identity.NONCE_SCHEMA, required=True),),
+        params=(
+            Param("nonce", identity.NONCE_SCHEMA, required=True),
+            Param("person", identity.PERSON_SCHEMA),
+        ),
         errors=(422,),
         public=True,
         board=False,
@@ -722,6 +735,7 @@ ROUTES: tuple[Route, ...] = (
 )
 
 ROUTES += landing.ROUTES  # a worktree item's way to main
+ROUTES += tokens.ROUTES  # people's and machines' tokens
 
 # answered without the token (the 401's message names them)
 PUBLIC_PATHS = tuple(route.path for route in ROUTES if route.public)

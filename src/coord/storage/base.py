@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coord.errors import CoordError
-from coord.model import Agent, Event, Item, LandingLease, Reply, Reservation
+from coord.model import AccessToken, Agent, Event, Item, LandingLease, Reply, Reservation
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,19 @@ class ReadTx(ABC):
         """Up to ``limit`` queued items (submitted, waiting to land), in submit order."""
 
     @abstractmethod
+    def access_token(self, secret_sha256: str) -> AccessToken | None:
+        """The person's or machine's token whose secret hashes to this (revoked ones too)."""
+
+    @abstractmethod
+    def access_token_hash(self, ref: str) -> str | None:
+        """The hash of the live token whose hash begins with ``ref`` (``access_rows.REF_DIGITS``
+        hex digits): the key of the daemon's identity proof to its holder."""
+
+    @abstractmethod
+    def access_tokens(self) -> list[AccessToken]:
+        """Every token issued, oldest first, revoked ones too; never a secret or its hash."""
+
+    @abstractmethod
     def landing_lease(self) -> LandingLease | None:
         """The board's landing lease as last written, or None before the first acquisition."""
 
@@ -282,6 +295,18 @@ class WriteTx(ReadTx):
         backend without such a statement keeps this default, and the core does the rest.
         """
         return None
+
+    @abstractmethod
+    def insert_access_token(self, name: str, machine: bool, secret_sha256: str, now: float) -> int:
+        """A new token for ``name``; its id."""
+
+    @abstractmethod
+    def revoke_access_token(self, token_id: int, now: float) -> bool:
+        """Revoke it; False when there is no such token or it was revoked already."""
+
+    @abstractmethod
+    def touch_access_token(self, token_id: int, now: float) -> None:
+        """Record its use now, at most once a minute (``access_rows.TOUCH_SECONDS``)."""
 
     @abstractmethod
     def set_landing_lease(self, holder: str | None, token: int, expires_at: float | None) -> None:

@@ -11,7 +11,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from coord.fast import holds, patterns
-from coord.model import SHOWN_STATES, Agent, Event, Item, LandingLease, Reply, Reservation
+from coord.model import (
+    SHOWN_STATES,
+    AccessToken,
+    Agent,
+    Event,
+    Item,
+    LandingLease,
+    Reply,
+    Reservation,
+)
+from coord.storage import access_rows
 from coord.storage.rows import reservation_of
 from coord.storage.sqlite_items import SQLiteItemTx
 
@@ -100,6 +110,30 @@ class SQLiteTx(SQLiteItemTx):
             f"ORDER BY submitted_at, id LIMIT {int(limit)}",
             source="items INDEXED BY items_queued",
         )
+
+    def access_token(self, secret_sha256: str) -> AccessToken | None:
+        row = self.conn.execute(access_rows.select_by_hash("?"), (secret_sha256,)).fetchone()
+        return None if row is None else access_rows.token_of(row)
+
+    def access_token_hash(self, ref: str) -> str | None:
+        row = self.conn.execute(access_rows.select_by_ref("?"), (ref,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def access_tokens(self) -> list[AccessToken]:
+        return [access_rows.token_of(row) for row in self.conn.execute(access_rows.SELECT_ALL)]
+
+    def insert_access_token(self, name: str, machine: bool, secret_sha256: str, now: float) -> int:
+        cursor = self.conn.execute(
+            access_rows.insert("?"), (name, int(machine), secret_sha256, now)
+        )
+        return int(cursor.lastrowid or 0)
+
+    def revoke_access_token(self, token_id: int, now: float) -> bool:
+        return self.conn.execute(access_rows.revoke("?"), (now, token_id)).rowcount > 0
+
+    def touch_access_token(self, token_id: int, now: float) -> None:
+        since = now - access_rows.TOUCH_SECONDS
+        self.conn.execute(access_rows.touch("?"), (now, token_id, since))
 
     def landing_lease(self) -> LandingLease | None:
         row = self.conn.execute(

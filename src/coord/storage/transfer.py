@@ -87,6 +87,13 @@ TABLES: tuple[Table, ...] = (
     ),
     _table("events", "seq at agent item_id kind details", "seq", counter=True),
     _table("landing_lease", "name holder token expires_at", "name"),
+    _table(
+        "access_tokens",
+        "id name machine secret_sha256 created_at last_used_at revoked_at",
+        "id",
+        counter=True,
+        flags="machine",
+    ),
 )
 BY_NAME = {table.name: table for table in TABLES}
 
