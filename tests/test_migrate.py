@@ -123,7 +123,7 @@ def pg_rows(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 
 
 TEXT_KEYS = {"pattern", "agent", "name"}
-JSON_COLUMNS = {"labels", "checks", "evidence", "details", "rework"}
+JSON_COLUMNS = {"labels", "checks", "evidence", "details", "rework", "provenance"}
 
 
 def decoded(rows: dict[str, list[tuple[Any, ...]]]) -> dict[str, list[tuple[Any, ...]]]:

@@ -487,7 +487,7 @@ def test_the_log_and_the_feed_name_a_package_by_its_id_as_ls_does(daemon: Daemon
     assert code == 0, claim
     shown = run_cli("log", board_dir=daemon.board_dir, agent="w", cwd=repo(daemon))
     claimed = [line for line in shown.stdout.splitlines() if " claimed " in line]
-    assert len(claimed) == 1 and " w claimed A2 token " in claimed[0], shown.stdout
+    assert len(claimed) == 1 and " w claimed A2 until " in claimed[0], shown.stdout
     assert "#" not in claimed[0]
     code, log, _ = coord(daemon, "log", agent="w")
     keys = {(e["kind"], e["item_key"]) for e in log["events"] if e["item_id"] == claim["id"]}

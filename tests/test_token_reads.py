@@ -205,3 +205,22 @@ def _mcp_reads(board_dir: Path, agent: str) -> dict[str, str]:
         return asyncio.run(go())
     finally:
         board.close()
+
+
+def test_every_event_says_how_its_actor_was_known(daemon: Daemon) -> None:
+    """INVARIANTS' "provenance": the board's token asserts a name, a token issued for the name
+    proves it; `coord log` marks the asserted apart."""
+    made = run_cli("--json", "token", "create", "--for", "alice", board_dir=daemon.board_dir)
+    secret = json.loads(made.stdout)["secret"]
+    daemon.request("POST", "/v1/items", {"agent": "bob", "title": "asserted"})
+    daemon.request("POST", "/v1/items", {"agent": "alice", "title": "proven"}, token=secret)
+    _, log = daemon.request("GET", "/v1/events?limit=1000")
+    by_title = {e["details"].get("title"): e["provenance"] for e in log["events"]}
+    assert by_title["asserted"]["verified"] is False
+    assert by_title["asserted"]["via"] == "board_token"
+    assert by_title["proven"]["verified"] is True
+    assert by_title["proven"]["via"] == "person_token"
+    assert by_title["proven"]["machine"] and by_title["proven"]["checkout"]
+    assert all(e["provenance"] is not None for e in log["events"])  # every event
+    lines = run_cli("log", board_dir=daemon.board_dir).stdout.splitlines()
+    assert [line.endswith("(asserted)") for line in lines if " created #" in line] == [True, False]

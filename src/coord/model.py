@@ -321,6 +321,9 @@ class Event:
     # the item's package id where it has one, read with the event: every face names an item
     # the way `coord ls` does ("claimed T3" beside "done #1" read as two boards)
     item_key: str | None = None
+    # who made it, as the board knew it (issue 27): {"verified": bool, "via": ..., "machine",
+    # "checkout", "client", "session" where known}; None for an event logged before then
+    provenance: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # by hand, not asdict: its deep copy of the details (read fresh from the board for
@@ -334,6 +337,7 @@ class Event:
             "item_key": self.item_key,
             "kind": self.kind,
             "details": {k: v for k, v in self.details.items() if k not in TOKEN_DETAILS},
+            "provenance": self.provenance,
         }
 
 

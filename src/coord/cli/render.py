@@ -206,7 +206,11 @@ def _evidence_lines(evidence: dict[str, Any] | None) -> list[str]:
 
 
 def event_line(event: dict[str, Any]) -> str:
-    return f"{event['seq']:>6} {event['at']} {event_summary(event)}"
+    """One line of the log; an actor whose name was only asserted (the board's token, a page)
+    is marked so, apart from one a token issued for the name proved (issue 27)."""
+    proven = (event.get("provenance") or {}).get("verified")
+    mark = " (asserted)" if proven is False and event.get("agent") else ""
+    return f"{event['seq']:>6} {event['at']} {event_summary(event)}{mark}"
 
 
 def event_summary(event: dict[str, Any]) -> str:

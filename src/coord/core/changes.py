@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coord.core import provenance
 from coord.errors import StaleSnapshot
 from coord.limits import MAX_EVENT_TEXT
 from coord.model import Item
@@ -97,7 +98,14 @@ class Changes:
         worked: bool = False,
     ) -> None:
         """Log a change and note that the agent was seen (``worked``: acting as an agent)."""
-        tx.append_event(at=now, agent=agent, item_id=item_id, kind=kind, details=details)
+        tx.append_event(
+            at=now,
+            agent=agent,
+            item_id=item_id,
+            kind=kind,
+            details=details,
+            provenance=provenance.current(),
+        )
         if worked:
             self.work(tx, agent, now)
         else:

@@ -84,6 +84,12 @@ class Server:
     lander: Any = None
     landing_off: str = ""
 
+    @property
+    def checkout(self) -> str | None:
+        """The checkout this daemon serves, as every event it logs records it."""
+        root = self.board.repo_root
+        return None if root is None else str(root)
+
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)``, a board call made by a handler that awaits (the long poll, the
         stream): off the loop where the board's calls are (``board_calls``)."""

@@ -21,6 +21,7 @@ connection pool), and the loop awaits it:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -66,7 +67,8 @@ class BoardCalls:
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on a worker thread; its result, or its exception raised here."""
         job = _Job(fn, args)
-        future = asyncio.wrap_future(self._pool.submit(job))
+        # in the request's context: the provenance its events record (coord.core.provenance)
+        future = asyncio.wrap_future(self._pool.submit(contextvars.copy_context().run, job))
         try:
             return await asyncio.wait_for(asyncio.shield(future), self.bound)
         except TimeoutError:

@@ -21,6 +21,7 @@ import orjson
 from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.types import Receive
 
+from coord.core import provenance
 from coord.errors import (
     CoordError,
     Forbidden,
@@ -32,7 +33,14 @@ from coord.errors import (
     Unauthorized,
 )
 from coord.server.context import NOTHING, Call, Server
-from coord.server.principals import MACHINE_TOKEN, OWNER, PAGE, PERSON_TOKEN, Actor
+from coord.server.principals import (
+    MACHINE_TOKEN,
+    OWNER,
+    PAGE,
+    PERSON_TOKEN,
+    Actor,
+    provenance_of,
+)
 from coord.server.redaction import reader_of, redact
 from coord.server.table import MAX_REQUEST_BYTES, Param, Route
 from coord.server.web.access import Session
@@ -124,12 +132,13 @@ class Endpoint:
             if actor.name is not None and not self.reads:
                 act_as(actor, body, query, headers)
             call = Call(server, body, path=path, query=query, headers=headers)
-            if self.awaits:
-                content = await self.handler(call)
-            elif self.board and server.board_calls is not None:  # a PostgreSQL board
-                content = await server.board_calls.run(self.handler, call)
-            else:
-                content = self.handler(call)
+            with provenance.acting(provenance_of(actor, server.checkout, headers)):
+                if self.awaits:
+                    content = await self.handler(call)
+                elif self.board and server.board_calls is not None:  # a PostgreSQL board
+                    content = await server.board_calls.run(self.handler, call)
+                else:
+                    content = self.handler(call)
             if self.write:
                 server.changes.notify()
             return self.status, redact(content, reader_of(body, query, headers, actor.name))

@@ -8,7 +8,10 @@ gives must be it (``pipeline.act_as``).
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 BOARD_TOKEN = "board_token"
 PAGE = "page"
@@ -30,3 +33,19 @@ class Actor:
 
 
 OWNER = Actor(None, BOARD_TOKEN)
+# the daemon answers loopback alone (pipeline.check_host): its caller runs on this machine
+MACHINE = socket.gethostname()
+
+
+def provenance_of(actor: Actor, checkout: str | None, headers: Mapping[str, str]) -> dict[str, Any]:
+    """What the events of this request record of who made them. ``checkout``: the one this
+    daemon serves. The client and session are the request's own say (X-Coord-Client,
+    X-Coord-Session) until sessions have credentials of their own."""
+    found: dict[str, Any] = {"verified": actor.verified, "via": actor.via, "machine": MACHINE}
+    if checkout:
+        found["checkout"] = checkout
+    for field in ("client", "session"):
+        said = headers.get(f"x-coord-{field}")
+        if said:
+            found[field] = said[:200]
+    return found

@@ -391,6 +391,21 @@ COMPONENTS: dict[str, Schema] = {
             },
             "kind": {"type": "string"},
             "details": {"type": "object"},
+            "provenance": {
+                "type": ["object", "null"],
+                "description": "who made it, as the board knew it: verified (a token issued "
+                "for the name) or only asserted, via (board_token, person_token, "
+                "machine_token, page, library), machine, checkout, client and session where "
+                "known; null for events logged before provenance was recorded",
+                "properties": {
+                    "verified": {"type": "boolean"},
+                    "via": {"type": "string"},
+                    "machine": {"type": "string"},
+                    "checkout": {"type": "string"},
+                    "client": {"type": "string"},
+                    "session": {"type": "string"},
+                },
+            },
         },
     },
 }

@@ -328,8 +328,10 @@ class WriteTx(ReadTx):
         item_id: int | None,
         kind: str,
         details: dict[str, Any],
+        provenance: dict[str, Any] | None = None,
     ) -> int:
-        """Append to the log; returns the new sequence number (gapless, increasing)."""
+        """Append to the log; returns the new sequence number (gapless, increasing).
+        ``provenance``: who made it, as the board knew it (``coord.core.provenance``)."""
 
     @abstractmethod
     def touch_agent(self, name: str, now: float, *, worked: bool = False) -> None:

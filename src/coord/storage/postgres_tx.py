@@ -31,7 +31,7 @@ from coord.storage.rows import reservation_of
 # made, hold or replied on, only what came after I first acted on it: the history of an item I
 # have just taken is not news (issue 25). Addressed to me, a mention, my claim taken: always.
 _INBOX_SQL = """
-SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details, i.key
+SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details, i.key, e.provenance
   FROM events e LEFT JOIN items i ON i.id = e.item_id
  WHERE e.seq > %(after)s
    AND (e.agent IS NULL OR e.agent != %(me)s)
@@ -187,14 +187,14 @@ class PostgresTx(PostgresItemTx):
         params: tuple[int, ...] = (seq,) if item_id is None else (item_id, seq)
         if max_bytes is None:
             rows = self.conn.execute(
-                f"SELECT {_EVENT_COLUMNS}, {_ITEM_KEY} FROM events e "
+                f"SELECT {_EVENT_COLUMNS}, {_ITEM_KEY}, provenance FROM events e "
                 f"WHERE {where} ORDER BY seq LIMIT %s",
                 (*params, limit),
             )
         else:  # the server sums the sizes and sends only the events within the budget
             rows = self.conn.execute(
-                f"SELECT {_EVENT_COLUMNS}, {_ITEM_KEY} FROM (SELECT {_EVENT_COLUMNS}, "
-                "octet_length(details::text) AS size, "
+                f"SELECT {_EVENT_COLUMNS}, {_ITEM_KEY}, provenance FROM (SELECT "
+                f"{_EVENT_COLUMNS}, provenance, octet_length(details::text) AS size, "
                 "sum(octet_length(details::text)) OVER (ORDER BY seq) AS upto "
                 f"FROM events WHERE {where} ORDER BY seq LIMIT %s) e "
                 "WHERE upto - size < %s ORDER BY seq",
@@ -224,15 +224,24 @@ class PostgresTx(PostgresItemTx):
         item_id: int | None,
         kind: str,
         details: dict[str, Any],
+        provenance: dict[str, Any] | None = None,
     ) -> int:
         # The sequence number comes from the counter row, locked to this transaction's end:
         # gapless (a rollback gives it back) and in commit order (the next writer waits).
         row = self.conn.execute(
             "WITH next AS (UPDATE board_counters SET last_seq = last_seq + 1 "
             "RETURNING last_seq) "
-            "INSERT INTO events (seq, at, agent, item_id, kind, details) "
-            "VALUES ((SELECT last_seq FROM next), %s, %s, %s, %s, %s::json) RETURNING seq",
-            (at, agent, item_id, kind, _compact_json(details)),
+            "INSERT INTO events (seq, at, agent, item_id, kind, details, provenance) "
+            "VALUES ((SELECT last_seq FROM next), %s, %s, %s, %s, %s::json, %s::json) "
+            "RETURNING seq",
+            (
+                at,
+                agent,
+                item_id,
+                kind,
+                _compact_json(details),
+                None if provenance is None else _compact_json(provenance),
+            ),
         ).fetchone()
         self.appended_seq = int(row[0])  # type: ignore[index]
         return self.appended_seq

@@ -29,7 +29,7 @@ from coord.storage.sqlite_items import SQLiteItemTx
 # made, hold or replied on, only what came after I first acted on it: the history of an item I
 # have just taken is not news (issue 25). Addressed to me, a mention, my claim taken: always.
 _INBOX_SQL = """
-SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details, i.key
+SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details, i.key, e.provenance
   FROM events e LEFT JOIN items i ON i.id = e.item_id
  WHERE e.seq > :after
    AND (e.agent IS NULL OR e.agent != :me)
@@ -48,7 +48,8 @@ SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details, i.key
 
 # an event with its item's package id (a lookup by primary key: the log is read in order)
 _EVENT_COLUMNS = (
-    "seq, at, agent, item_id, kind, details, (SELECT key FROM items WHERE items.id = e.item_id)"
+    "seq, at, agent, item_id, kind, details, (SELECT key FROM items WHERE items.id = e.item_id), "
+    "provenance"
 )
 
 
@@ -238,10 +239,19 @@ class SQLiteTx(SQLiteItemTx):
         item_id: int | None,
         kind: str,
         details: dict[str, Any],
+        provenance: dict[str, Any] | None = None,
     ) -> int:
         cursor = self.conn.execute(
-            "INSERT INTO events (at, agent, item_id, kind, details) VALUES (?, ?, ?, ?, ?)",
-            (at, agent, item_id, kind, _compact_json(details)),
+            "INSERT INTO events (at, agent, item_id, kind, details, provenance) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                at,
+                agent,
+                item_id,
+                kind,
+                _compact_json(details),
+                None if provenance is None else _compact_json(provenance),
+            ),
         )
         return int(cursor.lastrowid or 0)
 
@@ -345,4 +355,5 @@ def _event(row: Sequence[Any]) -> Event:
         kind=row[4],
         details=json.loads(row[5]),
         item_key=row[6],
+        provenance=json.loads(row[7]) if row[7] else None,
     )

@@ -85,7 +85,7 @@ TABLES: tuple[Table, ...] = (
         "id",
         counter=True,
     ),
-    _table("events", "seq at agent item_id kind details", "seq", counter=True),
+    _table("events", "seq at agent item_id kind details provenance", "seq", counter=True),
     _table("landing_lease", "name holder token expires_at", "name"),
     _table(
         "access_tokens",

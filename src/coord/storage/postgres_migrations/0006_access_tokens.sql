@@ -10,3 +10,6 @@ CREATE TABLE access_tokens (
     last_used_at  DOUBLE PRECISION,
     revoked_at    DOUBLE PRECISION
 );
+
+-- Provenance of each event, as SQLite's migration 0012 has it: NULL before this migration.
+ALTER TABLE events ADD COLUMN provenance JSON;

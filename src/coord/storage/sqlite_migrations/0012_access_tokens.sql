@@ -9,3 +9,8 @@ CREATE TABLE access_tokens (
     last_used_at  REAL,
     revoked_at    REAL
 );
+
+-- Provenance of each event (issue 27): how its actor was known (verified by a token issued
+-- for the name, or only asserted), and the machine, checkout, client and session where
+-- known, as a JSON object. Events logged before this migration have none (NULL).
+ALTER TABLE events ADD COLUMN provenance TEXT;
