@@ -101,7 +101,8 @@ def skewed_clock(offset: str) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def item_of(daemon: Daemon, item_id: int) -> dict[str, Any]:
-    status, item = daemon.request("GET", f"/v1/items/{item_id}")
+def item_of(daemon: Daemon, item_id: int, reader: str = "") -> dict[str, Any]:
+    """The item as ``reader`` reads it: a claim's token is shown to its holder alone."""
+    status, item = daemon.request("GET", f"/v1/items/{item_id}?agent={reader or 'lead'}")
     assert status == 200, item
     return item

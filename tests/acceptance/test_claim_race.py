@@ -45,7 +45,7 @@ def test_exactly_one_of_32_processes_wins_each_claim(daemon):
                 assert body["lease_expires_at"] == claim["lease_expires_at"]
             else:
                 assert (status, body["error"]) == (404, "nothing_ready"), body
-        status, item = daemon.request("GET", f"/v1/items/{item_id}")
+        status, item = daemon.request("GET", f"/v1/items/{item_id}?agent={winner}")
         assert (item["state"], item["claimed_by"], item["fencing_token"]) == (
             "claimed",
             winner,

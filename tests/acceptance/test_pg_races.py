@@ -61,7 +61,7 @@ def test_32_processes_through_3_daemons_claim_one_item_exactly_one_wins(team: Te
             else:
                 assert (status, body["error"]) == (404, "nothing_ready"), body
         for daemon in team.daemons:  # every machine sees the one winner
-            item = item_of(daemon, item_id)
+            item = item_of(daemon, item_id, reader=winner)
             assert (item["state"], item["claimed_by"], item["fencing_token"]) == (
                 "claimed",
                 winner,
@@ -153,7 +153,7 @@ def test_a_zombie_is_refused_naming_the_holder_after_a_takeover_through_another_
         assert (body["holder"], body["current_token"]) == ("heir", None), body
         assert "heir" in body["message"]
     for daemon in team.daemons:  # nothing the zombie sent changed the item
-        item = item_of(daemon, item_id)
+        item = item_of(daemon, item_id, reader="heir")
         assert (item["state"], item["claimed_by"], item["fencing_token"]) == (
             "claimed",
             "heir",

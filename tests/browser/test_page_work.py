@@ -225,7 +225,8 @@ def test_the_page_refuses_what_the_cli_refuses(served: Daemon, browser: Browser)
     assert cli(served, "log", "--limit", "1000")["events"] == before  # the board unchanged
 
     # the holder edits it meanwhile: the item opened shows it, what alice typed stays
-    token = str(show(served, item)["fencing_token"])
+    # read as its holder: nobody else is shown a claim's token (issue 27)
+    token = str(cli(served, "show", str(item), agent=AGENT)["fencing_token"])
     cli(
         served, "edit", str(item), "--title", "renamed by its holder", "--token", token, agent=AGENT
     )

@@ -315,7 +315,8 @@ def cmd_ls(args: argparse.Namespace, ctx: Context) -> Result:
 
 
 def cmd_show(args: argparse.Namespace, ctx: Context) -> Result:
-    item = ctx.session.get(f"/v1/items/{args.id}")
+    # read as this agent: a claim's token is shown to its holder alone (issue 27)
+    item = ctx.session.get(f"/v1/items/{args.id}", {"agent": ctx.agent(required=False)})
     return item, render.item_detail(item)
 
 

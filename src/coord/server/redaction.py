@@ -43,27 +43,38 @@ def reader_of(
 
 def redact(content: Any, reader: str | None) -> Any:
     """``content`` with every other holder's token nulled; the same object when nothing in it
-    was anyone else's (the common answer is copied nowhere)."""
-    if isinstance(content, dict):
+    was anyone else's (the common answer is copied nowhere). ``type() is``, not isinstance:
+    this walks every answer, the claim's on the hot path included (~3 µs for a claim)."""
+    kind = type(content)
+    if kind is dict:
         changed: dict[str, Any] | None = None
         for key, value in content.items():
-            if isinstance(value, (dict, list)):
+            inner = type(value)
+            if inner is dict or inner is list:
                 shown = redact(value, reader)
                 if shown is not value:
-                    changed = changed if changed is not None else dict(content)
+                    if changed is None:
+                        changed = dict(content)
                     changed[key] = shown
         result = changed if changed is not None else content
-        if _someone_elses(result, reader):
+        if ("fencing_token" in result or "token" in result) and _someone_elses(result, reader):
             result = dict(result)
             if "fencing_token" in result:
                 result["fencing_token"] = None
             else:
                 result["token"] = None
         return result
-    if isinstance(content, list):
-        shown_items = [redact(value, reader) for value in content]
-        if any(a is not b for a, b in zip(shown_items, content, strict=True)):
-            return shown_items
+    if kind is list:
+        copied: list[Any] | None = None
+        for index, value in enumerate(content):
+            inner = type(value)
+            if inner is dict or inner is list:
+                shown = redact(value, reader)
+                if shown is not value:
+                    if copied is None:
+                        copied = list(content)
+                    copied[index] = shown
+        return copied if copied is not None else content
     return content
 
 
