@@ -17,7 +17,7 @@ from coord.errors import NothingReady
 from coord.fast.prefix_index import PrefixIndex
 from coord.limits import MAX_CLAIM_SCAN
 from coord.model import Claim, Item, Reservation, WorktreeSpec
-from coord.storage.base import WriteTx
+from coord.storage.base import ReadTx, WriteTx
 from coord.times import iso
 
 
@@ -116,7 +116,7 @@ class Claims:
                 agent, item.files, True, others, self.ctx.is_file
             )
             if conflicts:
-                raise reservations.refusal(conflicts, f"claim of item {item.id}")
+                raise reservations.refusal(conflicts, f"claim of item {item.id}", claim_of=item.ref)
         token = item.fencing_token + 1
         expires = now + lease
         takeover_from = item.claimed_by if item.state == "claimed" else None
@@ -173,7 +173,7 @@ class _Scan:
     with their leases, without a sweep, and the caller is told to try again.
     """
 
-    def __init__(self, claims: Claims, tx: WriteTx, agent: str, now: float) -> None:
+    def __init__(self, claims: Claims, tx: ReadTx, agent: str, now: float) -> None:
         self.tx, self.agent, self.now = tx, agent, now
         self.is_file = claims.ctx.is_file
         self.skipped = 0

@@ -294,8 +294,23 @@ def _guard(spec: Any, client: str, data: dict[str, Any]) -> str | None:
         return shell_guard.refusal(home, command, agent, spec.shell_cwd(tool_input, cwd))
     # an edit is what `coord guard` judges; with no board where the agent stands, coord is not
     # in use there, yet a path in another coord repository is still judged by that board
-    code, lines, _ = guard.check(home, given, agent, cwd=cwd, home_required=False)
-    return None if code == 0 else "\n".join(lines) or "coord guard: refusing the edit"
+    code, lines, verdict = guard.check(home, given, agent, cwd=cwd, home_required=False)
+    if code == 0:
+        return None
+    return with_next_step(spec, "\n".join(lines) or "coord guard: refusing the edit", verdict)
+
+
+def with_next_step(spec: Any, reason: str, verdict: dict[str, Any]) -> str:
+    """The guard's refusal with what to do next, in the client's words (``NEXT_HOW``): the
+    options of the board's ``next`` (``coord.fast.next_options``), and the object itself for
+    a client (or a script) that reads it."""
+    from coord.fast import jsontext, next_options
+
+    found = next_options.for_guard(verdict.get("refusals") or [])
+    if found is None:
+        return reason
+    said = next_options.said(found)
+    return f"{reason}\ncoord: {said} ({spec.NEXT_HOW})\ncoord next: {jsontext.dumps(found)}"
 
 
 def _stdin() -> bytes:
