@@ -123,8 +123,9 @@ def _reserved(
     target = str(claimed) if claimed is not None else requested
     alive = True  # a conflict is with a live hold, on the board's clock
     wait = next_options.wait(target, holder, first["expires_at"], alive, place(tx, target, agent))
-    # a hold with an item is asked about on it; a standalone one, about the path
-    about = str(first["item"]) if first.get("item") is not None else str(first["requested"])
+    # asked about the path, as the guard's refusal of an edit asks: it reaches whoever holds
+    # it, by a claim's files or by a reservation of its own
+    about = str(first["requested"])
     return next_options.assemble(wait, other, next_options.ask_holder(holder, about))
 
 
