@@ -44,7 +44,7 @@ def scene(tmp_path: Path) -> Iterator[Daemon]:
     board_dir = init_board_dir(repo)
     daemon = Daemon(board_dir).start()
     try:
-        for title, extra in [
+        items: list[tuple[str, dict[str, Any]]] = [
             ("alice's", {"files": [HELD]}),
             ("wants alice's file", {"files": [HELD], "priority": 0}),
             ("free, with a file", {"files": ["src/free.py"], "priority": 1}),
@@ -52,7 +52,8 @@ def scene(tmp_path: Path) -> Iterator[Daemon]:
             ("carol's", {"files": ["src/c.py"]}),
             ("wants carol's reservation", {"files": ["src/d.py"], "priority": 0}),
             ("after alice's", {"deps": [1], "priority": 0}),
-        ]:
+        ]
+        for title, extra in items:
             _ok(daemon, "POST", "/v1/items", {"agent": "lead", "title": title, **extra})
         _ok(daemon, "POST", "/v1/items/1/claim", {"agent": "alice"})
         _ok(daemon, "POST", "/v1/items/5/claim", {"agent": "carol"})
