@@ -214,3 +214,51 @@ def _deny_reason(answer: dict[str, Any]) -> str:
 
 def _item(daemon: Daemon, item_id: int) -> dict[str, Any]:
     return dict(_ok(daemon, "GET", f"/v1/items/{item_id}"))
+
+
+# --- the core, on each backend -----------------------------------------------------------
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("sqlite"),
+        pytest.param("postgres", marks=[pytest.mark.postgres]),
+    ]
+)
+def core_board(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    from conftest import Clock
+    from coord.core.board import Board
+    from coord.storage.sqlite import SQLiteStorage
+    from pg_support import fresh_database, open_storage
+
+    (tmp_path / "src").mkdir()
+    if request.param == "sqlite":
+        board = Board(SQLiteStorage(tmp_path / "b.db"), clock=Clock(), repo_root=tmp_path)
+        yield board
+        board.close()
+        return
+    with fresh_database() as dsn:
+        board = Board(open_storage(dsn), clock=Clock(), repo_root=tmp_path)
+        yield board
+        board.close()
+
+
+def test_the_core_gives_the_same_next_on_every_backend(core_board: Any) -> None:
+    """The storage answers the claim's scan inside a read transaction on both backends: the
+    refusal's ``next`` names what the claim itself would take, and a won claim of it agrees."""
+    from coord.errors import AlreadyClaimed, FilesReserved
+
+    board = core_board
+    board.add("held", created_by="lead", files=["src/a.py"])
+    board.add("wants a", created_by="lead", files=["src/a.py"], priority=0)
+    board.add("free", created_by="lead", files=["src/b.py"])
+    board.claim(1, agent="alice")
+    with pytest.raises(AlreadyClaimed) as held:
+        board.claim(1, agent="bob")
+    found = held.value.details["next"]
+    assert [i["id"] for i in found["other_work"]["items"]] == [3]
+    assert found["wait"]["holder"] == "alice" and found["wait"]["place"] is None
+    with pytest.raises(FilesReserved) as reserved:
+        board.claim(2, agent="bob")
+    assert reserved.value.details["next"]["wait"]["command"] == "coord wait 2"
+    assert board.claim(3, agent="bob").item.id == 3  # what it offered, won
