@@ -30,6 +30,11 @@ HOOK_EDITS = [
     ("codex", "PreToolUse", "codex/pre_tool_use_apply_patch.json"),
     ("gemini", "BeforeTool", "gemini/before_tool_write_file.json"),
     ("cursor", "preToolUse", "cursor/pre_tool_use_write.json"),
+    # a shell command that writes the held file: the shell guard's deny
+    ("claude", "PreToolUse", "claude/pre_tool_use_bash.json"),
+    ("codex", "PreToolUse", "codex/pre_tool_use_bash.json"),
+    ("gemini", "BeforeTool", "gemini/before_tool_run_shell_command.json"),
+    ("cursor", "beforeShellExecution", "cursor/before_shell_execution.json"),
 ]
 FIXTURES = Path(__file__).parent / "hooks"
 
@@ -172,7 +177,9 @@ def test_nothing_ready_says_whose_claim_ends_first(scene: Daemon) -> None:
     assert found["wait"]["command"].startswith("coord wait ")
 
 
-@pytest.mark.parametrize(("client", "event", "name"), HOOK_EDITS, ids=[c for c, _, _ in HOOK_EDITS])
+@pytest.mark.parametrize(
+    ("client", "event", "name"), HOOK_EDITS, ids=[f"{c}:{Path(n).stem}" for c, _, n in HOOK_EDITS]
+)
 def test_each_clients_deny_says_the_next_step_in_its_own_words(
     scene: Daemon, client: str, event: str, name: str
 ) -> None:

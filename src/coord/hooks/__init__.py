@@ -291,7 +291,11 @@ def _guard(spec: Any, client: str, data: dict[str, Any]) -> str | None:
     if tool in spec.SHELL_TOOLS:
         from coord.hooks import shell_guard
 
-        return shell_guard.refusal(home, command, agent, spec.shell_cwd(tool_input, cwd))
+        refused_by: list[dict[str, Any]] = []
+        said = shell_guard.refusal(
+            home, command, agent, spec.shell_cwd(tool_input, cwd), refused_by=refused_by
+        )
+        return None if said is None else with_next_step(spec, said, {"refusals": refused_by})
     # an edit is what `coord guard` judges; with no board where the agent stands, coord is not
     # in use there, yet a path in another coord repository is still judged by that board
     code, lines, verdict = guard.check(home, given, agent, cwd=cwd, home_required=False)
