@@ -53,3 +53,14 @@ def test_a_message_over_http_and_its_bad_input(daemon: Daemon) -> None:
     # and the CLI says it as one line, exit 2, no traceback
     ran = run_cli("send", "bob", " ", board_dir=daemon.board_dir, agent="alice")
     assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
+
+
+def test_the_log_and_the_inbox_say_a_message_as_one(daemon: Daemon) -> None:
+    """`coord log` and `coord inbox` (and `coord watch`'s feed, the same line) show who wrote
+    to whom, not "created #1"."""
+    sent = run_cli("send", "bob", "ready for review", board_dir=daemon.board_dir, agent="alice")
+    assert sent.returncode == 0, sent.stderr
+    for args, agent in ((["log"], "carol"), (["inbox"], "bob")):
+        shown = run_cli(*args, board_dir=daemon.board_dir, agent=agent)
+        assert shown.returncode == 0, shown.stderr
+        assert "alice to bob #1: 'ready for review'" in shown.stdout, shown.stdout

@@ -219,6 +219,11 @@ def event_summary(event: dict[str, Any]) -> str:
         )
         if details.get("takeover_from"):
             extra += f" (from {details['takeover_from']})"
+    elif event["kind"] == "created" and details.get("kind") == "note" and details.get("to"):
+        # a direct message (`coord send`): said as one, to whom
+        item = f" #{event['item_id']}" if event.get("item_id") is not None else ""
+        said = f"{details.get('title', '')!r}"
+        return f"{event.get('agent') or '-'} to {details['to']}{item}: {said}"
     elif event["kind"] == "created":
         extra = f" {details.get('title', '')!r}"
     elif event["kind"] == "reply":
