@@ -269,3 +269,34 @@ def test_the_core_gives_the_same_next_on_every_backend(core_board: Any) -> None:
         board.claim(2, agent="bob")
     assert reserved.value.details["next"]["wait"]["command"] == "coord wait 2"
     assert board.claim(3, agent="bob").item.id == 3  # what it offered, won
+
+
+def test_the_waiters_seam_is_asked_about_the_item_or_the_paths(core_board: Any) -> None:
+    """``queue_place`` is where the waiters' queue plugs in: asked with the item of a refused
+    claim, or the paths of a refused reservation; what it answers is the ``wait`` option's
+    place (None, until it is wired: nothing is made up)."""
+    from coord.core import next_steps
+    from coord.errors import AlreadyClaimed, FilesReserved
+
+    board = core_board
+    board.add("held", created_by="lead", files=["src/a.py"])
+    board.claim(1, agent="alice")
+    asked: list[dict[str, Any]] = []
+
+    def place(tx: Any, now: float, agent: str, **target: Any) -> dict[str, Any]:
+        asked.append({"agent": agent, "item": target.get("item"), "paths": target.get("paths")})
+        return {"place": None, "waiting": 2}
+
+    for refused in (AlreadyClaimed, FilesReserved):
+        with pytest.raises(refused) as err:
+            if refused is AlreadyClaimed:
+                board.claim(1, agent="bob")
+            else:
+                board.reserve(["src/a.py"], agent="bob")
+        assert err.value.details["next"]["wait"]["waiting"] is None  # not wired here
+        found = next_steps.for_refusal(board._context, err.value, "bob", place=place)
+        assert found is not None and found["wait"]["waiting"] == 2
+    assert asked == [
+        {"agent": "bob", "item": 1, "paths": None},
+        {"agent": "bob", "item": None, "paths": ["src/a.py"]},
+    ]

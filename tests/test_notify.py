@@ -163,11 +163,13 @@ def test_needs_rework_and_an_ask_to_a_human_are_told_and_an_ask_to_an_agent_is_n
     assert humans == {"alice", "lead"}
     seen = [
         why_notified(Event(1, 0.0, "runner", 3, "needs_rework", {}), humans),
-        why_notified(Event(2, 0.0, "b", 3, "ask", {"to": "alice"}), humans),
-        why_notified(Event(3, 0.0, "b", 3, "ask", {"to": "claude-a"}), humans),
+        # `coord ask`'s event names the one asked as its holder
+        why_notified(Event(2, 0.0, "b", 3, "asked", {"holder": "alice"}), humans),
+        why_notified(Event(3, 0.0, "b", 3, "asked", {"holder": "claude-a"}), humans),
         why_notified(Event(4, 0.0, "b", 3, "claimed", {}), humans),
+        why_notified(Event(5, 0.0, "b", 3, "escalated", {}), humans),
     ]
-    assert seen == ["needs_rework", "ask", None, None]
+    assert seen == ["needs_rework", "ask", None, None, "escalation"]
 
 
 @pytest.mark.parametrize(

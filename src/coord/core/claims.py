@@ -116,7 +116,7 @@ class Claims:
                 agent, item.files, True, others, self.ctx.is_file
             )
             if conflicts:
-                raise reservations.refusal(conflicts, f"claim of item {item.id}", claim_of=item.ref)
+                raise reservations.refusal(conflicts, f"claim of item {item.id}", claim_of=item.id)
         token = item.fencing_token + 1
         expires = now + lease
         takeover_from = item.claimed_by if item.state == "claimed" else None

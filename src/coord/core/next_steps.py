@@ -13,13 +13,13 @@ one of them, as any claim may; none of them was unclaimable when the refusal was
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from coord import model
 from coord.core import claims
-from coord.core.context import BoardContext
+from coord.core.context import BoardContext, IsFile
 from coord.errors import AlreadyClaimed, CoordError, FilesReserved, NothingReady
 from coord.fast import next_options
 from coord.model import Item
@@ -34,15 +34,25 @@ _SOONEST_HORIZON = 86400.0
 # the refusals that get a ``next``: held, file reserved, nothing ready
 REFUSALS = (AlreadyClaimed, FilesReserved, NothingReady)
 
-QueuePlace = Callable[[ReadTx, str, str], "dict[str, Any] | None"]
+QueuePlace = Callable[..., "dict[str, Any] | None"]
 
 
-def queue_place(tx: ReadTx, target: str, agent: str) -> dict[str, Any] | None:
-    """The seam to the waiters' queue (issue 26 item 2, ``coord wait``): where ``agent`` would
-    stand waiting for ``target`` (an item ref, or paths as ``coord wait`` takes them), as
-    ``{"place": n, "waiting": m}`` (``place`` None when it is not waiting yet). None: the board
-    keeps no queue yet, and ``wait`` says ``place`` and ``waiting`` are not known. The
-    integrator wires this to the waiters table."""
+def queue_place(
+    tx: ReadTx,
+    now: float,
+    agent: str,
+    *,
+    item: int | None = None,
+    paths: Sequence[str] = (),
+    is_file: IsFile | None = None,
+) -> dict[str, Any] | None:
+    """The seam to the waiters' queue (issue 26 item 2, ``coord wait``): the live queue for
+    ``item``'s claim or for ``paths`` as ``{"waiting": m, "place": n}``, ``place`` being
+    ``agent``'s (1 is first) or None when it is not in the queue (it would be m + 1).
+
+    None here: this part keeps no queue, and ``wait`` says ``place`` and ``waiting`` are not
+    known. The integrator wires it to the waiters' queue (``coord.core.waiting.waiters(tx,
+    now, item=item, paths=paths, is_file=is_file)``, first in line first)."""
     return None
 
 
@@ -59,7 +69,7 @@ def for_refusal(
         if isinstance(err, AlreadyClaimed):
             return _held(tx, err, agent, now, other, place)
         if isinstance(err, FilesReserved):
-            return _reserved(tx, err, agent, now, other, place)
+            return _reserved(ctx, tx, err, agent, now, other, place)
         return _nothing_ready(tx, agent, now, other, place)
 
 
@@ -92,21 +102,22 @@ def _held(
     other: dict[str, Any],
     place: QueuePlace,
 ) -> dict[str, Any]:
-    item = tx.get_item(int(err.details["id"]))
+    item_id = int(err.details["id"])
+    item = tx.get_item(item_id)
     holder = err.details.get("holder")
-    target = item.ref if item is not None else str(err.details["id"])
+    target = item.ref if item is not None else str(item_id)
     alive = item is not None and (item.lease_live(now) or item.state == "queued")
     until = item.lease_expires_at if item is not None else None
     wait = None
     if err.details.get("reason") != "reserved":  # a document's line has no lease to end
-        wait = next_options.wait(
-            target, holder, iso(until) if until else None, alive, place(tx, target, agent)
-        )
+        queue = place(tx, now, agent, item=item_id)
+        wait = next_options.wait(target, holder, iso(until) if until else None, alive, queue)
     ask = next_options.ask_holder(str(holder), target) if holder else None
     return next_options.assemble(wait, other, ask)
 
 
 def _reserved(
+    ctx: BoardContext,
     tx: ReadTx,
     err: FilesReserved,
     agent: str,
@@ -119,10 +130,15 @@ def _reserved(
     holder = str(first["holder"])
     # a claim's refusal waits for the item; a reservation's for the paths it asked
     claimed = err.details.get("claim_of")
-    requested = " ".join(dict.fromkeys(str(c["requested"]) for c in conflicts))
-    target = str(claimed) if claimed is not None else requested
+    item = tx.get_item(int(claimed)) if claimed is not None else None
+    requested = list(dict.fromkeys(str(c["requested"]) for c in conflicts))
+    if item is not None:
+        target, queue = item.ref, place(tx, now, agent, item=item.id)
+    else:
+        queue = place(tx, now, agent, paths=requested, is_file=ctx.is_file)
+        target = " ".join(requested)
     alive = True  # a conflict is with a live hold, on the board's clock
-    wait = next_options.wait(target, holder, first["expires_at"], alive, place(tx, target, agent))
+    wait = next_options.wait(target, holder, first["expires_at"], alive, queue)
     # asked about the path, as the guard's refusal of an edit asks: it reaches whoever holds
     # it, by a claim's files or by a reservation of its own
     about = str(first["requested"])
@@ -140,7 +156,8 @@ def _nothing_ready(
         item = soonest[0]
         holder = str(item.claimed_by)
         until = iso(item.lease_expires_at) if item.lease_expires_at else None
-        wait = next_options.wait(item.ref, holder, until, True, place(tx, item.ref, agent))
+        queue = place(tx, now, agent, item=item.id)
+        wait = next_options.wait(item.ref, holder, until, True, queue)
         ask = next_options.ask_holder(holder, item.ref)
     return next_options.assemble(wait, other if other["items"] else None, ask)
 

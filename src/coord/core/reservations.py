@@ -81,7 +81,7 @@ def conflict_facts(requested: str, reservation: Reservation) -> dict[str, Any]:
 
 
 def refusal(
-    conflicts: list[dict[str, Any]], what: str, *, claim_of: str | None = None
+    conflicts: list[dict[str, Any]], what: str, *, claim_of: int | None = None
 ) -> FilesReserved:
     """One error naming every conflicting holder, pattern, item and expiry. ``claim_of``: the
     item whose claim was refused (its ``next`` waits for the item, not for the paths)."""

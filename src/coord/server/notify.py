@@ -2,7 +2,7 @@
 needed, with the event as JSON on its standard input.
 
 A person is needed when an item is escalated (``escalated``), when an ask is addressed to a
-human (``ask`` whose ``to`` is one of the board's ``humans`` or its ``escalate_to``), when
+human (``asked`` whose ``holder`` is one of the board's ``humans`` or its ``escalate_to``), when
 landing sends an item back (``needs_rework``), and when the lease of a worktree item's claim
 lapses with nobody renewing it (``lease_lapsed``: no event records a lapse, so the daemon looks
 for claims whose lease ended since it last looked).
@@ -42,8 +42,9 @@ _PAGE = 500
 
 # the board's event kinds that need a person, and the ``why`` the command is told
 PERSON_NEEDED = {"escalated": "escalation", "needs_rework": "needs_rework"}
-# the kind of an ask event (issue 26 item 2-3, ``coord ask``): details["to"] is the one asked
-ASK_KIND = "ask"
+# an ask's event (issue 26 item 3, ``coord ask``): ``asked``, whose details name the one asked
+# as ``holder`` (``to`` read too, for an ask addressed by name)
+ASK_KINDS = ("asked", "ask")
 
 
 def log_line(text: str) -> None:
@@ -55,8 +56,9 @@ def why_notified(event: Event, humans: set[str]) -> str | None:
     """Why ``event`` needs a person, or None."""
     if event.kind in PERSON_NEEDED:
         return PERSON_NEEDED[event.kind]
-    if event.kind == ASK_KIND and event.details.get("to") in humans:
-        return "ask"
+    if event.kind in ASK_KINDS:
+        asked = event.details.get("holder") or event.details.get("to")
+        return "ask" if asked in humans else None
     return None
 
 
