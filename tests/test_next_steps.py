@@ -203,6 +203,8 @@ def test_each_clients_deny_says_the_next_step_in_its_own_words(
     reason = _deny_reason(json.loads(result.stdout))
     how = {"claude": claude, "codex": codex, "gemini": gemini, "cursor": cursor}[client].NEXT_HOW
     assert how in reason  # the client's own words for running a command
+    # as the session runs it: under its own name, which its shell may not carry
+    assert f"`coord wait {HELD} --as " in reason
     given = json.loads(reason.split("\ncoord next: ", 1)[1].splitlines()[0])
     board = _refused_over_http(scene, "/v1/reservations", {"agent": "bob", "patterns": [HELD]})
     assert list(given) == list(board)

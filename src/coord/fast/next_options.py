@@ -110,10 +110,19 @@ def for_guard(refusals: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return assemble(wait_option, other_work([]), ask_holder(holder, target))
 
 
-def said(found: dict[str, Any] | None) -> str:
-    """The ``next`` object as one line a person or a model reads ("next: wait …; …")."""
+def said(found: dict[str, Any] | None, as_agent: str | None = None) -> str:
+    """The ``next`` object as one line a person or a model reads ("next: wait …; …").
+    ``as_agent``: each command names who runs it (``--as NAME``), for a session whose name
+    its shell does not carry (a hook's deny)."""
     if not found:
         return ""
+    if as_agent:
+        found = {
+            key: {**option, "command": f"{option['command']} --as {as_agent}"}
+            if isinstance(option, dict) and "command" in option
+            else option
+            for key, option in found.items()
+        }
     parts = []
     option = found.get("wait")
     if option:
