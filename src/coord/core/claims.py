@@ -92,6 +92,13 @@ class Claims:
             raise scan.nothing_ready(kind, label)
         return claims
 
+    def ready_now(self, tx: ReadTx, agent: str, now: float) -> Iterator[Item]:
+        """The items ``agent`` could claim now, in claim order, read in ``tx``: claim-next's
+        own scan, so that a refusal's ``other_work`` (``coord.core.next_steps``) names only
+        what a claim would take; nothing is written."""
+        for item, _live in _Scan(self, tx, agent, now).ready(model.WORK_KINDS, None):
+            yield item
+
     def take(
         self,
         tx: WriteTx,

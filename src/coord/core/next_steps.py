@@ -6,7 +6,7 @@ guard's refusal of an edit is built from the same options by ``coord.fast.next_o
 guard reads holds without the board's items.)
 
 ``other_work`` is what the claim itself would take: the items come from the claim's own scan
-(``claims._Scan.ready``: claimable, not kept for another, no file held by someone else), read
+(``Claims.ready_now``: claimable, not kept for another, no file held by someone else), read
 in one transaction just after the refusal. A claim that follows may still lose a race for
 one of them, as any claim may; none of them was unclaimable when the refusal was answered.
 """
@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from coord import model
 from coord.core import claims
 from coord.core.context import BoardContext, IsFile
 from coord.errors import AlreadyClaimed, CoordError, FilesReserved, NothingReady
@@ -75,9 +74,8 @@ def for_refusal(
 
 def ready_items(ctx: BoardContext, tx: ReadTx, agent: str, now: float) -> list[dict[str, Any]]:
     """The first ready items ``agent`` could claim now, best first: the claim's own scan."""
-    scan = claims._Scan(claims.Claims(ctx), tx, agent, now)
     found = []
-    for item, _live in scan.ready(model.WORK_KINDS, None):
+    for item in claims.Claims(ctx).ready_now(tx, agent, now):
         found.append(_shown(item))
         if len(found) == OTHER_WORK_SHOWN:
             break
@@ -150,7 +148,7 @@ def _nothing_ready(
 ) -> dict[str, Any]:
     """Nothing to claim: wait for the claim that ends soonest, if any runs."""
     wait = ask = None
-    soonest = [i for i in tx.claims_ending_between(now, now + _SOONEST_HORIZON, 5) if i.claimed_by]
+    soonest = [i for i in tx.claims_ending_between(now, now + _SOONEST_HORIZON, 20) if i.claimed_by]
     soonest = [i for i in soonest if i.claimed_by != agent]
     if soonest:
         item = soonest[0]
