@@ -64,3 +64,35 @@ def test_the_log_and_the_inbox_say_a_message_as_one(daemon: Daemon) -> None:
         shown = run_cli(*args, board_dir=daemon.board_dir, agent=agent)
         assert shown.returncode == 0, shown.stderr
         assert "alice to bob #1: 'ready for review'" in shown.stdout, shown.stdout
+
+
+def test_the_mcp_post_tool_with_a_recipient_is_a_direct_message(daemon: Daemon) -> None:
+    """No new tool (the budget is 15): `post` with kind note and ``to``."""
+    import asyncio
+    import os
+    import sys
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "coord", "mcp"],
+        env={**os.environ, "COORD_DIR": str(daemon.board_dir), "COORD_AGENT": "alice"},
+        cwd=str(daemon.board_dir.parent),
+    )
+
+    async def post() -> Any:
+        async with Client(server) as client:
+            tools = (await client.list_tools()).tools
+            assert len(tools) <= 15
+            return await client.call_tool(
+                "post", {"title": "review my branch?", "kind": "note", "to": "bob"}
+            )
+
+    result = asyncio.run(post())
+    assert not result.is_error, result
+    told = _inbox(daemon.board_dir, "bob")
+    assert [(e["kind"], e["agent"], e["details"]["to"]) for e in told] == [
+        ("created", "alice", "bob")
+    ]
