@@ -94,7 +94,10 @@ def _refused_by_cli(daemon: Daemon, *args: str) -> tuple[dict[str, Any], str]:
     return json.loads(as_json.stdout)["next"], said[0]
 
 
-def _refused_over_mcp(daemon: Daemon, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def _refused_over_mcp(
+    daemon: Daemon, tool: str, arguments: dict[str, Any], said: list[str] | None = None
+) -> dict[str, Any]:
+    said = [] if said is None else said
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "coord", "mcp"],
@@ -111,6 +114,7 @@ def _refused_over_mcp(daemon: Daemon, tool: str, arguments: dict[str, Any]) -> d
     content = result.structured_content
     # the line a model reads says the options as tool calls, never a CLI line it cannot run
     assert "next: " in content["message"] and "`coord next`" not in content["message"]
+    said.append(content["message"])
     return dict(content["next"])
 
 
@@ -125,7 +129,13 @@ def test_a_claim_refused_because_held_says_the_same_next_in_http_cli_and_mcp(
     wait = over_http["wait"]
     assert (wait["command"], wait["holder"], wait["alive"]) == ("coord wait 1", "alice", True)
     assert wait["lease_expires_at"] == _item(scene, 1)["lease_expires_at"]
-    assert over_http["ask_holder"] == {"holder": "alice", "command": "coord ask 1 --reason TEXT"}
+    assert over_http["ask_holder"] == {
+        "holder": "alice",
+        "command": "coord ask 1 --reason TEXT",
+        "item": "1",
+        "paths": None,
+    }
+    assert (wait["item"], wait["paths"]) == ("1", None)
     assert "wait for alice" in said and "`coord wait 1`" in said
 
 
@@ -137,9 +147,13 @@ def test_a_claim_refused_for_held_files_and_a_reservation_refused_say_next(
     assert claim["ask_holder"]["command"] == f"coord ask {HELD} --reason TEXT"
     reserve = _refused_over_http(scene, "/v1/reservations", {"agent": "bob", "patterns": [HELD]})
     over_cli, _ = _refused_by_cli(scene, "reserve", HELD)
-    over_mcp = _refused_over_mcp(scene, "reserve_files", {"patterns": [HELD]})
+    told: list[str] = []
+    over_mcp = _refused_over_mcp(scene, "reserve_files", {"patterns": [HELD]}, told)
     assert reserve == over_cli == over_mcp
+    # over MCP the paths are waited for by the reservation's tool, read off ``paths``
+    assert f"`reserve_files` with patterns {HELD}" in told[0]
     assert reserve["wait"]["command"] == f"coord wait {HELD}"
+    assert (reserve["wait"]["item"], reserve["wait"]["paths"]) == (None, [HELD])
     assert reserve["wait"]["holder"] == "alice"
     # carol's reservation has no item: asked about the path too, reaching her all the same
     standalone = _refused_over_http(

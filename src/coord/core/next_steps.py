@@ -45,13 +45,13 @@ def queue_place(
     paths: Sequence[str] = (),
     is_file: IsFile | None = None,
 ) -> dict[str, Any] | None:
-    """The seam to the waiters' queue (issue 26 item 2, ``coord wait``): the live queue for
-    ``item``'s claim or for ``paths`` as ``{"waiting": m, "place": n}``, ``place`` being
-    ``agent``'s (1 is first) or None when it is not in the queue (it would be m + 1).
+    """The seam to the waiters' queue (issue 26 item 2, ``coord wait``): what the line for
+    ``item``'s claim or for ``paths`` says, ``{"waiting": m, "first": name, "your_place": n}``
+    (``place`` may stand for ``your_place``; ``next_options.wait`` reads either).
 
-    None here: this part keeps no queue, and ``wait`` says ``place`` and ``waiting`` are not
-    known. The integrator wires it to the waiters' queue (``coord.core.waiting.waiters(tx,
-    now, item=item, paths=paths, is_file=is_file)``, first in line first)."""
+    None here: this part keeps no queue, and ``wait`` says ``place``, ``waiting`` and
+    ``first`` are not known. The integrator wires it to the waiters' queue: h2's
+    ``coord.core.waiting.queue_facts(tx, now, item=item, paths=paths, is_file=is_file)``."""
     return None
 
 
@@ -109,7 +109,7 @@ def _held(
     wait = None
     if err.details.get("reason") != "reserved":  # a document's line has no lease to end
         queue = place(tx, now, agent, item=item_id)
-        wait = next_options.wait(target, holder, iso(until) if until else None, alive, queue)
+        wait = next_options.wait(target, (), holder, iso(until) if until else None, alive, queue)
     ask = next_options.ask_holder(str(holder), target) if holder else None
     return next_options.assemble(wait, other, ask)
 
@@ -131,16 +131,16 @@ def _reserved(
     item = tx.get_item(int(claimed)) if claimed is not None else None
     requested = list(dict.fromkeys(str(c["requested"]) for c in conflicts))
     if item is not None:
-        target, queue = item.ref, place(tx, now, agent, item=item.id)
+        queue = place(tx, now, agent, item=item.id)
     else:
         queue = place(tx, now, agent, paths=requested, is_file=ctx.is_file)
-        target = " ".join(requested)
+    ref = item.ref if item is not None else None
     alive = True  # a conflict is with a live hold, on the board's clock
-    wait = next_options.wait(target, holder, first["expires_at"], alive, queue)
+    wait = next_options.wait(ref, requested, holder, first["expires_at"], alive, queue)
     # asked about the path, as the guard's refusal of an edit asks: it reaches whoever holds
     # it, by a claim's files or by a reservation of its own
-    about = str(first["requested"])
-    return next_options.assemble(wait, other, next_options.ask_holder(holder, about))
+    ask = next_options.ask_holder(holder, None, [str(first["requested"])])
+    return next_options.assemble(wait, other, ask)
 
 
 def _nothing_ready(
@@ -155,7 +155,7 @@ def _nothing_ready(
         holder = str(item.claimed_by)
         until = iso(item.lease_expires_at) if item.lease_expires_at else None
         queue = place(tx, now, agent, item=item.id)
-        wait = next_options.wait(item.ref, holder, until, True, queue)
+        wait = next_options.wait(item.ref, (), holder, until, True, queue)
         ask = next_options.ask_holder(holder, item.ref)
     return next_options.assemble(wait, other if other["items"] else None, ask)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; this runs before every edit
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 # holders nobody can ask: the landing queue and a lapsed worktree claim's item
@@ -32,26 +32,37 @@ ESCALATE_COMMAND = "coord escalate ITEM QUESTION"
 
 
 def wait(
-    target: str,
+    item: str | None,
+    paths: Sequence[str],
     holder: str | None,
     lease_expires_at: str | None,
     alive: bool,
     queue: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Wait for ``target`` (an item ref or paths, as ``coord wait`` takes them). ``queue``:
-    ``{"place": n, "waiting": m}`` from the waiters' queue, or None where it is not known."""
+    """Wait for ``item``'s claim (its ref) or for ``paths``. ``queue``: what the waiters'
+    queue says of the line (``waiting``: how many; ``first``: who is first; ``place``, or
+    ``your_place`` as the queue names it: the place you would take), or None where it is
+    not known."""
     option: dict[str, Any] = {
-        "command": f"coord wait {target}",
+        "command": f"coord wait {_target(item, paths)}",
+        "item": item,
+        "paths": list(paths) if item is None else None,
         "holder": holder,
         "alive": alive,
         "lease_expires_at": lease_expires_at,
         "place": None,
         "waiting": None,
+        "first": None,
     }
     if queue:
-        option["place"] = queue.get("place")
+        option["place"] = queue.get("place", queue.get("your_place"))
         option["waiting"] = queue.get("waiting")
+        option["first"] = queue.get("first")
     return option
+
+
+def _target(item: str | None, paths: Sequence[str]) -> str:
+    return item if item is not None else " ".join(paths)
 
 
 def other_work(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -63,14 +74,17 @@ def other_work(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def ask_holder(holder: str, about: str | None) -> dict[str, Any] | None:
-    """Ask ``holder`` about ``about`` (an item ref or a path) or, with nothing to ask about,
-    write to it directly. None for a holder nobody can ask (coord's own)."""
+def ask_holder(holder: str, item: str | None, paths: Sequence[str] = ()) -> dict[str, Any] | None:
+    """Ask ``holder`` to let go of ``item`` (its ref) or ``paths``. None for a holder nobody
+    can ask (coord's own)."""
     if _NOBODY_TO_ASK in holder:
         return None
-    if about is None:
-        return {"holder": holder, "command": f"coord send {holder} TEXT"}
-    return {"holder": holder, "command": f"coord ask {about} --reason TEXT"}
+    return {
+        "holder": holder,
+        "command": f"coord ask {_target(item, paths)} --reason TEXT",
+        "item": item,
+        "paths": list(paths) if item is None else None,
+    }
 
 
 def escalate() -> dict[str, Any]:
@@ -106,14 +120,20 @@ def for_guard(refusals: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     holder = str(first["holder"])
     target = str(first["path"])
     alive = True  # a hold the guard counts is live on the board's clock
-    wait_option = wait(target, holder, first.get("expires_at"), alive)
-    return assemble(wait_option, other_work([]), ask_holder(holder, target))
+    wait_option = wait(None, [target], holder, first.get("expires_at"), alive)
+    return assemble(wait_option, other_work([]), ask_holder(holder, None, [target]))
 
 
-def said(found: dict[str, Any] | None, as_agent: str | None = None) -> str:
+def said(
+    found: dict[str, Any] | None,
+    as_agent: str | None = None,
+    words: Callable[[dict[str, Any]], str] | None = None,
+) -> str:
     """The ``next`` object as one line a person or a model reads ("next: wait …; …").
     ``as_agent``: each command names who runs it (``--as NAME``), for a session whose name
-    its shell does not carry (a hook's deny)."""
+    its shell does not carry (a hook's deny). ``words``: how this face says an option's
+    command (MCP: as a tool call); by default the command in backticks."""
+    say = words or (lambda option: f"`{option['command']}`")
     if not found:
         return ""
     if as_agent:
@@ -130,18 +150,18 @@ def said(found: dict[str, Any] | None, as_agent: str | None = None) -> str:
         ends = option.get("lease_expires_at")
         until = f" (lease ends {ends})" if ends else ""
         place = f", place {option['place']} of {option['waiting']}" if option.get("place") else ""
-        parts.append(f"wait{who}{until}{place}: `{option['command']}`")
+        parts.append(f"wait{who}{until}{place}: {say(option)}")
     option = found.get("other_work")
     if option:
         refs = ", ".join(str(i["ref"]) for i in option["items"])
         parts.append(
-            f"other work ready now ({refs}): `{option['command']}`"
+            f"other work ready now ({refs}): {say(option)}"
             if refs
-            else f"other work: `{option['command']}`"
+            else f"other work: {say(option)}"
         )
     option = found.get("ask_holder")
     if option:
-        parts.append(f"ask {option['holder']}: `{option['command']}`")
+        parts.append(f"ask {option['holder']}: {say(option)}")
     if found.get("escalate"):
-        parts.append(f"ask a human about your item: `{found['escalate']['command']}`")
+        parts.append(f"ask a human about your item: {say(found['escalate'])}")
     return "next: " + "; ".join(parts)

@@ -40,7 +40,7 @@ TOOL_WORDS: dict[str, tuple[str, str | None]] = {
     "release": ("release", "item"),
     "escalate": ("escalate", "item"),
     "add": ("post", None),
-    "wait": ("claim", "item"),  # said by in_tool_words: claim an item, reserve_files paths
+    "wait": ("claim", "item"),  # a claim or reserve_files waits (``_option_words``)
     "send": ("post", "to"),  # a direct message: a note addressed to the agent
     "inbox": ("inbox", None),
     "reserve": ("reserve_files", "patterns"),
@@ -76,11 +76,6 @@ def in_tool_words(message: str) -> str:
         tool, argument = TOOL_WORDS[verb]
         if verb == "next":
             return f"`{tool}` with no item"
-        if verb == "wait":  # over MCP a claim or a reservation waits (its bounded wait)
-            target = rest.split()
-            if target and target[0][:1].isalnum() and "/" not in target[0] and "." not in target[0]:
-                return f"`claim` with item {target[0]}"
-            return f"`reserve_files` with patterns {' '.join(target)}" if target else "`claim`"
         if verb == "send" and rest:  # a direct message is a note addressed to the agent
             return f"`{tool}` with kind note, to {rest.split()[0]}"
         words = rest.split()
@@ -131,8 +126,22 @@ def _message(err: CoordError) -> str:
     if err.details.get("next"):  # the options of the structured ``next``, as one line
         speakable = {k: v for k, v in err.details["next"].items() if _has_tool_words(v)}
         if speakable:
-            said += "\n" + in_tool_words(next_options.said(speakable))
+            said += "\n" + next_options.said(speakable, words=_option_words)
     return said
+
+
+def _option_words(option: dict[str, Any]) -> str:
+    """A ``next`` option's command as the tool call that does it. Waiting and asking are the
+    claim's or the reservation's (``claim`` for an item, ``reserve_files`` for paths): read
+    off the option's ``item`` or ``paths``, since a path and a package id can look alike."""
+    verb = str(option["command"]).split()[1]
+    if verb in ("wait", "ask") and ("item" in option or "paths" in option):
+        if option.get("item") is not None:
+            call = f"`claim` with item {option['item']}"
+        else:
+            call = f"`reserve_files` with patterns {' '.join(option.get('paths') or [])}"
+        return call + (", ask TEXT" if verb == "ask" else "")
+    return in_tool_words(f"`{option['command']}`")
 
 
 def _has_tool_words(option: dict[str, Any]) -> bool:
