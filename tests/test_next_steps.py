@@ -222,8 +222,14 @@ def test_each_clients_deny_says_the_next_step_in_its_own_words(
     given = json.loads(reason.split("\ncoord next: ", 1)[1].splitlines()[0])
     board = _refused_over_http(scene, "/v1/reservations", {"agent": "bob", "patterns": [HELD]})
     assert list(given) == list(board)
-    for option in ("wait", "ask_holder", "escalate"):
+    for option in ("ask_holder", "escalate"):
         assert given[option] == board[option], option
+    # the line's length is the board's to tell (the guard reads holds, not the waiters)
+    queue = ("place", "waiting", "first")
+    assert {k: v for k, v in given["wait"].items() if k not in queue} == {
+        k: v for k, v in board["wait"].items() if k not in queue
+    }
+    assert all(given["wait"][k] is None for k in queue)
     assert given["other_work"]["command"] == "coord next"
 
 
@@ -280,7 +286,7 @@ def test_the_core_gives_the_same_next_on_every_backend(core_board: Any) -> None:
         board.claim(1, agent="bob")
     found = held.value.details["next"]
     assert [i["id"] for i in found["other_work"]["items"]] == [3]
-    assert found["wait"]["holder"] == "alice" and found["wait"]["place"] is None
+    assert found["wait"]["holder"] == "alice"
     with pytest.raises(FilesReserved) as reserved:
         board.claim(2, agent="bob")
     assert reserved.value.details["next"]["wait"]["command"] == "coord wait 2"
@@ -290,7 +296,7 @@ def test_the_core_gives_the_same_next_on_every_backend(core_board: Any) -> None:
 def test_the_waiters_seam_is_asked_about_the_item_or_the_paths(core_board: Any) -> None:
     """``queue_place`` is where the waiters' queue plugs in: asked with the item of a refused
     claim, or the paths of a refused reservation; what it answers is the ``wait`` option's
-    place (None, until it is wired: nothing is made up)."""
+    line (``waiting``, ``first``, and ``your_place`` said as ``place``)."""
     from coord.core import next_steps
     from coord.errors import AlreadyClaimed, FilesReserved
 
@@ -301,7 +307,7 @@ def test_the_waiters_seam_is_asked_about_the_item_or_the_paths(core_board: Any) 
 
     def place(tx: Any, now: float, agent: str, **target: Any) -> dict[str, Any]:
         asked.append({"agent": agent, "item": target.get("item"), "paths": target.get("paths")})
-        return {"place": None, "waiting": 2}
+        return {"waiting": 2, "first": "carol", "your_place": 3}
 
     for refused in (AlreadyClaimed, FilesReserved):
         with pytest.raises(refused) as err:
@@ -309,9 +315,10 @@ def test_the_waiters_seam_is_asked_about_the_item_or_the_paths(core_board: Any) 
                 board.claim(1, agent="bob")
             else:
                 board.reserve(["src/a.py"], agent="bob")
-        assert err.value.details["next"]["wait"]["waiting"] is None  # not wired here
         found = next_steps.for_refusal(board._context, err.value, "bob", place=place)
-        assert found is not None and found["wait"]["waiting"] == 2
+        assert found is not None
+        wait = found["wait"]
+        assert (wait["waiting"], wait["first"], wait["place"]) == (2, "carol", 3)
     assert asked == [
         {"agent": "bob", "item": 1, "paths": None},
         {"agent": "bob", "item": None, "paths": ["src/a.py"]},
