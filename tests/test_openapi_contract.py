@@ -72,6 +72,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ),
     ("POST", "/v1/items/{id}/replies"): Scenario({"agent": "a", "body": "hello"}),
     ("POST", "/v1/items/{id}/ack"): Scenario({"agent": "a"}),
+    ("POST", "/v1/messages"): Scenario({"agent": "a", "to": "b", "text": "hello"}),
     ("POST", "/v1/inbox"): Scenario({"agent": "a"}),
     ("POST", "/v1/agents:prune"): Scenario({"agent": "h"}),
     ("POST", "/v1/held-files:changed"): Scenario(

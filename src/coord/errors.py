@@ -129,19 +129,6 @@ class FilesReserved(Conflict):
 
     code = "files_reserved"
 
-    def to_note(self) -> list[str]:
-        """The holders to ask in a note: their reservation has no item, so no thread to reply
-        on (coord's own holder, the landing queue, is asked nothing: no agent name has a
-        ``/``)."""
-        conflicts = self.details.get("conflicts") or []
-        return sorted(
-            {
-                str(c["holder"])
-                for c in conflicts
-                if isinstance(c, dict) and c.get("item") is None and "/" not in str(c["holder"])
-            }
-        )
-
 
 class NotReady(Conflict):
     """The item waits on dependencies that are not done."""

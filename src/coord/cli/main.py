@@ -166,6 +166,11 @@ COMMANDS: Commands = {
         "reply on an item's thread (@name mentions notify)",
         parser.args_reply,
     ),
+    "send": (
+        commands.cmd_send,
+        "a direct message to an agent or a person: it reaches their inbox",
+        parser.args_send,
+    ),
     "ack": (commands.cmd_ack, "acknowledge an item", parser.args_id),
     "inbox": (
         commands.cmd_inbox,

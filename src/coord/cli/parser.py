@@ -346,6 +346,11 @@ def args_reply(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="+", help="the reply; @name mentions reach that agent")
 
 
+def args_send(p: argparse.ArgumentParser) -> None:
+    p.add_argument("to", metavar="AGENT", help="who it is for (an agent's or a person's name)")
+    p.add_argument("text", nargs="+", help="the message; its first line is its title")
+
+
 def args_inbox(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peek", action="store_true", help="show without marking as seen")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from coord.errors import FilesReserved
 from coord.times import clock_of_iso, duration_text
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
@@ -220,6 +219,11 @@ def event_summary(event: dict[str, Any]) -> str:
         )
         if details.get("takeover_from"):
             extra += f" (from {details['takeover_from']})"
+    elif event["kind"] == "created" and details.get("kind") == "note" and details.get("to"):
+        # a direct message (`coord send`): said as one, to whom
+        item = f" #{event['item_id']}" if event.get("item_id") is not None else ""
+        said = f"{details.get('title', '')!r}"
+        return f"{event.get('agent') or '-'} to {details['to']}{item}: {said}"
     elif event["kind"] == "created":
         extra = f" {details.get('title', '')!r}"
     elif event["kind"] == "reply":
@@ -341,11 +345,6 @@ def cli_hint(err: CoordError, args: argparse.Namespace) -> str | None:
         return (
             f"{first} `{again}` again (it runs the checks here), or close it without passing "
             f"them: `{again} --skip-checks --reason TEXT` (the reason is recorded for everyone)"
-        )
-    if isinstance(err, FilesReserved) and err.to_note():
-        return "; ".join(
-            f"ask {holder} in a note: `coord add --kind note --to {holder} TITLE`"
-            for holder in err.to_note()
         )
     if err.code == "invalid_input" and err.details.get("field") == "token":
         return "give it with --token T"

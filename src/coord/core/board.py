@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from coord import model
-from coord.core import reservations, rules
+from coord.core import next_steps, reservations, rules
 from coord.core.activity import Activity
 from coord.core.changes import Changes
 from coord.core.claims import Claims
@@ -37,6 +37,7 @@ from coord.limits import (
     INBOX_PAGE,
     MAX_INBOX_PAGE,
     MAX_REPLIES_PAGE,
+    MAX_TITLE,
     MIN_PRUNE_AGE,
     REPLIES_PAGE,
 )
@@ -104,6 +105,7 @@ class Board:
             escalate_to=escalate_to,
             humans=self.humans,
         )
+        self._context = context
         self._items = Items(context)
         self._claims = Claims(context)
         hold = model.check_lease(escalation_hold_seconds, 0)
@@ -313,7 +315,8 @@ class Board:
         ``worktree`` the item records its branch, base and path in the same transaction."""
         agent = model.check_agent(agent)
         ref = model.check_item_ref(item_id)
-        return self._claims.claim(ref, agent, self._lease(lease_seconds), worktree=worktree)
+        with next_steps.told_on_refusal(self._context, agent):
+            return self._claims.claim(ref, agent, self._lease(lease_seconds), worktree=worktree)
 
     def claim_next(
         self,
@@ -328,7 +331,8 @@ class Board:
         agent = model.check_agent(agent)
         kind = model.check_kind(kind) if kind else None
         lease = self._lease(lease_seconds)
-        return self._claims.claim_next(agent, kind, label, lease, worktree=worktree)
+        with next_steps.told_on_refusal(self._context, agent):
+            return self._claims.claim_next(agent, kind, label, lease, worktree=worktree)
 
     def claim_batch(
         self,
@@ -350,7 +354,8 @@ class Board:
             or not 1 <= count <= model.MAX_BATCH
         ):
             raise InvalidInput(f"count must be 1 to {model.MAX_BATCH}", field="count")
-        return self._claims.claim_batch(count, agent, kind, label, lease)
+        with next_steps.told_on_refusal(self._context, agent):
+            return self._claims.claim_batch(count, agent, kind, label, lease)
 
     # --- leases: what the holder does with a claim, by its token ---------------------------
 
@@ -453,6 +458,19 @@ class Board:
             raise InvalidInput("a reply needs some text", field="body")
         return self._activity.reply(ref, agent, body)
 
+    def send(self, to: Any, text: Any, *, agent: str) -> Item:
+        """A direct message: a note addressed to ``to``, which reaches its inbox (and the log,
+        so `coord watch` and the page show it). Its first line is the title; all of it the
+        body, so a long message loses nothing."""
+        agent = model.check_agent(agent)
+        to = model.check_agent(to)
+        body = model.check_body(text)
+        if not body.strip():
+            raise InvalidInput("a message needs some text", field="text")
+        first = body.strip().splitlines()[0].strip()
+        title = first if len(first) <= MAX_TITLE else first[: MAX_TITLE - 1] + "…"
+        return self.add(title, created_by=agent, kind="note", body=body, to=to, labels=["message"])
+
     def report_held_change(
         self,
         *,
@@ -496,7 +514,8 @@ class Board:
         lease = self._lease(lease_seconds)
         item_ref = model.check_item_ref(item) if item is not None else None
         reason = model.check_body(reason)
-        return self._files.reserve(given, agent, not shared, lease, item_ref, reason)
+        with next_steps.told_on_refusal(self._context, agent):
+            return self._files.reserve(given, agent, not shared, lease, item_ref, reason)
 
     def unreserve(
         self, patterns_given: Sequence[str] = (), *, agent: str, everything: bool = False

@@ -17,7 +17,7 @@ from coord.errors import NothingReady
 from coord.fast.prefix_index import PrefixIndex
 from coord.limits import MAX_CLAIM_SCAN
 from coord.model import Claim, Item, Reservation, WorktreeSpec
-from coord.storage.base import WriteTx
+from coord.storage.base import ReadTx, WriteTx
 from coord.times import iso
 
 
@@ -92,6 +92,13 @@ class Claims:
             raise scan.nothing_ready(kind, label)
         return claims
 
+    def ready_now(self, tx: ReadTx, agent: str, now: float) -> Iterator[Item]:
+        """The items ``agent`` could claim now, in claim order, read in ``tx``: claim-next's
+        own scan, so that a refusal's ``other_work`` (``coord.core.next_steps``) names only
+        what a claim would take; nothing is written."""
+        for item, _live in _Scan(self, tx, agent, now).ready(model.WORK_KINDS, None):
+            yield item
+
     def take(
         self,
         tx: WriteTx,
@@ -116,7 +123,7 @@ class Claims:
                 agent, item.files, True, others, self.ctx.is_file
             )
             if conflicts:
-                raise reservations.refusal(conflicts, f"claim of item {item.id}")
+                raise reservations.refusal(conflicts, f"claim of item {item.id}", claim_of=item.id)
         token = item.fencing_token + 1
         expires = now + lease
         takeover_from = item.claimed_by if item.state == "claimed" else None
@@ -173,7 +180,7 @@ class _Scan:
     with their leases, without a sweep, and the caller is told to try again.
     """
 
-    def __init__(self, claims: Claims, tx: WriteTx, agent: str, now: float) -> None:
+    def __init__(self, claims: Claims, tx: ReadTx, agent: str, now: float) -> None:
         self.tx, self.agent, self.now = tx, agent, now
         self.is_file = claims.ctx.is_file
         self.skipped = 0

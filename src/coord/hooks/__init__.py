@@ -291,11 +291,34 @@ def _guard(spec: Any, client: str, data: dict[str, Any]) -> str | None:
     if tool in spec.SHELL_TOOLS:
         from coord.hooks import shell_guard
 
-        return shell_guard.refusal(home, command, agent, spec.shell_cwd(tool_input, cwd))
+        refused_by: list[dict[str, Any]] = []
+        said = shell_guard.refusal(
+            home, command, agent, spec.shell_cwd(tool_input, cwd), refused_by=refused_by
+        )
+        if said is None:
+            return None
+        return with_next_step(spec, said, {"refusals": refused_by}, agent)
     # an edit is what `coord guard` judges; with no board where the agent stands, coord is not
     # in use there, yet a path in another coord repository is still judged by that board
-    code, lines, _ = guard.check(home, given, agent, cwd=cwd, home_required=False)
-    return None if code == 0 else "\n".join(lines) or "coord guard: refusing the edit"
+    code, lines, verdict = guard.check(home, given, agent, cwd=cwd, home_required=False)
+    if code == 0:
+        return None
+    reason = "\n".join(lines) or "coord guard: refusing the edit"
+    return with_next_step(spec, reason, verdict, agent)
+
+
+def with_next_step(spec: Any, reason: str, verdict: dict[str, Any], agent: str | None) -> str:
+    """The guard's refusal with what to do next, in the client's words (``NEXT_HOW``): the
+    options of the board's ``next`` (``coord.fast.next_options``), each command as ``agent``
+    runs it (the session's name: its shell may not carry it), and the object itself for a
+    client (or a script) that reads it."""
+    from coord.fast import jsontext, next_options
+
+    found = next_options.for_guard(verdict.get("refusals") or [])
+    if found is None:
+        return reason
+    said = next_options.said(found, agent)
+    return f"{reason}\ncoord: {said} ({spec.NEXT_HOW})\ncoord next: {jsontext.dumps(found)}"
 
 
 def _stdin() -> bytes:

@@ -175,11 +175,15 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
             Field(description="the items it waits on: ids (12) or package ids (R3)"),
         ] = None,
         to: Annotated[
-            str | None, Field(description="an agent's name: the item is handed to them")
+            str | None,
+            Field(
+                description="an agent's or a person's name: a handoff is handed to them; a "
+                "note with to is a direct message, which reaches their inbox"
+            ),
         ] = None,
     ) -> dict[str, Any]:
-        """Post an item: a task or bug for someone to claim, a note, or a handoff to an agent
-        (to=NAME)."""
+        """Post an item: a task or bug for someone to claim, a note, a handoff to an agent
+        (to=NAME), or a direct message (kind note, to=NAME: `coord send NAME TEXT`)."""
         fields = {"title": title, "kind": kind, "body": body, "priority": priority}
         fields.update(files=files or [], deps=deps or [], to=to)
         return await tool.run(ctx, verbs.post, fields=fields)

@@ -177,6 +177,7 @@ def serve(
         connection_bound,
         raise_open_file_limit,
     )
+    from coord.server.notify import Notifier
     from coord.server.pipeline import LOOPBACK_HOSTS
 
     # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
@@ -309,7 +310,7 @@ def serve(
         server.should_exit = True
 
     idle.watch(board_dir, activity, idle_exit, stop)
-    follower = None
+    follower = notifier = None
     # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
     # the signal again. The default handler would end the process right there, before the
     # cleanup below (daemon.json stayed behind, the board was never closed).
@@ -325,6 +326,7 @@ def serve(
                 flush=True,
             )
         registration.start()
+        notifier = Notifier(board, board_dir).start()
         follower = _follow(activity, board, board_dir)
         if lander is not None:
             lander.start()
@@ -340,6 +342,8 @@ def serve(
             record_path.unlink(missing_ok=True)
         if follower is not None:
             follower.stop()
+        if notifier is not None:
+            notifier.stop()
         if app.state.coord.web is not None:  # the page's codes, and the browser's files
             app.state.coord.web.close()
         if board_calls is not None:

@@ -389,6 +389,20 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "POST",
+        "/v1/messages",
+        items.send,
+        "a direct message to an agent: a note addressed to `to`, which reaches its inbox",
+        ITEM,
+        status=201,
+        write=True,
+        body=Body(
+            {"agent": AGENT, "to": AGENT, "text": text("the message", required=True)},
+            ("agent", "to", "text"),
+        ),
+        errors=(422,),
+    ),
+    Route(
+        "POST",
         "/v1/items/{id}/ack",
         items.ack,
         "acknowledge the item",
