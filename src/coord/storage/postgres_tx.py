@@ -16,6 +16,7 @@ from coord.fast import holds, patterns
 from coord.model import SHOWN_STATES, Agent, Event, Item, LandingLease, Reply, Reservation
 from coord.storage.postgres_items import PostgresItemTx
 from coord.storage.rows import reservation_of
+from coord.storage.waits_tx import WaitsTx
 
 # Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news.
 _INBOX_SQL = """
@@ -35,10 +36,13 @@ SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
 _EVENT_COLUMNS = "seq, at, agent, item_id, kind, details"
 
 
-class PostgresTx(PostgresItemTx):
+class PostgresTx(WaitsTx, PostgresItemTx):
     """The whole PostgreSQL transaction."""
 
     appended_seq: int | None = None  # the last event appended: its COMMIT notifies it
+
+    def _sql(self, sql: str) -> str:
+        return _placeholders(sql)
 
     # --- reads -----------------------------------------------------------------------------
 

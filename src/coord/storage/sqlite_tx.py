@@ -14,6 +14,7 @@ from coord.fast import holds, patterns
 from coord.model import SHOWN_STATES, Agent, Event, Item, LandingLease, Reply, Reservation
 from coord.storage.rows import reservation_of
 from coord.storage.sqlite_items import SQLiteItemTx
+from coord.storage.waits_tx import WaitsTx
 
 # Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news.
 _INBOX_SQL = """
@@ -32,7 +33,7 @@ SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details
 """
 
 
-class SQLiteTx(SQLiteItemTx):
+class SQLiteTx(WaitsTx, SQLiteItemTx):
     """The whole SQLite transaction: the item verbs (``SQLiteItemTx``), and here the
     reservations, the event log, replies, acknowledgements, agents and inboxes."""
 
