@@ -173,18 +173,26 @@ class Asks:
         agent: Any,
         answer: Any,
         until: Any = None,
+        for_seconds: Any = None,
         reason: Any = None,
     ) -> dict[str, Any]:
         """The holder's answer: ``release`` (now, what it was asked for) or ``defer`` until
-        ``until`` (epoch seconds on the board's clock), a reason optional."""
-        if until is not None and (isinstance(until, bool) or not isinstance(until, int | float)):
-            raise InvalidInput("until must be a time (epoch seconds)", field="until")
+        ``until`` (epoch seconds) or for ``for_seconds`` from now on the board's clock, a
+        reason optional."""
+        for name, value in (("until", until), ("for_seconds", for_seconds)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise InvalidInput(f"{name} must be a number of seconds", field=name)
+        if until is not None and for_seconds is not None:
+            raise InvalidInput("defer until a time, or for a while: not both", field="until")
         return self._answer(
             _ask_id(ask_id),
             model.check_agent(agent),
             answer,
             None if until is None else float(until),
             model.check_body(reason or ""),
+            None if for_seconds is None else float(for_seconds),
         )
 
     def _answer(
@@ -194,6 +202,7 @@ class Asks:
         answer: Any,
         until: float | None,
         reason: str,
+        for_seconds: float | None = None,
     ) -> dict[str, Any]:
         if answer not in ANSWERS:
             raise InvalidInput(
@@ -209,6 +218,8 @@ class Asks:
                 "mentions": [ask.asker],  # the asker's inbox reads this
             }
             if answer == "defer":
+                if for_seconds is not None:
+                    until = now + for_seconds
                 if until is None or until <= now:
                     raise InvalidInput(
                         "a deferral says until when, a time still to come (--until 14:30, "

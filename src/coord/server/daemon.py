@@ -178,6 +178,7 @@ def serve(
         raise_open_file_limit,
     )
     from coord.server.pipeline import LOOPBACK_HOSTS
+    from coord.server.waiting import LapseSweeper
 
     # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
     # owner's alone; the daemon is a process of its own, so the umask is its own to set.
@@ -310,6 +311,7 @@ def serve(
 
     idle.watch(board_dir, activity, idle_exit, stop)
     follower = None
+    sweeper = None
     # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
     # the signal again. The default handler would end the process right there, before the
     # cleanup below (daemon.json stayed behind, the board was never closed).
@@ -326,6 +328,7 @@ def serve(
             )
         registration.start()
         follower = _follow(activity, board, board_dir)
+        sweeper = LapseSweeper(board, app.state.coord.changes).start()
         if lander is not None:
             lander.start()
         server.run(sockets=[sock])
@@ -340,6 +343,8 @@ def serve(
             record_path.unlink(missing_ok=True)
         if follower is not None:
             follower.stop()
+        if sweeper is not None:
+            sweeper.stop()
         if app.state.coord.web is not None:  # the page's codes, and the browser's files
             app.state.coord.web.close()
         if board_calls is not None:
