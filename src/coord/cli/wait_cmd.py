@@ -10,7 +10,6 @@ agent. Out of time it gives the place up and exits ``EXIT_WAIT_TIMEOUT``.
 from __future__ import annotations
 
 import os
-import time
 
 from coord.cli import argtypes
 from coord.errors import EXIT_WAIT_TIMEOUT, Conflict, InvalidInput, WaitTimedOut
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 
     from coord.cli.context import Context, Result
 
-PLACE_SECONDS = 30.0  # the place's lease; the long poll renews it three times as often
+PLACE_SECONDS = 30.0  # coord.client.waiting's: the place's lease, renewed thrice as often
 
 
 def target_of(words: list[str]) -> dict[str, Any]:
@@ -73,36 +72,19 @@ def args_wait(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_wait(args: argparse.Namespace, ctx: Context) -> Result:
-    agent = ctx.agent()
-    place, poll = args.place, args.place / 3
-    body = {"agent": agent, **target_of(args.target), "place_seconds": place}
-    if args.lease is not None:
-        body["lease_seconds"] = args.lease
-    session = ctx.session
-    status = session.post("/v1/waits", body)
-    deadline = None if args.timeout is None else time.monotonic() + args.timeout
-    try:
-        while status["state"] == "waiting":
-            left = poll if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                break
-            status = session.call(
-                "POST",
-                f"/v1/waits/{status['wait']}/heartbeat",
-                {
-                    "agent": agent,
-                    "place_seconds": place,
-                    "wait_seconds": min(left, poll),
-                },
-                timeout=poll + 30,
-            )
-        if status["state"] == "waiting":  # out of time: the place goes (unless just granted)
-            place = status.get("place")
-            status = session.post(f"/v1/waits/{status['wait']}/cancel", {"agent": agent})
-            status["place_when_given_up"] = place
-    except KeyboardInterrupt:
-        session.post(f"/v1/waits/{status['wait']}/cancel", {"agent": agent})
-        raise
+    from coord.client import waiting
+
+    target = target_of(args.target)
+    if "patterns" in target:
+        target["patterns"] = ctx.session.repo_relative(target["patterns"])
+    status = waiting.wait(
+        ctx.session,
+        ctx.agent(),
+        target,
+        timeout=args.timeout,
+        place=args.place,
+        lease=args.lease,
+    )
     return _said(status, args.timeout)
 
 
@@ -143,7 +125,10 @@ def args_ask(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_ask(args: argparse.Namespace, ctx: Context) -> Result:
-    body = {"agent": ctx.agent(), **target_of(args.target), "reason": args.reason}
+    target = target_of(args.target)
+    if "patterns" in target:
+        target["patterns"] = ctx.session.repo_relative(target["patterns"])
+    body = {"agent": ctx.agent(), **target, "reason": args.reason}
     if args.timeout is not None:
         body["timeout_seconds"] = args.timeout
     ask = ctx.session.post("/v1/asks", body)

@@ -179,7 +179,13 @@ class Waiting:
                 if item.claimed_by == agent and item.lease_live(now):
                     raise InvalidInput(f"you already hold item {item.ref}", id=item.id)
                 item_id = item.id
-            if len(tx.waiting(now, MAX_WAITERS)) >= MAX_WAITERS:
+            queue = tx.waiting(now, MAX_WAITERS)
+            for kept in queue:  # asking again keeps the place in line
+                if kept.agent == agent and kept.item_id == item_id and kept.patterns == wanted:
+                    tx.renew_wait(kept.id, now + place_seconds)
+                    self.grant_due(tx, now)
+                    return self._status(tx, kept.id, now)
+            if len(queue) >= MAX_WAITERS:
                 raise InvalidInput(
                     f"{MAX_WAITERS} waiters already queue on this board; pick other work"
                 )

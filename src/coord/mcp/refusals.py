@@ -43,6 +43,10 @@ TOOL_WORDS: dict[str, tuple[str, str | None]] = {
     "reserve": ("reserve_files", "patterns"),
     "unreserve": ("release_files", "patterns"),
     "who": ("who_holds", "path"),
+    "wait": ("claim", "item"),  # claim and reserve_files wait in line with wait_seconds
+    "ask": ("claim", "item"),  # and ask the holder with ask
+    "answer-ask": ("release", "answer_ask"),
+    "asks": ("inbox", None),
 }
 # what a person does at a shell, which no tool does: said as it is
 PERSONS_COMMANDS = {
