@@ -126,3 +126,17 @@ def test_the_queue_a_refusal_can_name(board: Board) -> None:
         assert [w.agent for w in waiters(tx, now, item=item)] == ["b", "c"]
         assert [w.agent for w in waiters(tx, now, paths=["src/y.py"])] == ["d"]
         assert waiters(tx, now, paths=["docs/z.md"]) == []
+
+
+def test_a_lapsed_claim_goes_to_the_first_in_line_not_to_whoever_claims_first(
+    board: Board, clock: Clock
+) -> None:
+    item = board.add("held", created_by="lead").id
+    board.claim(item, agent="a", lease_seconds=30)
+    wait = board.waiting.wait(agent="b", item=item, place_seconds=120)
+    clock.advance(31)  # a's lease lapsed: no write said so, nobody granted yet
+    with pytest.raises(Exception, match="wait in line") as refused:
+        board.claim(item, agent="racer")
+    assert getattr(refused.value, "details", {}).get("reason") == "waiters"
+    assert board.waiting.heartbeat(wait["wait"], agent="b")["state"] == "granted"
+    assert board.get(item).claimed_by == "b"

@@ -130,7 +130,7 @@ class Asks:
                 "holder": holder,  # the holder's inbox reads this
                 "reason": reason,
                 "expires_at": iso(expires),
-                "answer_with": f"coord answer-ask {ask_id} release | defer --until TIME",
+                "answer_with": f"`coord answer-ask {ask_id} release` (or defer, with until when)",
             }
             if held:
                 details["paths"] = list(held)
@@ -206,7 +206,7 @@ class Asks:
     ) -> dict[str, Any]:
         if answer not in ANSWERS:
             raise InvalidInput(
-                f"answer {answer!r}: say release or defer (with --until)", field="answer"
+                f"answer {answer!r}: say release, or defer with until when", field="answer"
             )
         with self.ctx.storage.write() as tx:
             now = self.ctx.now(tx)
@@ -222,8 +222,7 @@ class Asks:
                     until = now + for_seconds
                 if until is None or until <= now:
                     raise InvalidInput(
-                        "a deferral says until when, a time still to come (--until 14:30, "
-                        "--until 20m)",
+                        "a deferral says until when: a time still to come, or for how long",
                         field="until",
                     )
                 details["deferred_until"] = iso(until)

@@ -13,7 +13,7 @@ from typing import Any
 from coord import model
 from coord.core import landings, reservations, rules, worktree_holds
 from coord.core.context import BoardContext
-from coord.errors import NothingReady
+from coord.errors import AlreadyClaimed, NothingReady
 from coord.fast.prefix_index import PrefixIndex
 from coord.limits import MAX_CLAIM_SCAN
 from coord.model import Claim, Item, Reservation, WorktreeSpec
@@ -33,6 +33,7 @@ class Claims:
             now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_claimable(item, now, agent)
+            _ensure_first_in_line(tx, item, agent, now)
             live = worktree_holds.live_holds(tx, now, near=item.files) if item.files else []
             return self.take(tx, item, agent, lease, now, live, worktree=worktree)
 
@@ -161,6 +162,24 @@ class Claims:
             tx, item, changes, agent, kind, now, details, worked=by_agent, files_held_by=()
         )
         return Claim(claimed, agent, token, expires, takeover_from)
+
+
+def _ensure_first_in_line(tx: WriteTx, item: Item, agent: str, now: float) -> None:
+    """A free item others wait in line for goes to the first of them (``coord.core.waiting``
+    grants it when it is freed; a lapsed lease, between the daemon's looks, would otherwise
+    go to whoever claims first)."""
+    line = [w.agent for w in tx.waiting(now, MAX_CLAIM_SCAN) if w.item_id == item.id]
+    if line and line[0] != agent:
+        raise AlreadyClaimed(
+            f"item {item.ref} is free, but {len(line)} agents wait in line for it (the first: "
+            f"{line[0]}): wait your turn (`coord wait {item.ref}`) or pick another "
+            "(`coord next`)",
+            id=item.id,
+            holder=line[0],
+            lease_expires_at=None,
+            reason="waiters",
+            waiting=len(line),
+        )
 
 
 class _Scan:
