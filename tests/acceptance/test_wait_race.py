@@ -236,7 +236,7 @@ def test_a_release_between_the_check_and_the_subscription_still_wakes_the_waiter
     daemon, gate = paused_daemon
     item = _post(daemon, "/v1/items", {"agent": "lead", "title": "contended"}, 201)["id"]
     token = _post(daemon, f"/v1/items/{item}/claim", {"agent": "holder"})["token"]
-    wait = _post(daemon, "/v1/waits", {"agent": "late", "item": item, "place_seconds": 60}, 201)
+    wait = _post(daemon, f"/v1/items/{item}/wait", {"agent": "late", "place_seconds": 60}, 201)
     assert wait["state"] == "waiting"
     poll = subprocess.Popen(
         [sys.executable, "-c", _LONG_POLL, daemon.url, daemon.token, str(wait["wait"])],

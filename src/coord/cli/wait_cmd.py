@@ -128,10 +128,12 @@ def cmd_ask(args: argparse.Namespace, ctx: Context) -> Result:
     target = target_of(args.target)
     if "patterns" in target:
         target["patterns"] = ctx.session.repo_relative(target["patterns"])
-    body = {"agent": ctx.agent(), **target, "reason": args.reason}
+    from coord.client import waiting
+
+    body: dict[str, Any] = {"agent": ctx.agent(), "reason": args.reason}
     if args.timeout is not None:
         body["timeout_seconds"] = args.timeout
-    ask = ctx.session.post("/v1/asks", body)
+    ask = ctx.session.post(*waiting.ask_for(target, body))
     what = f"item {ask['item']}" if ask.get("item") is not None else ", ".join(ask["paths"])
     return ask, (
         f"asked {ask['holder']} to let go of {what} (ask {ask['id']}); its answer reaches your "

@@ -1,9 +1,10 @@
 """The waiter's half of the fair wait, shared by `coord wait` and the MCP tools (issue 26).
 
-Take a place (``POST /v1/waits``), then keep it with the heartbeat that is also the long
-poll, until the board grants it, it ends, or the time runs out. Out of time the place is
-given up, or (``keep``) left to lapse on its own lease, so a caller that asks again soon
-keeps its place in line (the board hands the same place back to the same agent and target).
+Take a place (``POST /v1/items/ID/wait``, or ``/v1/waits`` for paths), then keep it with
+the heartbeat that is also the long poll, until the board grants it, it ends, or the time
+runs out. Out of time the place is given up, or (``keep``) left to lapse on its own lease,
+so a caller that asks again soon keeps its place in line (the board hands the same place
+back to the same agent and target).
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ if TYPE_CHECKING:
     from typing import Any
 
 PLACE_SECONDS = 30.0  # the place's lease; the long poll renews it three times as often
+
+
+def queue_for(target: dict[str, Any], body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Where a target's place is taken: an item's, or the paths' (in the body)."""
+    if "item" in target:
+        return f"/v1/items/{target['item']}/wait", body
+    return "/v1/waits", {**body, "patterns": target["patterns"]}
+
+
+def ask_for(target: dict[str, Any], body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Where an ask of a target's holder is made."""
+    if "item" in target:
+        return f"/v1/items/{target['item']}/ask", body
+    return "/v1/asks", {**body, "patterns": target["patterns"]}
 
 
 def wait(
@@ -33,10 +48,10 @@ def wait(
     cancelled (out of time: ``place_when_given_up`` says where it stood), gone, or, with
     ``keep``, still waiting."""
     poll = place / 3
-    body: dict[str, Any] = {"agent": agent, **target, "place_seconds": place}
+    body: dict[str, Any] = {"agent": agent, "place_seconds": place}
     if lease is not None:
         body["lease_seconds"] = lease
-    status: dict[str, Any] = session.post("/v1/waits", body)
+    status: dict[str, Any] = session.post(*queue_for(target, body))
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         while status["state"] == "waiting":

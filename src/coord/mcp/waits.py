@@ -44,7 +44,7 @@ def ask_and_wait(
         raise refused
     asked = None
     if ask:
-        asked = session.post("/v1/asks", {"agent": agent, **target, "reason": ask})
+        asked = session.post(*waiting.ask_for(target, {"agent": agent, "reason": ask}))
     if wait_seconds is None:
         return {
             "granted": False,

@@ -24,7 +24,7 @@ from coord.core import waiting as core_waiting
 from coord.core.asks import MAX_ASK_SECONDS
 from coord.errors import CoordError, InvalidInput
 from coord.server.context import Call
-from coord.server.schemas import AGENT, ITEM_REF, LEASE, PATTERNS, integer, text
+from coord.server.schemas import AGENT, LEASE, PATTERNS, text
 from coord.server.table import Body, Param, Route
 
 MAX_POLL_SECONDS = 60.0
@@ -46,14 +46,21 @@ POLL = {
 }
 
 
-def wait(call: Call) -> dict[str, Any]:
+def wait_for_item(call: Call) -> dict[str, Any]:
+    return _wait(call, item=call.item_id)
+
+
+def wait_for_paths(call: Call) -> dict[str, Any]:
+    return _wait(call, paths=call.body.get("patterns"))
+
+
+def _wait(call: Call, **target: Any) -> dict[str, Any]:
     body = call.body
     return call.board.waiting.wait(
         agent=call.agent(),
-        item=body.get("item"),
-        paths=body.get("patterns"),
         lease_seconds=body.get("lease_seconds"),
         place_seconds=body.get("place_seconds"),
+        **target,
     )
 
 
@@ -104,14 +111,21 @@ def wait_status(call: Call) -> dict[str, Any]:
     return call.board.waiting.status(call.path["wait"])
 
 
-def ask(call: Call) -> dict[str, Any]:
+def ask_about_item(call: Call) -> dict[str, Any]:
+    return _ask(call, item=call.item_id)
+
+
+def ask_about_paths(call: Call) -> dict[str, Any]:
+    return _ask(call, paths=call.body.get("patterns"))
+
+
+def _ask(call: Call, **target: Any) -> dict[str, Any]:
     body = call.body
     return call.board.asks.ask(
         agent=call.agent(),
-        item=body.get("item"),
-        paths=body.get("patterns"),
         reason=body.get("reason"),
         timeout_seconds=body.get("timeout_seconds"),
+        **target,
     )
 
 
@@ -135,32 +149,44 @@ def ask_status(call: Call) -> dict[str, Any]:
     return call.board.asks.get(call.path["ask"])
 
 
-_TARGET = {
-    "item": {**ITEM_REF, "description": "the item to wait for: id or package id"},
-    "patterns": {**PATTERNS, "minItems": 1},
+_PATTERNS = {**PATTERNS, "minItems": 1}
+_WAIT_FIELDS = {"agent": AGENT, "lease_seconds": LEASE, "place_seconds": PLACE}
+_ASK_FIELDS = {
+    "agent": AGENT,
+    "reason": text("why you need it", required=True),
+    "timeout_seconds": {
+        "type": "number",
+        "minimum": 1,
+        "maximum": MAX_ASK_SECONDS,
+        "description": "unanswered, it times out after this (default 600 s)",
+    },
 }
 
 ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
-        "/v1/waits",
-        wait,
-        "take a place in the queue for an item's claim or for paths (exclusive), first come "
-        "first served; granted at once when free, else by the release (or lapse) that frees "
-        "it, in that same transaction",
+        "/v1/items/{id}/wait",
+        wait_for_item,
+        "take a place in the queue for the item's claim, first come first served; granted at "
+        "once when free, else by the release (or lapse) that frees it, in that same "
+        "transaction",
         WAIT,
         status=201,
         write=True,
-        body=Body(
-            {
-                "agent": AGENT,
-                **_TARGET,
-                "lease_seconds": LEASE,
-                "place_seconds": PLACE,
-            },
-            ("agent",),
-        ),
+        body=Body(_WAIT_FIELDS, ("agent",)),
         errors=(404, 409, 422),
+    ),
+    Route(
+        "POST",
+        "/v1/waits",
+        wait_for_paths,
+        "take a place in the queue for paths (held exclusively, all or none), first come "
+        "first served; granted at once when free, else by what frees them",
+        WAIT,
+        status=201,
+        write=True,
+        body=Body({**_WAIT_FIELDS, "patterns": _PATTERNS}, ("agent", "patterns")),
+        errors=(409, 422),
     ),
     Route(
         "GET",
@@ -195,28 +221,26 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "POST",
-        "/v1/asks",
-        ask,
-        "ask the holder of an item or of paths to let go: it reaches the holder's inbox and "
-        "its next hook; answered release or defer; unanswered it times out",
+        "/v1/items/{id}/ask",
+        ask_about_item,
+        "ask the item's holder to let go: it reaches the holder's inbox and its next hook; "
+        "answered release or defer; unanswered it times out. Nothing shortens the lease",
         ASK,
         status=201,
         write=True,
-        body=Body(
-            {
-                "agent": AGENT,
-                **_TARGET,
-                "reason": text("why you need it", required=True),
-                "timeout_seconds": {
-                    "type": "number",
-                    "minimum": 1,
-                    "maximum": MAX_ASK_SECONDS,
-                    "description": "unanswered, it times out after this (default 600 s)",
-                },
-            },
-            ("agent", "reason"),
-        ),
+        body=Body(_ASK_FIELDS, ("agent", "reason")),
         errors=(404, 409, 422),
+    ),
+    Route(
+        "POST",
+        "/v1/asks",
+        ask_about_paths,
+        "ask the holder of these paths to let go (as for an item's ask)",
+        ASK,
+        status=201,
+        write=True,
+        body=Body({**_ASK_FIELDS, "patterns": _PATTERNS}, ("agent", "patterns", "reason")),
+        errors=(409, 422),
     ),
     Route(
         "GET",
@@ -262,9 +286,12 @@ ROUTES: tuple[Route, ...] = (
     ),
 )
 
+# an id the board gave (the board refuses any other with 404 or 422)
 PATH_PARAMS = {
-    "wait": Param("wait", integer(1, "a wait id"), "a wait id", where="path"),
-    "ask": Param("ask", integer(1, "an ask id"), "an ask id", where="path"),
+    "wait": Param(
+        "wait", {"type": "integer"}, "a wait id, as POST /v1/waits gave it", where="path"
+    ),
+    "ask": Param("ask", {"type": "integer"}, "an ask id, as POST /v1/asks gave it", where="path"),
 }
 
 
