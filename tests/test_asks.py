@@ -140,3 +140,21 @@ def test_a_lapsed_claim_goes_to_the_first_in_line_not_to_whoever_claims_first(
     assert getattr(refused.value, "details", {}).get("reason") == "waiters"
     assert board.waiting.heartbeat(wait["wait"], agent="b")["state"] == "granted"
     assert board.get(item).claimed_by == "b"
+
+
+def test_queue_facts_say_the_line_a_newcomer_joins(board: Board) -> None:
+    from coord.core.waiting import queue_facts
+
+    item = board.add("held", created_by="lead").id
+    board.claim(item, agent="a")
+    with board.storage.read() as tx:
+        assert queue_facts(tx, board.now(), item=item) == {
+            "waiting": 0,
+            "first": None,
+            "your_place": 1,
+        }
+    board.waiting.wait(agent="b", item=item)
+    board.waiting.wait(agent="c", item=item)
+    with board.storage.read() as tx:
+        facts = queue_facts(tx, board.now(), item=item)
+    assert facts == {"waiting": 2, "first": "b", "your_place": 3}

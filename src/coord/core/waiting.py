@@ -118,6 +118,24 @@ def waiters(
     return [w for w in tx.waiting(now, MAX_WAITERS) if _same_target(w, item, paths, is_file)]
 
 
+def queue_facts(
+    tx: ReadTx,
+    now: float,
+    *,
+    item: int | None = None,
+    paths: Sequence[str] = (),
+    is_file: Any = None,
+) -> dict[str, Any]:
+    """What a refusal's ``wait`` option says of the line (``coord.core.next_steps``): how
+    many wait, who is first, and the place a newcomer would take."""
+    line = waiters(tx, now, item=item, paths=paths, is_file=is_file)
+    return {
+        "waiting": len(line),
+        "first": line[0].agent if line else None,
+        "your_place": len(line) + 1,
+    }
+
+
 def _same_target(wait: Wait, item: int | None, paths: Sequence[str], is_file: Any) -> bool:
     if item is not None:
         return wait.item_id == item
