@@ -216,6 +216,12 @@ class CursorPastEnd(Conflict):
     code = "cursor_past_end"
 
 
+class AskNotOpen(Conflict):
+    """An ask answered already, or timed out: nothing to answer."""
+
+    code = "ask_not_open"
+
+
 class WaitTimedOut(CoordError):
     """`coord wait --timeout` ran out before the grant; the place was given up."""
 
@@ -333,6 +339,8 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         ChecksFailed,
         ChecksRequired,
         NotWaiting,
+        AskNotOpen,
+        WaitTimedOut,
         NotCancelled,
         CursorPastEnd,
         NotPermitted,

@@ -22,7 +22,7 @@ from typing import Any
 from coord import model
 from coord.core import reservations, rules, worktree_holds
 from coord.core.context import BoardContext
-from coord.errors import Conflict, InvalidInput, LeaseLost, NotFound, NotPermitted
+from coord.errors import AskNotOpen, Conflict, InvalidInput, LeaseLost, NotFound, NotPermitted
 from coord.model import Ask
 from coord.times import iso
 
@@ -50,12 +50,6 @@ def _ask_id(value: Any) -> int:
     if not model.is_stored_integer(value) or value < 1:
         raise InvalidInput(f"an ask id is a positive integer, not {value!r}", field="ask")
     return int(value)
-
-
-class AskNotOpen(Conflict):
-    """The ask was answered already, or timed out."""
-
-    code = "ask_not_open"
 
 
 class Asks:

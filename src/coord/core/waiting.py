@@ -77,11 +77,27 @@ class GrantingStorage(Storage):
     def close(self) -> None:
         self.inner.close()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
+    # the base class's defaults would answer for the backend: each one is the backend's
     def now(self) -> float | None:
         return self.inner.now()
+
+    def location(self) -> dict[str, str]:
+        return self.inner.location()
+
+    def problem(self) -> CoordError | None:
+        return self.inner.problem()
+
+    def daemon_heartbeat(self, record: dict[str, Any]) -> None:
+        self.inner.daemon_heartbeat(record)
+
+    def daemon_gone(self, instance: str) -> None:
+        self.inner.daemon_gone(instance)
+
+    def live_daemons(self) -> list[dict[str, Any]]:
+        return self.inner.live_daemons()
+
+    def __getattr__(self, name: str) -> Any:  # a backend's own (SQLite's rewind_soon)
+        return getattr(self.inner, name)
 
 
 def check_place_seconds(value: Any) -> float:

@@ -1,4 +1,5 @@
-"""The asks addressed to an agent that its hooks have not shown it yet (issue 26).
+"""The asks addressed to an agent, and the answers to its own, that its hooks have not shown
+it yet (issue 26).
 
 An ask reaches the holder at once in the face it works in: this is the hook's half. The
 after-tool hook (Claude Code's ``PostToolUse``) reads the open asks for the agent straight
@@ -30,8 +31,9 @@ def _marker(board_dir: str, agent: str) -> str:
 
 
 def new_asks(board_dir: str, agent: str, now: float | None = None) -> list[dict[str, Any]]:
-    """The open asks for ``agent`` past the last one shown (and marks them shown). Nothing
-    on a team board, or when the board cannot be read: a hint, never a refusal."""
+    """The open asks for ``agent`` past the last one shown, and the answers to its own asks
+    given since it was last told (each marks itself shown). Nothing on a team board, or when
+    the board cannot be read: a hint, never a refusal."""
     from pathlib import Path
 
     if board_files.database_url(board_dir) is not None:
@@ -40,39 +42,53 @@ def new_asks(board_dir: str, agent: str, now: float | None = None) -> list[dict[
     marker = _marker(board_dir, agent)
     try:
         with open(marker) as f:
-            last = int(f.read().strip() or 0)
+            last_ask, last_answer = (float(x) for x in [*f.read().split(), "0", "0"][:2])
     except (OSError, ValueError):
-        last = 0
+        last_ask, last_answer = 0.0, 0.0
     try:
         conn = sqlite3.connect(f"file:{holds._uri_path(db)}?mode=ro", uri=True, timeout=2)
         try:
-            rows = conn.execute(
-                "SELECT id, asker, item_id, patterns, reason, expires_at FROM asks "
+            asked = conn.execute(
+                "SELECT id, asker, item_id, patterns, reason FROM asks "
                 "WHERE holder = ? AND answer IS NULL AND expires_at > ? AND id > ? "
                 "ORDER BY id LIMIT ?",
-                (agent, time.time() if now is None else now, last, MAX_SHOWN),
+                (agent, time.time() if now is None else now, int(last_ask), MAX_SHOWN),
+            ).fetchall()
+            answered = conn.execute(
+                "SELECT id, holder, item_id, patterns, answer, answer_reason, deferred_until, "
+                "answered_at FROM asks WHERE asker = ? AND answered_at > ? "
+                "ORDER BY answered_at LIMIT ?",
+                (agent, last_answer, MAX_SHOWN),
             ).fetchall()
         finally:
             conn.close()
     except sqlite3.Error:  # an older board without asks, or a busy file: nothing to say
         return []
-    if not rows:
+    if not asked and not answered:
         return []
     board_files.private_dir(Path(board_dir) / SHOWN_DIR)
     with open(marker, "w") as f:
-        f.write(str(rows[-1][0]))
+        f.write(f"{asked[-1][0] if asked else int(last_ask)} ")
+        f.write(repr(answered[-1][7]) if answered else repr(last_answer))
     import json
 
-    return [
-        {
-            "id": row[0],
-            "asker": row[1],
-            "item": row[2],
-            "paths": json.loads(row[3]),
-            "reason": row[4],
-        }
-        for row in rows
+    found = [
+        {"id": r[0], "asker": r[1], "item": r[2], "paths": json.loads(r[3]), "reason": r[4]}
+        for r in asked
     ]
+    found += [
+        {
+            "id": r[0],
+            "holder": r[1],
+            "item": r[2],
+            "paths": json.loads(r[3]),
+            "answer": r[4],
+            "reason": r[5],
+            "deferred_until": r[6],
+        }
+        for r in answered
+    ]
+    return found
 
 
 def context_text(asks: list[dict[str, Any]]) -> str:
@@ -80,6 +96,20 @@ def context_text(asks: list[dict[str, Any]]) -> str:
     lines = []
     for ask in asks:
         what = f"item {ask['item']}" if ask["item"] is not None else ", ".join(ask["paths"])
+        if "answer" in ask:  # the answer to this agent's own ask
+            why = f": {ask['reason']!r}" if ask["reason"] else ""
+            if ask["answer"] == "release":
+                lines.append(
+                    f"coord: {ask['holder']} released {what} as you asked (ask {ask['id']}){why}."
+                    " If you wait in line for it (`coord wait`), it is yours when your turn comes"
+                )
+            else:
+                until = time.strftime("%H:%M:%SZ", time.gmtime(ask["deferred_until"] or 0))
+                lines.append(
+                    f"coord: {ask['holder']} defers your ask {ask['id']} for {what} until "
+                    f"{until}{why}. Pick other work meanwhile, or wait in line (`coord wait`)"
+                )
+            continue
         lines.append(
             f"coord: {ask['asker']} asks you to let go of {what}: {ask['reason']!r} (ask "
             f"{ask['id']}). Answer it: `coord answer-ask {ask['id']} release` when you can "
