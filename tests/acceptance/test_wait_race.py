@@ -56,13 +56,13 @@ def _until(what: Any, seconds: float = 30.0) -> Any:
     raise AssertionError("the board never got there")
 
 
-def _queue_in_order(daemon: Daemon, agents: list[str], *args: str) -> list[Any]:
-    """One waiter process per agent, each started once the one before has its place: their
-    arrival order is the list's."""
+def _queue_in_order(daemon: Daemon, agents: list[str], *args: str, before: int = 0) -> list[Any]:
+    """One waiter process per agent, each started once the one before has its place (after
+    ``before`` earlier ones): their arrival order is the list's."""
     waiters = []
     for n, agent in enumerate(agents):
         waiters.append(_waiter(daemon.board_dir, agent, *args))
-        _until(lambda n=n: len(_events(daemon, "waiting")) == n + 1)
+        _until(lambda n=n: len(_events(daemon, "waiting")) == before + n + 1)
     return waiters
 
 
