@@ -158,3 +158,13 @@ def test_queue_facts_say_the_line_a_newcomer_joins(board: Board) -> None:
     with board.storage.read() as tx:
         facts = queue_facts(tx, board.now(), item=item)
     assert facts == {"waiting": 2, "first": "b", "your_place": 3}
+
+
+def test_claim_next_leaves_a_lapsed_claim_to_the_first_in_line(board: Board, clock: Clock) -> None:
+    item = board.add("held", created_by="lead").id
+    board.claim(item, agent="a", lease_seconds=30)
+    board.waiting.wait(agent="b", item=item, place_seconds=120)
+    clock.advance(31)  # lapsed, and nobody looked yet
+    with pytest.raises(Exception, match="nothing|ready"):
+        board.claim_next(agent="racer")
+    assert board.claim_next(agent="b").item.id == item  # the first in line may take it

@@ -202,6 +202,7 @@ class _Scan:
         # Blocked items often share their files (a document's packages on one module): the
         # verdict on a set of files is read once per request.
         self._blocked: dict[tuple[str, ...], bool] = {}
+        self._line: dict[int, str] | None = None  # item -> its first waiter, when read
 
     def ready(
         self, kinds: Sequence[str], label: str | None
@@ -232,6 +233,10 @@ class _Scan:
                     self.skipped += 1
                     self.first_refusal += 1
                     continue
+                if self._first_in_line(item.id) not in (None, self.agent):  # a lapsed claim
+                    self.skipped += 1  # others wait in line for: the first of them gets it
+                    self.first_refusal += 1
+                    continue
                 # files others hold, known this request (an item that may hold its own files
                 # is judged alone: the queue's or its lapsed claim's holds do not count)
                 if not worktree_holds.may_hold_own_files(item) and self._blocked.get(item.files):
@@ -245,6 +250,15 @@ class _Scan:
                     continue
                 yield item, live
             after = (batch[-1].priority, batch[-1].id)
+
+    def _first_in_line(self, item_id: int) -> str | None:
+        """Who waits first for the item (``coord.core.waiting``), read once per request."""
+        if self._line is None:
+            self._line = {}
+            for wait in self.tx.waiting(self.now, MAX_CLAIM_SCAN):
+                if wait.item_id is not None:
+                    self._line.setdefault(wait.item_id, wait.agent)
+        return self._line.get(item_id)
 
     def nothing_ready(self, kind: str | None, label: str | None) -> NothingReady:
         """The refusal, with what holds the open work back, counted: an agent tells "all
