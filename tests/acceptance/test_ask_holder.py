@@ -94,8 +94,9 @@ def test_the_holder_hears_the_ask_in_its_next_hook_and_its_release_grants_the_wa
         )
         assert answered["state"] == "released"
         told = json.loads(_hook(board_dir, "asker", repo))  # the asker's next hook says so
-        assert f"holder released item {item} as you asked" in (
-            told["hookSpecificOutput"]["additionalContext"]
+        assert (
+            f"holder released item {item} as you asked"
+            in (told["hookSpecificOutput"]["additionalContext"])
         )
         assert _hook(board_dir, "asker", repo) == ""  # once
         out, err = waiter.communicate(timeout=60)
