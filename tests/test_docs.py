@@ -97,7 +97,7 @@ def test_every_command_and_every_option_is_in_the_cli_reference(pages: dict[str,
     from coord.cli.main import build_parser
 
     cli = pages["cli.md"]
-    sections = dict(re.findall(r"^## coord (\w+)\n(.*?)(?=^## |\Z)", cli, flags=re.M | re.S))
+    sections = dict(re.findall(r"^## coord ([\w-]+)\n(.*?)(?=^## |\Z)", cli, flags=re.M | re.S))
     assert set(sections) == set(COMMANDS)
     missing = {}
     for name in COMMANDS:
@@ -168,7 +168,7 @@ def test_the_overlap_rule_in_the_docs_is_the_one_in_the_code() -> None:
 def test_the_commands_page_names_only_commands_that_exist() -> None:
     """The hand-written page says more than --help; a row for a command that is gone fails
     (a new command is in the generated reference at once, and should get a row here too)."""
-    named = set(re.findall(r"^\| `coord (\w+)", page("commands.md"), flags=re.M))
+    named = set(re.findall(r"^\| `coord ([\w-]+)", page("commands.md"), flags=re.M))
     assert named and named <= set(COMMANDS), named - set(COMMANDS)
 
 

@@ -243,6 +243,82 @@ class Reservation:
 
 
 @dataclass(slots=True)
+class Wait:
+    """A waiter's place in the queue for an item's claim (``item_id``) or for paths
+    (``patterns``, held whole), first come first served by ``id``. The place is leased until
+    ``expires_at``; ``state`` is waiting, granted (``token``: the claim's), cancelled or gone
+    (``outcome`` says why)."""
+
+    id: int
+    agent: str
+    item_id: int | None
+    patterns: tuple[str, ...]
+    lease_seconds: float
+    created_at: float
+    expires_at: float
+    state: str = "waiting"
+    ended_at: float | None = None
+    token: int | None = None
+    outcome: str = ""
+
+    def live(self, now: float) -> bool:
+        return self.state == "waiting" and self.expires_at > now
+
+    def shown_state(self, now: float) -> str:
+        """A waiting place past its lease is lost: shown as gone though no write said so."""
+        return "gone" if self.state == "waiting" and self.expires_at <= now else self.state
+
+    def target(self) -> dict[str, Any]:
+        return (
+            {"item": self.item_id} if self.item_id is not None else {"paths": list(self.patterns)}
+        )
+
+
+@dataclass(slots=True)
+class Ask:
+    """One agent asks the holder of an item (or of paths) to let go. ``answer`` release or
+    defer (until ``deferred_until``), None while open; unanswered past ``expires_at`` it has
+    timed out, on the board's clock."""
+
+    id: int
+    asker: str
+    holder: str
+    item_id: int | None
+    token: int | None
+    patterns: tuple[str, ...]
+    reason: str
+    created_at: float
+    expires_at: float
+    answer: str | None = None
+    answer_reason: str = ""
+    deferred_until: float | None = None
+    answered_at: float | None = None
+
+    def shown_state(self, now: float) -> str:
+        if self.answer == "release":
+            return "released"
+        if self.answer == "defer":
+            return "deferred"
+        return "timed_out" if self.expires_at <= now else "open"
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "asker": self.asker,
+            "holder": self.holder,
+            "item": self.item_id,
+            "paths": list(self.patterns),
+            "reason": self.reason,
+            "state": self.shown_state(now),
+            "answer_reason": self.answer_reason,
+            "deferred_until": iso(self.deferred_until),
+            "created_at": iso(self.created_at),
+            "expires_at": iso(self.expires_at),
+            "answered_at": iso(self.answered_at),
+        }
+
+
+@dataclass(slots=True)
 class LandingLease:
     """The board's landing lease: the one runner that may land queued items now, fenced by
     a token that grows with every acquisition. ``holder`` None: free."""

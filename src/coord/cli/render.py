@@ -236,6 +236,25 @@ def event_summary(event: dict[str, Any]) -> str:
         extra = f": {details['reason']!r}"
         if details.get("holder"):
             extra += f" (ended {details['holder']}'s claim)"
+    elif event["kind"] == "asked":  # issue 26: the holder must see who asks, and why
+        paths = f" {', '.join(details['paths'])}" if details.get("paths") else ""
+        extra = (
+            f" {details.get('holder')} to let go{paths}: {details.get('reason', '')!r} "
+            f"(ask {details.get('ask')})"
+        )
+    elif event["kind"] in ("ask_released", "ask_deferred"):
+        asker = ", ".join(details.get("mentions") or [])
+        until = details.get("deferred_until")
+        extra = f" ask {details.get('ask')} of {asker}" + (
+            f" until {clock_of_iso(until)}" if until else ""
+        )
+        if details.get("reason"):
+            extra += f": {details['reason']!r}"
+    elif event["kind"] in ("waiting", "wait_granted"):
+        paths = ", ".join(details.get("patterns") or details.get("paths") or [])
+        extra = f" (wait {details.get('wait')})" + (f" {paths}" if paths else "")
+        if details.get("token") is not None:
+            extra += f" token {details['token']}"
     elif event["kind"] == "edited":
         # the old and new values are in the event (`coord log --json`, `coord show --json`)
         extra = " " + ", ".join(sorted(details))

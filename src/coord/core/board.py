@@ -23,6 +23,7 @@ from typing import Any
 from coord import model
 from coord.core import next_steps, reservations, rules
 from coord.core.activity import Activity
+from coord.core.asks import Asks
 from coord.core.changes import Changes
 from coord.core.claims import Claims
 from coord.core.context import BoardContext
@@ -32,6 +33,7 @@ from coord.core.landings import Landings
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
 from coord.core.tripwire import Tripwire, check_report
+from coord.core.waiting import GrantingStorage, Waiting
 from coord.errors import CoordError, InvalidInput
 from coord.limits import (
     INBOX_PAGE,
@@ -95,8 +97,10 @@ class Board:
         self.active_window_seconds = active_window_seconds
         self.escalate_to = escalate_to
         self.humans = model.check_humans(humans)
+        # the parts write through it: a write that frees something grants the waiters
+        granting = GrantingStorage(storage)
         context = BoardContext(
-            storage=storage,
+            storage=granting,
             clock=clock,
             changes=Changes(),
             repo_root=self.repo_root,
@@ -116,6 +120,10 @@ class Board:
         self._packages = WorkPackages(context, self._claims)
         # a worktree item's way to main (submit, the queue, the landing lease, merged)
         self.landing = Landings(context, self._claims)
+        # the fair wait (issue 26): the queue, and the grant a freeing write makes
+        self.waiting = granting.waiting = Waiting(context, self._claims)
+        # asking a holder to let go, and its answer
+        self.asks = Asks(context)
 
     @classmethod
     def open(

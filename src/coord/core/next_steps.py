@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from coord.core import claims
+from coord.core import claims, waiting
 from coord.core.context import BoardContext, IsFile
 from coord.errors import AlreadyClaimed, CoordError, FilesReserved, NothingReady
 from coord.fast import next_options
@@ -45,14 +45,10 @@ def queue_place(
     paths: Sequence[str] = (),
     is_file: IsFile | None = None,
 ) -> dict[str, Any] | None:
-    """The seam to the waiters' queue (issue 26 item 2, ``coord wait``): what the line for
-    ``item``'s claim or for ``paths`` says, ``{"waiting": m, "first": name, "your_place": n}``
-    (``place`` may stand for ``your_place``; ``next_options.wait`` reads either).
-
-    None here: this part keeps no queue, and ``wait`` says ``place``, ``waiting`` and
-    ``first`` are not known. The integrator wires it to the waiters' queue: h2's
-    ``coord.core.waiting.queue_facts(tx, now, item=item, paths=paths, is_file=is_file)``."""
-    return None
+    """What the line for ``item``'s claim or for ``paths`` says (``coord wait``'s queue),
+    ``{"waiting": m, "first": name, "your_place": n}``: the place a newcomer would take."""
+    del agent  # the place is the same for whoever asks: the end of the line
+    return waiting.queue_facts(tx, now, item=item, paths=paths, is_file=is_file)
 
 
 def for_refusal(

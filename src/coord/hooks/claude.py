@@ -47,6 +47,9 @@ GUARD_EVENT = "PreToolUse"
 # the after-tool check; a tool that fails fires PostToolUseFailure instead (a Bash command
 # that exits non-zero may still have written)
 AFTER_EVENTS = ("PostToolUse", "PostToolUseFailure")
+# the after-tool answer carries the asks addressed to the agent (``additionalContext``, or
+# the block's reason), each once (coord.fast.asks_seen)
+ASKS_IN_CONTEXT = True
 START_EVENT = "SessionStart"
 STOP_EVENT = "Stop"
 # its worktrees, made and removed by coord (coord.hooks.worktree)

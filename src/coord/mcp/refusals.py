@@ -40,12 +40,15 @@ TOOL_WORDS: dict[str, tuple[str, str | None]] = {
     "release": ("release", "item"),
     "escalate": ("escalate", "item"),
     "add": ("post", None),
-    "wait": ("claim", "item"),  # a claim or reserve_files waits (``_option_words``)
     "send": ("post", "to"),  # a direct message: a note addressed to the agent
     "inbox": ("inbox", None),
     "reserve": ("reserve_files", "patterns"),
     "unreserve": ("release_files", "patterns"),
     "who": ("who_holds", "path"),
+    "wait": ("claim", "item"),  # claim and reserve_files wait in line with wait_seconds
+    "ask": ("claim", "item"),  # and ask the holder with ask
+    "answer-ask": ("release", "answer_ask"),
+    "asks": ("inbox", None),
 }
 # what a person does at a shell, which no tool does: said as it is
 PERSONS_COMMANDS = {

@@ -179,6 +179,7 @@ def serve(
     )
     from coord.server.notify import Notifier
     from coord.server.pipeline import LOOPBACK_HOSTS
+    from coord.server.waiting import LapseSweeper
 
     # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
     # owner's alone; the daemon is a process of its own, so the umask is its own to set.
@@ -310,7 +311,7 @@ def serve(
         server.should_exit = True
 
     idle.watch(board_dir, activity, idle_exit, stop)
-    follower = notifier = None
+    follower = notifier = sweeper = None
     # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
     # the signal again. The default handler would end the process right there, before the
     # cleanup below (daemon.json stayed behind, the board was never closed).
@@ -328,6 +329,7 @@ def serve(
         registration.start()
         notifier = Notifier(board, board_dir).start()
         follower = _follow(activity, board, board_dir)
+        sweeper = LapseSweeper(board, app.state.coord.changes).start()
         if lander is not None:
             lander.start()
         server.run(sockets=[sock])
@@ -344,6 +346,8 @@ def serve(
             follower.stop()
         if notifier is not None:
             notifier.stop()
+        if sweeper is not None:
+            sweeper.stop()
         if app.state.coord.web is not None:  # the page's codes, and the browser's files
             app.state.coord.web.close()
         if board_calls is not None:

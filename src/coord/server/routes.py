@@ -22,7 +22,17 @@ from coord.limits import (
     MIN_PRUNE_AGE,
     REPLIES_PAGE,
 )
-from coord.server import claims, events, identity, items, landing, reservations, status, stream
+from coord.server import (
+    claims,
+    events,
+    identity,
+    items,
+    landing,
+    reservations,
+    status,
+    stream,
+    waiting,
+)
 from coord.server.landing import WORKTREE
 from coord.server.schemas import (
     ADOPT,
@@ -731,6 +741,7 @@ ROUTES: tuple[Route, ...] = (
 )
 
 ROUTES += landing.ROUTES  # a worktree item's way to main
+ROUTES += waiting.ROUTES  # the fair wait, and asking a holder (issue 26)
 
 # answered without the token (the 401's message names them)
 PUBLIC_PATHS = tuple(route.path for route in ROUTES if route.public)
