@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import CLEANUP, PYTHON, new_board_dir, start_daemon
+from coord.cli.land_cmd import SWEEP_SECONDS, WATCH_SECONDS
 from coord.fast import board_files
 
 SHARED = "src/shared/registry.py"
@@ -89,6 +90,8 @@ def agent(board_dir: Path, repo: Path, name: str, weights: dict[str, int], unit:
     client = Client(board_dir)
     root = repo / ".worktrees"
     while True:
+        # the board's last event before asking: whatever changes after it wakes the wait
+        seen = client.get("/v1/events?after=0&limit=1")["last_seq"]
         base = _git(repo, "rev-parse", "main")
         spec = {"base_commit": base, "path_root": str(root)}
         try:
@@ -96,7 +99,9 @@ def agent(board_dir: Path, repo: Path, name: str, weights: dict[str, int], unit:
         except NothingReady:
             if not client.get("/v1/items?state=pending&limit=1")["items"]:
                 return  # nothing left to claim: the others finish what they hold
-            time.sleep(0.1)
+            # blocked until the board changes (a merge makes a dependent ready), as an agent
+            # waiting on `GET /v1/events?wait=` is: no polling interval added to the figure
+            client.get(f"/v1/events?after={seen}&limit=1&wait=30", timeout=60)
             continue
         item, token = won["item"], won["token"]
         made = worktrees.create(repo, item["branch"], base, item=item["id"], token=token, root=root)
@@ -141,7 +146,9 @@ def lander(board_dir: Path, repo: Path) -> None:
             busy.write(f"clean {time.perf_counter() - began:.6f}\n")
 
     runner._clean = cleaned  # type: ignore[method-assign]
-    runner.watch(0.05, 30.0, lambda landed: None)
+    # as `coord land --watch` runs it: woken by the event log's long poll, merged items
+    # tidied in the background
+    runner.watch(WATCH_SECONDS, SWEEP_SECONDS, lambda landed: None)
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -343,6 +343,8 @@ class _Stand:
 
     busy = False
     current = None
+    tidier = None  # merged items are tidied nowhere: it merges none
+    tidying = False
 
     def __init__(self, fail: list[Exception]) -> None:
         self.fail = fail

@@ -9,8 +9,9 @@ file in the git directory, released by the kernel if the process dies.
 A fetch meets the same moment from the other side: its connectivity check reads every
 worktree's HEAD, and `git worktree add` first writes a placeholder HEAD (the null object id)
 that it replaces a moment later, so a fetch in that moment fails with "bad object
-worktrees/X/HEAD" (seen in CI: four agents starting claims while the runner fetched). Such a
-fetch is run again under the lock, where no worktree is half made.
+worktrees/X/HEAD" (seen in CI: four agents starting claims while the runner fetched); one
+being removed (a merged item's, tidied in the background) is the same moment backwards. Such
+a fetch is run again under the lock, where no worktree is half made or half removed.
 """
 
 from __future__ import annotations
@@ -56,4 +57,6 @@ def fetch(repo: Path, remote: str, *refspecs: str, timeout: float) -> None:
 
 
 def _met_a_worktree_being_made(said: str) -> bool:
-    return "bad object worktrees/" in said
+    # made ("bad object worktrees/X/HEAD") or removed meanwhile (a merged item's, tidied
+    # while the runner fetches): either way read again under the lock, where none is half done
+    return "worktrees/" in said
