@@ -170,3 +170,35 @@ def test_coord_land_removes_before_it_reports_and_says_so(daemon: Daemon, repo: 
     for m in made:
         assert not m["worktree"].exists()
         assert f"removed {m['worktree']} and its branch" in done.stdout
+
+
+def test_a_landing_commits_as_coord_only_where_no_identity_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The identity is read in one git command now: the last value of each key wins, as
+    `git config user.name` answers (a local empty name over a global one is no name)."""
+    from coord.fast.git import Git
+    from coord.landing import steps
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = Global\n\temail = g@example.com\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    flow.git(repo, "init", "-q")
+    assert steps._identity(Git(repo)).env == {}  # named globally: nothing added
+    flow.git(repo, "config", "user.name", "")
+    assert steps._identity(Git(repo)).env == {
+        "GIT_AUTHOR_NAME": "coord",
+        "GIT_COMMITTER_NAME": "coord",
+    }
+    (home / ".gitconfig").unlink()
+    assert steps._identity(Git(repo)).env == {
+        "GIT_AUTHOR_NAME": "coord",
+        "GIT_COMMITTER_NAME": "coord",
+        "GIT_AUTHOR_EMAIL": "coord@localhost",
+        "GIT_COMMITTER_EMAIL": "coord@localhost",
+    }
