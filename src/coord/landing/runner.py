@@ -118,6 +118,9 @@ class Runner:
         # a watching runner tries again only once one of them changed (each try takes the
         # lease, rebases and writes three events; a human's edit may sit there for hours)
         self.waited: tuple[Any, ...] | None = None
+        # the worktree root is ignored in the repository: made sure of on the first pass and
+        # on each sweep (a watching runner's other passes land at once on a submit)
+        self.root_ignored = False
         # set (``tidy_in_background``): merged items are tidied on a thread of its own
         self.tidier: Tidier | None = None
 
@@ -238,9 +241,11 @@ class Runner:
         renewing.start()
         landed_items: list[tuple[Landed, dict[str, Any]]] = []
         try:  # whatever fails from here gives the lease back (it held the queue for 60 s)
-            root = self.landing_path.parent  # once a pass: two git commands
+            root = self.landing_path.parent
             os.makedirs(root, exist_ok=True)
-            worktrees.ensure_ignored(self.repo, root)  # never "untracked" in the user's checkout
+            if sweep or not self.root_ignored:  # three git commands: not before every landing
+                worktrees.ensure_ignored(self.repo, root)  # never "untracked" in main's checkout
+                self.root_ignored = True
             if sweep:
                 results += self.merged_by_hand(("queued",))
             # read again under the lease: another runner may have landed some meanwhile
