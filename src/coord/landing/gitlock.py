@@ -28,9 +28,15 @@ from coord.fast.git import Git, stderr
 LOCK_FILENAME = "coord-worktrees.lock"
 
 
+def common_dir(repo: Path) -> Path:
+    """The repository's git directory shared by all its worktrees, absolute."""
+    return Path(Git(repo).out("rev-parse", "--path-format=absolute", "--git-common-dir"))
+
+
 @contextlib.contextmanager
-def changing_worktrees(repo: Path) -> Iterator[None]:
-    common = Git(repo).out("rev-parse", "--path-format=absolute", "--git-common-dir")
+def changing_worktrees(repo: Path, common: Path | None = None) -> Iterator[None]:
+    """``common``: the repository's ``common_dir``, when the caller knows it already."""
+    common = common or common_dir(repo)
     fd = os.open(os.path.join(common, LOCK_FILENAME), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
