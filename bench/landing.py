@@ -1,6 +1,6 @@
 """The flow from claim to main under load: a plan of packages worked by K agents at once.
 
-    python bench/landing.py [--packages 40] [--agents 4 8] [--unit 0.4 2] [--seed 7]
+    python bench/landing.py [--packages 40] [--agents 4 8] [--unit 0.4 1 2] [--seed 7]
 
 A random DAG of packages with known work times (``unit`` seconds times 1-4), some creating
 files in one new directory and some editing one shared file in sequence through their
@@ -328,7 +328,7 @@ def main() -> int:
     parser.add_argument("--packages", type=int, default=40)
     parser.add_argument("--agents", type=int, nargs="+", default=[4, 8])
     parser.add_argument(
-        "--unit", type=float, nargs="+", default=[0.4, 2.0], help="seconds of work per weight"
+        "--unit", type=float, nargs="+", default=[0.4, 1.0, 2.0], help="seconds of work per weight"
     )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
