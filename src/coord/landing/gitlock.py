@@ -45,6 +45,25 @@ def changing_worktrees(repo: Path, common: Path | None = None) -> Iterator[None]
         os.close(fd)  # closing releases the lock
 
 
+def worktree_list(repo: Path, *flags: str) -> bytes:
+    """``git worktree list --porcelain flags…``; once more under the lock if it met a
+    worktree half made or half removed (a merged item's, tidied on a thread of its own while
+    the runner lands the next: "failed to read .git/worktrees/X/commondir")."""
+    git = Git(repo)
+    args = ("worktree", "list", "--porcelain", *flags)
+    done = git.run(*args, check=False)
+    if done.returncode != 0 and _met_a_worktree_being_made(stderr(done)):
+        with changing_worktrees(repo):
+            done = git.run(*args, check=False)
+    if done.returncode != 0:
+        raise GitError(
+            f"`git {' '.join(args)}` failed: {stderr(done) or 'no message'}",
+            command=["git", *args],
+            exit_status=done.returncode,
+        )
+    return done.stdout
+
+
 def fetch(repo: Path, remote: str, *refspecs: str, timeout: float) -> None:
     """``git fetch -q remote refspecs…``, once more under the lock if it met a worktree being
     made; any other failure is a ``GitError``."""

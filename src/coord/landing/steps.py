@@ -153,7 +153,7 @@ def _candidate(
 
 def checked_out(repo: Path, main: str = MAIN_REF) -> Path | None:
     """The working tree where ``main`` is checked out (the user's own, typically), if any."""
-    listing = Git(repo).out("worktree", "list", "--porcelain")
+    listing = gitlock.worktree_list(repo).decode("utf-8", "replace").strip()
     path: Path | None = None
     for line in listing.splitlines():
         if line.startswith("worktree "):

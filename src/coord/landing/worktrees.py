@@ -367,7 +367,7 @@ def containing(repo: Path, path: str | Path) -> Worktree | None:
 
 
 def _porcelain(repo: Path) -> list[Worktree]:
-    out = Git(repo).run("worktree", "list", "--porcelain", "-z").stdout
+    out = gitlock.worktree_list(repo, "-z")
     found = []
     for record in out.split(b"\0\0"):
         fields: dict[str, str] = {}
