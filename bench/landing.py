@@ -238,7 +238,11 @@ def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int, lis
             return len(json.loads(answer.read())["items"])
 
     while merged() < len(packages):
-        if all(w.poll() is not None for w in workers) and runner.poll() is not None:
+        if runner.poll() is not None:  # the runner died (it never ends of itself): say so
+            print(f"   the landing runner exited with {runner.returncode}", file=sys.stderr)
+            break
+        if any(w.poll() not in (None, 0) for w in workers):  # an agent failed: its item waits
+            print("   an agent failed: the run is cut short", file=sys.stderr)
             break
         time.sleep(0.1)
     for proc in (*workers, runner):
