@@ -153,7 +153,7 @@ def _ready(snapshot: Snapshot) -> tuple[Line, list[Line]]:
         if item["ready"]:
             rows.append([(text, "ok")])
         else:
-            rows.append([(f"{text}  ", "dim"), (f"[{waits_on(item)}]", "dim")])
+            rows.append([(f"{text}  ", "dim"), (f"[{waits_on(item, snapshot.ref_of)}]", "dim")])
     heading: Line = [
         (f"Ready {snapshot.ready_count}", "bold"),
         (f" of {snapshot.counts.get('pending', 0):,} pending (claimable first)", "dim"),
@@ -166,7 +166,7 @@ def _files(snapshot: Snapshot, now: float, agent: str | None) -> tuple[Line, lis
     rows = []
     for r in held:
         left = seconds_left(r["expires_at"], now)
-        item = f"#{r['item']}" if r.get("item") is not None else "-"
+        item = snapshot.ref_of(r["item"]) if r.get("item") is not None else "-"
         mode = "excl" if r["exclusive"] else "shared"
         rows.append(
             [
