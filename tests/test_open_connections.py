@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -30,9 +31,8 @@ def test_a_connection_left_open_is_found_where_it_was_made(tmp_path: Path) -> No
 def test_a_storage_that_refuses_its_board_closes_what_it_opened(tmp_path: Path) -> None:
     # seen failing before the fix: the newer-release refusal left the migrating connection open
     SQLiteStorage(tmp_path / "board.db").close()
-    with sqlite3.connect(tmp_path / "board.db") as conn:
+    with contextlib.closing(sqlite3.connect(tmp_path / "board.db")) as conn, conn:
         conn.execute("INSERT INTO schema_migrations VALUES (999, 'future', 0)")
-    conn.close()
     made: open_connections.Made = []
     saved, open_connections._made = open_connections._made, made
     try:
