@@ -154,7 +154,11 @@ class Board:
         options.setdefault("humans", settings.get("humans"))
         if "escalation_hold_seconds" in settings:
             options.setdefault("escalation_hold_seconds", settings["escalation_hold_seconds"])
-        return cls(storage, **options)
+        try:
+            return cls(storage, **options)
+        except BaseException:  # a config the board refuses (a bad lease): the storage too
+            storage.close()
+            raise
 
     def close(self) -> None:
         self.storage.close()
