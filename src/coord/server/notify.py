@@ -39,6 +39,7 @@ POLL_SECONDS = 1.0  # the log read this often
 TIMEOUT_SECONDS = 10.0  # how long a command runs before it is killed (notify_timeout_seconds)
 QUEUE_BOUND = 256  # events waiting for the command: past it they are logged, not run
 _PAGE = 500
+_PAGE_BYTES = 1 << 20  # what one read of the log may bring at most (the first event always)
 
 # the board's event kinds that need a person, and the ``why`` the command is told
 PERSON_NEEDED = {"escalated": "escalation", "needs_rework": "needs_rework"}
@@ -130,14 +131,22 @@ class Notifier:
         command = _argv(config.get("notify")) if config else None
         timeout = float((config or {}).get("notify_timeout_seconds") or TIMEOUT_SECONDS)
         humans = humans_of(config or {})
+        if command is None:
+            # nobody to tell: the log is not read (a storm of big events would pass through
+            # this thread's memory for nothing), and a command set later hears from then on
+            self._cursor = self.board.last_seq()
+            self._lapses_after = self.board.now()
+            return
         while True:
-            events = self.board.events(self._cursor, _PAGE)
+            # a page within a byte budget: big events (an edit keeps the old body whole) are
+            # read a few at a time, not _PAGE of them at once
+            events = self.board.events(self._cursor, _PAGE, max_bytes=_PAGE_BYTES)
             for event in events:
                 self._cursor = event.seq
                 why = why_notified(event, humans)
-                if why is not None and command is not None:
+                if why is not None:
                     self._hand(command, timeout, why, event.to_dict(), event.item_id)
-            if len(events) < _PAGE:
+            if not events:
                 break
         self._lapsed(command, timeout)
 
