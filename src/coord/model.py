@@ -10,6 +10,7 @@ from typing import Any
 
 from coord.errors import InvalidInput, TooLarge
 from coord.limits import (  # noqa: F401 (the model's limits, as every face has read them)
+    KINDS,
     MAX_BATCH,
     MAX_BODY,
     MAX_CHECKS,
@@ -24,12 +25,10 @@ from coord.limits import (  # noqa: F401 (the model's limits, as every face has 
     MAX_PATTERN,
     MAX_TITLE,
     MIN_LEASE_SECONDS,
+    WORK_KINDS,
 )
 from coord.times import iso
 
-KINDS = ("task", "bug", "note", "handoff")
-# claim-next offers work, not announcements: notes are claimable only by id or explicit filter.
-WORK_KINDS = ("task", "bug", "handoff")
 # how states are shown and filtered: a claimed item waiting on a human answer is needs_human;
 # a worktree item submitted to land is queued (stored), one sent back from landing is
 # needs_rework (pending, with the rework facts), one whose commits are on main is merged (done,
