@@ -1,13 +1,17 @@
 """The flow from claim to main under load: a plan of packages worked by K agents at once.
 
-    python bench/landing.py [--packages 40] [--agents 4 8] [--unit 0.4 2] [--seed 7]
+    python bench/landing.py [--packages 40] [--agents 4 8] [--unit 0.4 1 2] [--seed 7]
 
 A random DAG of packages with known work times (``unit`` seconds times 1-4), some creating
 files in one new directory and some editing one shared file in sequence through their
 dependencies. K scripted agents (separate OS processes) each loop: claim the best ready
 item with a worktree (``POST /v1/claim-next``), make the worktree (``coord.landing.
-worktrees.create``), sleep the package's work time, write its file, commit, submit. One
-landing runner (``coord land --watch``'s loop, in its own process) lands what is queued.
+worktrees.create``), sleep the package's work time, write its file, commit, submit; with
+nothing ready, block on the event log's long poll (``GET /v1/events?wait=``) until the board
+changes, as a waiting agent would (no polling interval of the bench's own in the figures).
+One landing runner (``coord land --watch``'s loop, in its own process: woken by each submit,
+merged worktrees removed on a thread of their own) lands what is queued. The clock starts
+once every process has imported what it needs and ends at the last ``merged`` event.
 
 Printed beside the reference of the same DAG and times: the makespan of the ideal list
 schedule (K machines, a package ready when its dependencies are done, landing free and
@@ -34,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import CLEANUP, PYTHON, new_board_dir, start_daemon
+from coord.cli.land_cmd import SWEEP_SECONDS, WATCH_SECONDS
 from coord.fast import board_files
 
 SHARED = "src/shared/registry.py"
@@ -60,23 +65,35 @@ def plan(count: int, seed: int) -> list[dict]:
     return packages
 
 
-def ideal(packages: list[dict], agents: int, unit: float) -> float:
+def ideal(packages: list[dict], agents: int, unit: float) -> tuple[float, float]:
     """The list schedule's makespan: K machines, ready when every dependency is done,
-    the ready package of lowest number first (claim-next's order: all priorities equal)."""
+    the ready package of lowest number first (claim-next's order: all priorities equal);
+    and its mean wait from ready to started (no machine free), to set beside the run's."""
     done_at: dict[str, float] = {}
     pending = list(packages)
     now = 0.0
     running: list[tuple[float, str]] = []
+    waits: list[float] = []
     while pending or running:
         ready = [p for p in pending if all(d in done_at for d in p["deps"])]
         while ready and len(running) < agents:
             package = ready.pop(0)
             pending.remove(package)
+            waits.append(now - max((done_at[d] for d in package["deps"]), default=0.0))
             heapq.heappush(running, (now + package["weight"] * unit, package["key"]))
         finish, key = heapq.heappop(running)
         now = finish
         done_at[key] = finish
-    return now
+    return now, sum(waits) / len(waits)
+
+
+def _started(board_dir: Path, name: str) -> None:
+    """Say this process is ready (its imports done), then wait for the start: the clock
+    runs from the moment every process is ready, not from their spawn (starting Python on
+    a loaded machine is no part of the flow from claim to main)."""
+    (board_dir / f"ready-{name}").touch()
+    while not (board_dir / "go").exists():
+        time.sleep(0.01)
 
 
 def agent(board_dir: Path, repo: Path, name: str, weights: dict[str, int], unit: float) -> None:
@@ -88,7 +105,10 @@ def agent(board_dir: Path, repo: Path, name: str, weights: dict[str, int], unit:
 
     client = Client(board_dir)
     root = repo / ".worktrees"
+    _started(board_dir, name)
     while True:
+        # the board's last event before asking: whatever changes after it wakes the wait
+        seen = client.get("/v1/events?after=0&limit=1")["last_seq"]
         base = _git(repo, "rev-parse", "main")
         spec = {"base_commit": base, "path_root": str(root)}
         try:
@@ -96,7 +116,9 @@ def agent(board_dir: Path, repo: Path, name: str, weights: dict[str, int], unit:
         except NothingReady:
             if not client.get("/v1/items?state=pending&limit=1")["items"]:
                 return  # nothing left to claim: the others finish what they hold
-            time.sleep(0.1)
+            # blocked until the board changes (a merge makes a dependent ready), as an agent
+            # waiting on `GET /v1/events?wait=` is: no polling interval added to the figure
+            client.get(f"/v1/events?after={seen}&limit=1&wait=30", timeout=60)
             continue
         item, token = won["item"], won["token"]
         made = worktrees.create(repo, item["branch"], base, item=item["id"], token=token, root=root)
@@ -141,7 +163,10 @@ def lander(board_dir: Path, repo: Path) -> None:
             busy.write(f"clean {time.perf_counter() - began:.6f}\n")
 
     runner._clean = cleaned  # type: ignore[method-assign]
-    runner.watch(0.05, 30.0, lambda landed: None)
+    _started(board_dir, "lander")
+    # as `coord land --watch` runs it: woken by the event log's long poll, merged items
+    # tidied in the background
+    runner.watch(WATCH_SECONDS, SWEEP_SECONDS, lambda landed: None)
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -191,7 +216,6 @@ def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int, lis
         capture_output=True,
     )
     weights = json.dumps({p["key"]: p["weight"] for p in packages})
-    began = time.perf_counter()
     me = [PYTHON, __file__, "--as-process"]
     runner = subprocess.Popen([*me, "lander", str(board_dir), str(repo)], env=env)
     workers = [
@@ -200,6 +224,12 @@ def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int, lis
         )
         for k in range(agents)
     ]
+    while len(list(board_dir.glob("ready-*"))) < agents + 1:
+        if any(p.poll() is not None for p in (*workers, runner)):
+            break
+        time.sleep(0.01)
+    began = time.time()  # the board's clock: the events' times are read against it
+    (board_dir / "go").touch()
 
     def merged() -> int:
         req = urllib.request.Request(f"{url}/v1/items?state=merged&limit=1000")
@@ -208,26 +238,33 @@ def run(packages: list[dict], agents: int, unit: float) -> tuple[float, int, lis
             return len(json.loads(answer.read())["items"])
 
     while merged() < len(packages):
-        if all(w.poll() is not None for w in workers) and runner.poll() is not None:
+        if runner.poll() is not None:  # the runner died (it never ends of itself): say so
+            print(f"   the landing runner exited with {runner.returncode}", file=sys.stderr)
+            break
+        if any(w.poll() not in (None, 0) for w in workers):  # an agent failed: its item waits
+            print("   an agent failed: the run is cut short", file=sys.stderr)
             break
         time.sleep(0.1)
-    took = time.perf_counter() - began
     for proc in (*workers, runner):
         proc.kill()
         proc.wait()
     count = merged()
-    where = _where_the_time_went(url, token, packages, unit)
+    where, last_merged = _where_the_time_went(url, token, packages, unit)
+    took = last_merged - began  # to the last merge, as the board recorded it
     daemon.stop()
     lines = (board_dir / "busy.log").read_text().splitlines()
     landings = [float(x) for x in lines if not x.startswith("clean")]
     cleans = [float(x.split()[1]) for x in lines if x.startswith("clean")]
-    where += f"; cleaning up after merges {sum(cleans):.1f} s in all"
+    where += f"; removing merged worktrees {sum(cleans):.1f} s in all (in the background)"
     return took, count, landings, where
 
 
-def _where_the_time_went(url: str, token: str, packages: list[dict], unit: float) -> str:
+def _where_the_time_went(
+    url: str, token: str, packages: list[dict], unit: float
+) -> tuple[str, float]:
     """Mean seconds per package, from the board's events: ready (its last dependency
-    merged) to claimed, claimed to submitted less its work, submitted to merged."""
+    merged) to claimed, claimed to submitted less its work, submitted to merged; and when
+    the last one merged."""
     events: list[dict] = []
     after = 0
     while True:
@@ -258,7 +295,8 @@ def _where_the_time_went(url: str, token: str, packages: list[dict], unit: float
         overheads.append(at[("submitted", item)] - at[("claimed", item)] - package["weight"] * unit)
         landings.append(at[("merged", item)] - at[("submitted", item)])
     if not waits:
-        return "no package merged"
+        return "no package merged", time.time()
+    last = max(at[("merged", item_of[k])] for k in keys if ("merged", item_of.get(k)) in at)
 
     def mean(xs: list[float]) -> str:
         return f"{sum(xs) / len(xs) * 1000:.0f} ms"
@@ -266,7 +304,7 @@ def _where_the_time_went(url: str, token: str, packages: list[dict], unit: float
     return (
         f"per package: ready to claimed {mean(waits)}, claimed to submitted beyond its work "
         f"{mean(overheads)} (worktree, commit, submit), submitted to merged {mean(landings)}"
-    )
+    ), last
 
 
 def _items_by_key(url: str, token: str) -> dict[str, int]:
@@ -294,7 +332,7 @@ def main() -> int:
     parser.add_argument("--packages", type=int, default=40)
     parser.add_argument("--agents", type=int, nargs="+", default=[4, 8])
     parser.add_argument(
-        "--unit", type=float, nargs="+", default=[0.4, 2.0], help="seconds of work per weight"
+        "--unit", type=float, nargs="+", default=[0.4, 1.0, 2.0], help="seconds of work per weight"
     )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
@@ -305,7 +343,7 @@ def main() -> int:
         for unit in args.unit:
             print(f"-- {weight * unit:.1f} s of work in all ({unit:g} s a unit)")
             for agents in args.agents:
-                reference = ideal(packages, agents, unit)
+                reference, ideal_wait = ideal(packages, agents, unit)
                 took, count, landings, where = run(packages, agents, unit)
                 busy = sum(landings)
                 each = busy / len(landings) * 1000 if landings else 0.0
@@ -314,7 +352,8 @@ def main() -> int:
                     f"{reference:6.1f} s: efficiency {reference / took:.2f} (target >= 0.90); "
                     f"{count} of {len(packages)} merged, {count / took * 60:.0f} landings a "
                     f"minute; the runner landed for {busy:.1f} s ({each:.0f} ms a landing, "
-                    f"{len(landings)} landings tried)\n          {where}",
+                    f"{len(landings)} landings tried)\n          {where}; the ideal's ready "
+                    f"to started {ideal_wait * 1000:.0f} ms (no agent free)",
                     flush=True,
                 )
     finally:

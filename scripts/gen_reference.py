@@ -41,6 +41,11 @@ HEADER = (
 # What each setting of .coord/config.json means; the key list, defaults and accepted values
 # come from coord.fast.board_files. A setting missing here fails tests/test_docs.py.
 SETTING_TEXTS = {
+    "notify": "a command the daemon runs, the event as JSON on its standard input, when a person "
+    "is needed: an escalation, an ask to a person, an item sent back for rework, a lapsed "
+    "worktree claim (a shell string or a list of words; [next steps](../next-steps.md))",
+    "notify_timeout_seconds": "how long a `notify` command may run before it is killed with its "
+    "process group (default 10, at most 600)",
     "default_lease_seconds": "lease length when a claim names none (`coord init --lease S` "
     "sets it)",
     "synchronous": "SQLite durability; a config that names a `database` is written without "

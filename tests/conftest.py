@@ -25,8 +25,9 @@ from coord.fast import board_files
 SOAK = os.environ.get("COORD_SOAK") == "1"
 # the PostgreSQL tier's fixtures (a fresh database per test, skipped without a server) and
 # another local user for the tests of what one may take (tests/other_user.py); the
-# in-process tier of `make test-fast` (tests/tiers.py)
-pytest_plugins = ["pg_support", "other_user", "tiers"]
+# in-process tier of `make test-fast` (tests/tiers.py); every SQLite connection a test opens
+# closed by its end (tests/open_connections.py)
+pytest_plugins = ["pg_support", "other_user", "tiers", "open_connections"]
 
 # Hypothesis fails an example that takes longer than 200 ms by default: a time, which a
 # loaded machine (CI's two cores, a neighbour's build) can break. Tests assert behaviour only.

@@ -4,6 +4,7 @@ that can prune the ones long gone. Real daemon, real CLI processes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -121,7 +122,7 @@ def test_every_listing_bounds_its_limit() -> None:
 def _last_seen(board: Path, **ages: float) -> None:
     """Set when each named agent was last seen, ``ages`` seconds ago (the daemon keeps
     running: another connection to the board file, as the guard is)."""
-    with sqlite3.connect(board / "board.db") as conn:
+    with contextlib.closing(sqlite3.connect(board / "board.db")) as conn, conn:
         for name, age in ages.items():
             conn.execute(
                 "UPDATE agents SET last_seen = ?, first_seen = min(first_seen, ?) WHERE name = ?",

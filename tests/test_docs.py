@@ -97,7 +97,7 @@ def test_every_command_and_every_option_is_in_the_cli_reference(pages: dict[str,
     from coord.cli.main import build_parser
 
     cli = pages["cli.md"]
-    sections = dict(re.findall(r"^## coord (\w+)\n(.*?)(?=^## |\Z)", cli, flags=re.M | re.S))
+    sections = dict(re.findall(r"^## coord ([\w-]+)\n(.*?)(?=^## |\Z)", cli, flags=re.M | re.S))
     assert set(sections) == set(COMMANDS)
     missing = {}
     for name in COMMANDS:
@@ -168,7 +168,7 @@ def test_the_overlap_rule_in_the_docs_is_the_one_in_the_code() -> None:
 def test_the_commands_page_names_only_commands_that_exist() -> None:
     """The hand-written page says more than --help; a row for a command that is gone fails
     (a new command is in the generated reference at once, and should get a row here too)."""
-    named = set(re.findall(r"^\| `coord (\w+)", page("commands.md"), flags=re.M))
+    named = set(re.findall(r"^\| `coord ([\w-]+)", page("commands.md"), flags=re.M))
     assert named and named <= set(COMMANDS), named - set(COMMANDS)
 
 
@@ -236,3 +236,89 @@ def test_every_page_is_in_the_docs_index() -> None:
     index = page("README.md")
     pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")} - {"README.md"}
     assert {p for p in pages if f"]({p})" not in index} == set()
+
+
+# The CHANGELOG: one section per version, for the people and scripts that use coord.
+
+RELEASE_HEADING = re.compile(r"## (\d+)\.(\d+)\.(\d+) - \d{4}-\d{2}-\d{2}")
+# What only coord's own test suite knows of: such a line is a note for contributors, not a change.
+INTERNAL_WORDS = re.compile(r"tests/|seen failing", re.I)
+
+
+def _project_version() -> str:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return str(project["version"])
+
+
+def changelog_problems(text: str, version: str) -> list[str]:
+    """What keeps a CHANGELOG from its shape: `## Unreleased` first, then `## X.Y.Z - DATE`
+    headings, newest first, the newest being the version pyproject.toml releases; no internal
+    notes."""
+    problems = []
+    headings = re.findall(r"^## .*$", text, flags=re.M)
+    if not headings or headings[0] != "## Unreleased":
+        problems.append(f"the first section must be '## Unreleased', not {headings[:1]}")
+    released: list[tuple[int, ...]] = []
+    for heading in headings[1:]:
+        match = RELEASE_HEADING.fullmatch(heading)
+        if match is None:
+            problems.append(f"{heading!r} is not '## X.Y.Z - YYYY-MM-DD'")
+        else:
+            released.append(tuple(int(part) for part in match.groups()))
+    if released != sorted(released, reverse=True) or len(set(released)) != len(released):
+        problems.append(f"the versions are not newest first: {released}")
+    if not released:
+        problems.append("no released version")
+    elif ".".join(map(str, released[0])) != version:
+        newest = ".".join(map(str, released[0]))
+        problems.append(f"the newest release is {newest}, pyproject.toml says {version}")
+    for number, line in enumerate(text.splitlines(), 1):
+        if INTERNAL_WORDS.search(line):
+            problems.append(f"line {number} is an internal note: {line.strip()[:80]}")
+    return problems
+
+
+def test_the_changelog_has_one_section_per_version_and_no_internal_notes() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert changelog_problems(text, _project_version()) == []
+
+
+GOOD_CHANGELOG = """# Changelog
+
+## Unreleased
+
+Nothing yet.
+
+## 0.2.0 - 2027-01-10
+
+- `coord next` claims the best ready item.
+
+## 0.1.0 - 2026-12-04
+
+- The first release.
+"""
+
+
+def test_the_changelog_check_passes_a_good_one() -> None:
+    assert changelog_problems(GOOD_CHANGELOG, "0.2.0") == []
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (("## Unreleased\n\nNothing yet.\n\n", ""), "first section must be '## Unreleased'"),
+        (("## 0.2.0 - 2027-01-10", "## Issue 28"), "'## Issue 28' is not"),
+        (("## 0.2.0 - 2027-01-10", "## 0.2.0"), "'## 0.2.0' is not"),
+        (("## 0.2.0 - 2027-01-10", "## 0.0.9 - 2027-01-10"), "not newest first"),
+        (("## 0.2.0 - 2027-01-10", "## 0.10.0 - 2027-01-10"), "pyproject.toml says 0.2.0"),
+        (("- The first release.", "- `tests/test_x.py` checks it."), "internal note"),
+        (("- The first release.", "- A race, seen failing before the fix."), "internal note"),
+    ],
+)
+def test_the_changelog_check_sees_each_violation(change: tuple[str, str], problem: str) -> None:
+    old, new = change
+    assert old in GOOD_CHANGELOG
+    broken = GOOD_CHANGELOG.replace(old, new, 1)
+    assert any(problem in found for found in changelog_problems(broken, "0.2.0"))

@@ -11,6 +11,7 @@ every file system, so the Unicode tests need no injected answer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -231,12 +232,12 @@ def test_a_hold_stored_before_migration_8_is_found_by_every_spelling(tmp_path: P
     reserve(board_dir, "SRC/Lib/a.py", "alice")
     reserve(board_dir, f"Docs/{NFD}", "alice")
     db = board_files.db_path(board_dir)
-    with sqlite3.connect(db) as conn:  # as release 7 stored them
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:  # as release 7 stored them
         conn.execute("UPDATE reservations SET prefix = pattern")
         conn.execute("DELETE FROM schema_migrations WHERE version = 8")
     conn.close()
     refused(board_dir, "src/lib/A.py", "bob", "alice")
-    with sqlite3.connect(db) as conn:
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
         prefixes = sorted(row[0] for row in conn.execute("SELECT prefix FROM reservations"))
     conn.close()
     assert prefixes == ["", "src/lib/a.py"]  # non-ASCII: read by every search
@@ -248,7 +249,7 @@ def test_the_guard_reads_a_board_its_old_daemon_has_not_migrated(board_dir: Path
     release 7 wrote them, and still finds a hold by its own spelling."""
     fsfold.record(board_dir, CASE_KEEPING)
     reserve(board_dir, "Src/Main.py", "alice")
-    with sqlite3.connect(board_files.db_path(board_dir)) as conn:
+    with contextlib.closing(sqlite3.connect(board_files.db_path(board_dir))) as conn, conn:
         conn.execute("UPDATE reservations SET prefix = pattern")
         conn.execute("DELETE FROM schema_migrations WHERE version = 8")
     conn.close()
@@ -265,7 +266,7 @@ def test_a_storage_slice_of_mixed_case_files_still_searches_the_prefix_index(
     step = holds.MAX_NEAR_PREFIXES // 2
     query = holds.select_live(1.0, near=[f"src/Components/M{n}.tsx" for n in range(step)])
     assert query is not None
-    with sqlite3.connect(board_files.db_path(board_dir)) as conn:
+    with contextlib.closing(sqlite3.connect(board_files.db_path(board_dir))) as conn, conn:
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + query[0], query[1])]
     conn.close()
     assert not any(row.startswith("SCAN reservations") for row in plan), plan

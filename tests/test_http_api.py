@@ -5,6 +5,7 @@ Race and crash behaviour over real sockets lives in tests/acceptance/.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -449,9 +450,13 @@ def test_internal_errors_are_500_without_traceback(tmp_path: Path) -> None:
     broken = sqlite3.connect(tmp_path / ".coord" / "board.db")
     broken.execute("DROP TABLE items")
     broken.close()
-    with TestClient(
-        create_app(board, TOKEN), base_url="http://127.0.0.1", raise_server_exceptions=False
-    ) as client:
+    # the board's connections include those its server threads made: closed with it
+    with (
+        contextlib.closing(board),
+        TestClient(
+            create_app(board, TOKEN), base_url="http://127.0.0.1", raise_server_exceptions=False
+        ) as client,
+    ):
         r = client.get("/v1/items", headers=AUTH)
         hot = client.post("/v1/claim-next", json={"agent": "a"}, headers=AUTH)  # no Starlette
     for answer in (r, hot):

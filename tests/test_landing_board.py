@@ -452,7 +452,7 @@ def test_a_postgresql_board_of_schema_4_gains_queued_and_keeps_its_items() -> No
             before = conn.execute("SELECT * FROM items ORDER BY id").fetchall()
         storage = PostgresStorage(dsn_of(name))
         try:
-            assert storage.schema_version() == 6  # 5 and every later one
+            assert storage.schema_version() >= 5  # 5 and every later one
             with storage.read() as tx:
                 counts = tx.count_items_by_state()
                 got = [tx.get_item(n) for n in (1, 2, 3)]

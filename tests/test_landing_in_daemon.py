@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -343,6 +344,8 @@ class _Stand:
 
     busy = False
     current = None
+    tidier = None  # merged items are tidied nowhere: it merges none
+    tidying = False
 
     def __init__(self, fail: list[Exception]) -> None:
         self.fail = fail
@@ -404,3 +407,36 @@ def test_the_runner_is_made_again_when_the_settings_change() -> None:
         _until(lambda: len(made) == 2)
     finally:
         assert lander.stop(5)
+
+
+def test_removals_handed_over_keep_the_daemon_busy_and_stop_waits_for_them() -> None:
+    from coord.landing.runner import Landed
+    from coord.landing.tidy import Tidier
+
+    let_go = threading.Event()
+    tidied: list[Landed] = []
+
+    tidier = Tidier(lambda item: "removed" if let_go.wait(60) else "", tidied.append)
+
+    class _Tidying(_Stand):
+        """A runner that merges nothing, its removals handed over by the test."""
+
+        @property
+        def tidying(self) -> bool:  # type: ignore[override]
+            return tidier.busy
+
+    stand = _Tidying([])
+    stand.tidier = tidier
+    lander = in_daemon.InDaemon(lambda stop: stand, every=0.01)
+    lander.start()
+    try:
+        _until(lambda: lander.describe().get("last_pass_at"))
+        assert not lander.busy
+        tidier.later(Landed(7, "7", "merged"), {"id": 7})
+        assert lander.busy  # an idle daemon does not exit with a removal under way
+        assert not lander.stop(0.2)  # it does not say it stopped while one is
+    finally:
+        let_go.set()
+    assert tidier.drain(60)
+    assert not lander.busy
+    assert [(t.item, t.cleaned) for t in tidied] == [(7, "removed")]

@@ -64,6 +64,9 @@ def seed(board: Board) -> None:
     board.ack(first, agent="alice")
     board.inbox("alice")  # her cursor moves
     board.reserve(["docs/"], agent="dave", lease_seconds=600, reason="rewriting")
+    board.asks.ask(agent="bob", item=claimed, reason="may I have it? ✓")  # open
+    deferred = board.asks.ask(agent="erin", paths=["docs/a.md"], reason="one line")
+    board.asks.answer(deferred["id"], agent="dave", answer="defer", for_seconds=60, reason="soon")
     board.reserve(["tmp/scratch.txt"], agent="dave", shared=True)
     board.unreserve(["tmp/scratch.txt"], agent="dave")  # its id stays taken
     packages = [

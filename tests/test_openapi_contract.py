@@ -51,6 +51,9 @@ class Scenario:
     worktree: bool = False  # item 2 claimed by "a" with a worktree
     queued: bool = False  # ... and submitted: queued to land
     landing: bool = False  # the runner "r" holds the landing lease (its token is <landing>)
+    waited: bool = False  # wait 1: "b"'s place for item 1, granted at once (it was free)
+    asked: bool = False  # item 2 claimed by "a", ask 1 by "b" of it, open
+    held: bool = False  # "a" holds every path (**): an ask of any paths is "a"'s
 
 
 _HOLDER = {"agent": "a", "token": "<token>"}
@@ -72,6 +75,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ),
     ("POST", "/v1/items/{id}/replies"): Scenario({"agent": "a", "body": "hello"}),
     ("POST", "/v1/items/{id}/ack"): Scenario({"agent": "a"}),
+    ("POST", "/v1/messages"): Scenario({"agent": "a", "to": "b", "text": "hello"}),
     ("POST", "/v1/inbox"): Scenario({"agent": "a"}),
     ("POST", "/v1/agents:prune"): Scenario({"agent": "h"}),
     ("POST", "/v1/held-files:changed"): Scenario(
@@ -107,6 +111,15 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         queued=True,
         landing=True,
     ),
+    ("POST", "/v1/items/{id}/wait"): Scenario({"agent": "b"}),  # free: granted at once
+    ("POST", "/v1/waits"): Scenario({"agent": "b", "patterns": ["src/a.py"]}),
+    ("POST", "/v1/waits/{wait}/heartbeat"): Scenario({"agent": "b"}, waited=True),
+    ("POST", "/v1/waits/{wait}/cancel"): Scenario({"agent": "b"}, waited=True),
+    ("POST", "/v1/items/{id}/ask"): Scenario({"agent": "b", "reason": "why"}, claimed=True),
+    ("POST", "/v1/asks"): Scenario(
+        {"agent": "b", "patterns": ["src/a.py"], "reason": "why"}, held=True
+    ),
+    ("POST", "/v1/asks/{ask}/answer"): Scenario({"agent": "a", "answer": "release"}, asked=True),
     ("POST", "/v1/items/{id}/waiting"): Scenario(
         {
             "runner": "r",
@@ -178,6 +191,12 @@ SAMPLES: dict[str, list[Any]] = {
         {"reason": "check_failed", "check_output": "FAILED", "main_commit": COMMIT},
         {"reason": "files_held", "files": ["src/a.py"]},
     ],
+    "place_seconds": [30, 1.5],
+    "wait_seconds": [0, 0.5],  # a granted place answers at once whatever it says
+    "timeout_seconds": [60, 1.5],
+    "answer": ["release"],  # defer needs until or for_seconds: tests/test_asks.py
+    "until": [4102444800.0],  # 2100: a release leaves it be
+    "for_seconds": [60],
     "wait": [
         {"reason": "main_moved", "message": "main kept moving", "main_commit": COMMIT},
         {"reason": "checkout_dirty", "files": ["src/a.py"]},
@@ -284,6 +303,13 @@ class Site:
                 board.escalate(ITEM, agent="a", token=token, question="which one?")
             if scenario.cancelled:
                 board.cancel(ITEM, agent="a", reason="not now")
+            if scenario.waited:
+                board.waiting.wait(agent="b", item=1)
+            if scenario.asked:
+                token = board.claim(ITEM, agent="a").token
+                board.asks.ask(agent="b", item=ITEM, reason="may I?")
+            if scenario.held:
+                board.reserve(["**"], agent="a")
             context = {**SAMPLE_CONTEXT, "<token>": token, "<landing>": landing}
             app = create_app(board, TOKEN, on_shutdown=lambda: None)
             yield TestClient(app, base_url="http://127.0.0.1", headers=AUTH), context
@@ -297,11 +323,16 @@ class Site:
         with self.board(scenario, extra_items) as (client, context):
             response = client.request(
                 method,
-                path.replace("{id}", str(ITEM)),
+                url_of(path),
                 json=resolve({**scenario.base, **body}, context),
                 headers=AUTH,
             )
             return response.status_code, response.json()
+
+
+def url_of(path: str) -> str:
+    """A route's path with the scenario's item, wait and ask in it."""
+    return path.replace("{id}", str(ITEM)).replace("{wait}", "1").replace("{ask}", "1")
 
 
 def resolve(value: Any, context: dict[str, Any]) -> Any:
@@ -413,9 +444,7 @@ def test_a_body_without_a_required_field_is_refused(
     scenario = SCENARIOS[(method, path)]
     body = {k: v for k, v in scenario.base.items() if k != field}
     with site.board(scenario) as (client, context):
-        response = client.request(
-            method, path.replace("{id}", str(ITEM)), json=resolve(body, context), headers=AUTH
-        )
+        response = client.request(method, url_of(path), json=resolve(body, context), headers=AUTH)
     assert response.status_code == 422, response.text
 
 
@@ -511,7 +540,7 @@ def test_query_limits_are_where_the_server_draws_the_line(site: Site) -> None:
             for param in op.get("parameters", []):
                 schema = param["schema"]
                 for what, at, past in limits_of(param["name"], schema):
-                    url = path.replace("{id}", str(ITEM))
+                    url = url_of(path)
                     # a stream's 200 never ends (tests/test_event_stream.py takes its limits)
                     if "text/event-stream" not in op["responses"]["200"]["content"]:
                         at_answer = client.get(url, params={param["name"]: at})
@@ -586,7 +615,7 @@ def test_a_value_of_a_type_the_document_does_not_allow_is_refused_and_changes_no
         before = _events_and_holds(client)
         for field, value in _wrong_values(BODY_ROUTES[(method, path)]):
             body = resolve({**scenario.base, field: value}, context)
-            response = client.request(method, path.replace("{id}", str(ITEM)), json=body)
+            response = client.request(method, url_of(path), json=body)
             answer = response.json()
             refused = response.status_code in (413, 422) and answer["error"] in (
                 "invalid_input",

@@ -125,6 +125,8 @@ def test_coord_says_overlap_whenever_the_oracle_does() -> None:
         @settings(max_examples=1500 if os.environ.get("COORD_SOAK") == "1" else 300)
         @given(case=cases())
         @example(case=(["a"], "a", "a/**/**"))  # found by CI: the oracle misread 'a/**/**'
+        @example(case=(["a"], "**/*/**", "a"))  # found by hypothesis: both were read as '**'
+        @example(case=(["a"], "a", "*/**"))
         def check(case: tuple[list[str], str, str]) -> None:
             existing, raw_a, raw_b = case
             root = os.path.join(scratch, str(next(counter)))

@@ -8,6 +8,7 @@ gets a fresh database; only that database's backends are ever terminated.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -259,5 +260,5 @@ def test_the_guard_on_a_team_board_imports_no_driver_and_nothing_heavy(pair) -> 
 
 def age(board_dir: Path, seconds: float) -> None:
     """Make the mirror's stamp ``seconds`` old (the daemon that would refresh it is gone)."""
-    with sqlite3.connect(board_dir / "mirror.db") as conn:
+    with contextlib.closing(sqlite3.connect(board_dir / "mirror.db")) as conn, conn:
         conn.execute("UPDATE stamp SET taken_at = ?", (time.time() - seconds,))

@@ -9,6 +9,7 @@ believed. Real PostgreSQL (a fresh database per test), real files, real subproce
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -56,7 +57,7 @@ def eventually(condition: Callable[[], Any], what: str, within: float = 20.0) ->
 
 
 def mirrored(board_dir: Path) -> list[tuple[str, str]]:
-    with sqlite3.connect(board_dir / "mirror.db") as conn:
+    with contextlib.closing(sqlite3.connect(board_dir / "mirror.db")) as conn, conn:
         return conn.execute("SELECT agent, pattern FROM reservations ORDER BY id").fetchall()
 
 
@@ -149,7 +150,7 @@ def test_the_mirror_is_judged_on_the_database_clock_not_this_machines(
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         query = "SELECT expires_at FROM reservations WHERE agent = 'carol'"
         (expires_at,) = conn.execute(query).fetchone()  # type: ignore[misc]
-        with sqlite3.connect(board_dir / "mirror.db") as mirror_db:
+        with contextlib.closing(sqlite3.connect(board_dir / "mirror.db")) as mirror_db, mirror_db:
             assert mirror_db.execute("SELECT 1 FROM reservations WHERE agent = 'carol'").fetchone()
         eventually(
             lambda: conn.execute(
@@ -220,7 +221,7 @@ def test_the_mirror_says_whose_worktree_a_path_is_in(
     made = worktrees.create(repo, got.branch, base, item=item, token=claim.token)
 
     def items() -> list[tuple[Any, ...]]:
-        with sqlite3.connect(board_dir / "mirror.db") as conn:
+        with contextlib.closing(sqlite3.connect(board_dir / "mirror.db")) as conn, conn:
             return conn.execute("SELECT id, claimed_by FROM items").fetchall()
 
     eventually(lambda: items() == [(item, "alice")], "the claimed worktree item in the mirror")

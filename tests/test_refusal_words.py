@@ -166,8 +166,8 @@ def test_every_cli_refusal_names_only_flags_and_commands_the_cli_takes(scene: Da
         said.append((args[0], "\n".join(lines)))
     problems = [f"coord {c}: {p}\n    {m}" for c, m in said for p in cli_problems(m, c)]
     assert not problems, "\n".join(problems)
-    # b's reservation with no item: asked in a note; b's item: on its thread
-    assert "`coord add --kind note --to b TITLE`" in said[3][1]
+    # b's reservation with no item: asked in a direct message; b's item: on its thread
+    assert "`coord send b TEXT`" in said[3][1]
     assert "`coord reply 2 TEXT`" in said[4][1]
 
 

@@ -85,6 +85,12 @@ include-path = "/v1/items/{id}"
 include-method = "PATCH"
 checks.positive_data_acceptance.expected-statuses = ["2XX", "403", "404", "409"]
 
+# A place in a line is its waiter's, an ask its holder's to answer (issue 26): another
+# agent's well-formed request gets the documented 403 not_permitted naming whose it is.
+[[operations]]
+include-path-regex = "^/v1/(waits/[^/]+/(heartbeat|cancel)|asks/[^/]+/answer)$"
+checks.positive_data_acceptance.expected-statuses = ["2XX", "403", "404", "409"]
+
 # Likewise an import's refs: a dep written as a string must be the ref of another entry.
 [[operations]]
 include-path = "/v1/items:import"

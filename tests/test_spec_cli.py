@@ -492,3 +492,11 @@ def test_the_log_and_the_feed_name_a_package_by_its_id_as_ls_does(daemon: Daemon
     code, log, _ = coord(daemon, "log", agent="w")
     keys = {(e["kind"], e["item_key"]) for e in log["events"] if e["item_id"] == claim["id"]}
     assert ("claimed", "A2") in keys and ("created", "A2") in keys
+    # and `coord watch` names a dependency and a held file's item by package id too
+    code, held, _ = coord(daemon, "reserve", "src/extra.py", "--item", "A2", agent="w")
+    assert code == 0, held
+    frame = run_cli("watch", "--once", board_dir=daemon.board_dir, agent="w", cwd=repo(daemon))
+    assert frame.returncode == 0, frame.stderr
+    assert "waits on A2 A3" in frame.stdout, frame.stdout
+    held_row = next(line for line in frame.stdout.splitlines() if "src/extra.py" in line)
+    assert " A2 " in held_row and "#" not in held_row, held_row

@@ -242,7 +242,9 @@ def test_the_event_log_keeps_its_numbers_across_the_move_off_autoincrement(
     storage = SQLiteStorage(db)
     conn = storage._conn()
     assert storage.schema_version() == _migrations()[-1][0]  # 4 and every later one
-    assert conn.execute("SELECT * FROM events ORDER BY seq").fetchall() == before
+    after = conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
+    # every column kept; later migrations add some (provenance: none for these)
+    assert [row[: len(before[0])] for row in after] == before
     assert conn.execute(
         "SELECT count(*) FROM sqlite_sequence WHERE name = 'events'"
     ).fetchone() == (0,)
@@ -294,7 +296,7 @@ def test_a_board_of_schema_10_is_rebuilt_for_queued_with_every_row_and_reference
     storage = SQLiteStorage(db)
     try:
         conn = storage._conn()
-        assert storage.schema_version() == 12  # 11 and every later one
+        assert storage.schema_version() >= 11  # 11 and every later one
         columns = [row[1] for row in conn.execute("PRAGMA table_info(items)")]
         after = conn.execute("SELECT * FROM items ORDER BY id").fetchall()
         assert [row[: len(before[0])] for row in after] == before

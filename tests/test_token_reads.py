@@ -52,8 +52,10 @@ def _bumped(daemon: Daemon, item: int, agent: str, rounds: int) -> int:
 
 @pytest.fixture
 def scene(daemon: Daemon) -> Iterator[tuple[Daemon, set[int], int]]:
-    """(daemon, A's tokens, B's token): A holds #1 (claimed) and #2 (needs_human); B holds #3."""
-    for title, files in (("a works", ["src/a.py"]), ("a asks", []), ("b works", ["src/b.py"])):
+    """(daemon, A's tokens, B's token): A holds #1 (claimed), #2 (needs_human) and #4 (granted
+    to its wait when h let go); B holds #3 and asks A for #1."""
+    titles = (("a works", ["src/a.py"]), ("a asks", []), ("b works", ["src/b.py"]), ("h", []))
+    for title, files in titles:
         status, _ = daemon.request(
             "POST", "/v1/items", {"title": title, "agent": "h", "files": files}
         )
@@ -68,7 +70,16 @@ def scene(daemon: Daemon) -> Iterator[tuple[Daemon, set[int], int]]:
     assert status == 200
     status, _ = daemon.request("POST", "/v1/items/1/replies", {"agent": "agent-a", "body": "@b"})
     b_token = _claim(daemon, 3, "b")
-    yield daemon, {first, second}, b_token
+    held = _bumped(daemon, 4, "h", ROUNDS + 4)
+    status, waiting = daemon.request("POST", "/v1/items/4/wait", {"agent": "agent-a"})
+    assert status in (200, 201) and waiting["state"] == "waiting", waiting
+    status, _ = daemon.request("POST", "/v1/items/4/release", {"agent": "h", "token": held})
+    assert status == 200
+    _, granted = daemon.request("GET", f"/v1/waits/{waiting['wait']}?agent=agent-a")
+    assert granted["state"] == "granted", granted
+    status, asked = daemon.request("POST", "/v1/items/1/ask", {"agent": "b", "reason": "I need it"})
+    assert status in (200, 201), asked
+    yield daemon, {first, second, granted["token"]}, b_token
 
 
 def leaks(text: str, tokens: set[int]) -> list[str]:
@@ -87,8 +98,8 @@ def _reads_of(daemon: Daemon, reader: str | None) -> dict[str, str]:
     for route in ROUTES:
         if route.method != "GET" or route.path == "/v1/events/stream":
             continue
-        for item in ("1", "2", "3") if "{id}" in route.path else ("",):
-            path = route.path.replace("{id}", item)
+        for item in ("1", "2", "3", "4") if "{id}" in route.path else ("",):
+            path = route.path.replace("{id}", item).replace("{wait}", "1").replace("{ask}", "1")
             for query in ({}, {"state": "claimed"}, {"state": "needs_human"}):
                 if reader is not None:
                     query = {**query, "agent": reader}

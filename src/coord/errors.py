@@ -19,6 +19,9 @@ EXIT_NOTHING_READY = 4
 # no such item, package or document: one code from every command (it was 1 from some, 2 from
 # others), so a script can tell "not there" from "refused"
 EXIT_NOT_FOUND = 5
+# `coord wait --timeout`: the time ran out before the claim or the paths were granted (the
+# place was given up); not a refusal, so not 3: wait again, ask the holder or pick other work
+EXIT_WAIT_TIMEOUT = 6
 # the guard's "do not edit", and a hook's refusal when no JSON decision can be given: what
 # every agent client reads as "blocked"
 EXIT_REFUSED = 2
@@ -129,19 +132,6 @@ class FilesReserved(Conflict):
 
     code = "files_reserved"
 
-    def to_note(self) -> list[str]:
-        """The holders to ask in a note: their reservation has no item, so no thread to reply
-        on (coord's own holder, the landing queue, is asked nothing: no agent name has a
-        ``/``)."""
-        conflicts = self.details.get("conflicts") or []
-        return sorted(
-            {
-                str(c["holder"])
-                for c in conflicts
-                if isinstance(c, dict) and c.get("item") is None and "/" not in str(c["holder"])
-            }
-        )
-
 
 class NotReady(Conflict):
     """The item waits on dependencies that are not done."""
@@ -211,6 +201,20 @@ class CursorPastEnd(Conflict):
     0, or from there. (The event stream says it as ``event: reload``.)"""
 
     code = "cursor_past_end"
+
+
+class AskNotOpen(Conflict):
+    """An ask answered already, or timed out: nothing to answer."""
+
+    code = "ask_not_open"
+
+
+class WaitTimedOut(CoordError):
+    """`coord wait --timeout` ran out before the grant; the place was given up."""
+
+    code = "wait_timed_out"
+    http_status = 408
+    exit_code = EXIT_WAIT_TIMEOUT
 
 
 class NotPermitted(CoordError):
@@ -330,6 +334,8 @@ ERRORS_BY_CODE: dict[str, type[CoordError]] = {
         ChecksFailed,
         ChecksRequired,
         NotWaiting,
+        AskNotOpen,
+        WaitTimedOut,
         NotCancelled,
         CursorPastEnd,
         NotPermitted,

@@ -59,3 +59,9 @@ MAX_STREAM_BEHIND = 10_000
 # `coord agents --prune` never forgets a name seen within this many seconds (an agent may be
 # between two calls; a forgotten one that comes back starts its inbox over)
 MIN_PRUNE_AGE = 3600.0
+
+# What a value may be. The item kinds, in one home: the model validates against them, the
+# schemas list them, the CLI offers them as choices without loading the model (~36 ms).
+KINDS = ("task", "bug", "note", "handoff")
+# claim-next offers work, not announcements: notes are claimable only by id or explicit filter.
+WORK_KINDS = ("task", "bug", "handoff")

@@ -10,6 +10,7 @@ from typing import Any
 
 from coord.errors import InvalidInput, TooLarge
 from coord.limits import (  # noqa: F401 (the model's limits, as every face has read them)
+    KINDS,
     MAX_BATCH,
     MAX_BODY,
     MAX_CHECKS,
@@ -24,12 +25,10 @@ from coord.limits import (  # noqa: F401 (the model's limits, as every face has 
     MAX_PATTERN,
     MAX_TITLE,
     MIN_LEASE_SECONDS,
+    WORK_KINDS,
 )
 from coord.times import iso
 
-KINDS = ("task", "bug", "note", "handoff")
-# claim-next offers work, not announcements: notes are claimable only by id or explicit filter.
-WORK_KINDS = ("task", "bug", "handoff")
 # how states are shown and filtered: a claimed item waiting on a human answer is needs_human;
 # a worktree item submitted to land is queued (stored), one sent back from landing is
 # needs_rework (pending, with the rework facts), one whose commits are on main is merged (done,
@@ -239,6 +238,82 @@ class Reservation:
             "reason": self.reason,
             "created_at": iso(self.created_at),
             "expires_at": iso(self.expires_at),
+        }
+
+
+@dataclass(slots=True)
+class Wait:
+    """A waiter's place in the queue for an item's claim (``item_id``) or for paths
+    (``patterns``, held whole), first come first served by ``id``. The place is leased until
+    ``expires_at``; ``state`` is waiting, granted (``token``: the claim's), cancelled or gone
+    (``outcome`` says why)."""
+
+    id: int
+    agent: str
+    item_id: int | None
+    patterns: tuple[str, ...]
+    lease_seconds: float
+    created_at: float
+    expires_at: float
+    state: str = "waiting"
+    ended_at: float | None = None
+    token: int | None = None
+    outcome: str = ""
+
+    def live(self, now: float) -> bool:
+        return self.state == "waiting" and self.expires_at > now
+
+    def shown_state(self, now: float) -> str:
+        """A waiting place past its lease is lost: shown as gone though no write said so."""
+        return "gone" if self.state == "waiting" and self.expires_at <= now else self.state
+
+    def target(self) -> dict[str, Any]:
+        return (
+            {"item": self.item_id} if self.item_id is not None else {"paths": list(self.patterns)}
+        )
+
+
+@dataclass(slots=True)
+class Ask:
+    """One agent asks the holder of an item (or of paths) to let go. ``answer`` release or
+    defer (until ``deferred_until``), None while open; unanswered past ``expires_at`` it has
+    timed out, on the board's clock."""
+
+    id: int
+    asker: str
+    holder: str
+    item_id: int | None
+    token: int | None
+    patterns: tuple[str, ...]
+    reason: str
+    created_at: float
+    expires_at: float
+    answer: str | None = None
+    answer_reason: str = ""
+    deferred_until: float | None = None
+    answered_at: float | None = None
+
+    def shown_state(self, now: float) -> str:
+        if self.answer == "release":
+            return "released"
+        if self.answer == "defer":
+            return "deferred"
+        return "timed_out" if self.expires_at <= now else "open"
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "asker": self.asker,
+            "holder": self.holder,
+            "item": self.item_id,
+            "paths": list(self.patterns),
+            "reason": self.reason,
+            "state": self.shown_state(now),
+            "answer_reason": self.answer_reason,
+            "deferred_until": iso(self.deferred_until),
+            "created_at": iso(self.created_at),
+            "expires_at": iso(self.expires_at),
+            "answered_at": iso(self.answered_at),
         }
 
 

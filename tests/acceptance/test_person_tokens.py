@@ -55,6 +55,8 @@ def test_a_persons_token_acts_as_its_name_alone(daemon: Daemon) -> None:
         ("/v1/items/2/claim", {"agent": "bob"}, {}),
         ("/v1/items", {"agent": "bob", "title": "as bob"}, {}),
         ("/v1/landing/acquire", {"runner": "bob"}, {}),
+        ("/v1/items/1/wait", {"agent": "bob"}, {}),  # the fair wait (issue 26), merged later
+        ("/v1/items/1/ask", {"agent": "bob", "reason": "let go"}, {}),
         ("/v1/items:import?agent=bob", [{"title": "x"}], {}),  # a bare array
         ("/v1/items/1/replies", {"agent": "alice", "body": "hi"}, {"X-Coord-Agent": "bob"}),
     ]

@@ -246,6 +246,9 @@ def test_a_held_file_is_refused_to_edit_write_and_bash(
     ]
     for call in refused:
         assert_refused_for(call, "src/held.py", "other")
+        # and the next step, in the words the model reads (issue 26): wait in line or ask
+        assert "next: wait for other" in call.result, call
+        assert "`coord wait src/held.py" in call.result and "coord ask" in call.result, call
     denied = {d["tool_name"] for d in run.result["permission_denials"]}
     assert denied == {"Edit", "Write", "Bash"}
     assert_hooks_clean(run)  # a deny is an answer, not a hook error

@@ -15,8 +15,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-KINDS = ["task", "bug", "note", "handoff"]
-
 
 def _refuse(message: str) -> argparse.ArgumentTypeError:
     import argparse

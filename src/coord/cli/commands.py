@@ -453,6 +453,11 @@ def _ref(item: dict[str, Any]) -> str:
     return str(item.get("key") or item["id"])
 
 
+def cmd_send(args: argparse.Namespace, ctx: Context) -> Result:
+    sent = flow.send(ctx.session, ctx.agent(required=False), args.to, " ".join(args.text))
+    return sent, f"sent to {args.to} (note {sent['id']}, in their inbox)"
+
+
 def cmd_reply(args: argparse.Namespace, ctx: Context) -> Result:
     reply = flow.reply(ctx.session, ctx.agent(required=False), args.id, " ".join(args.text))
     return reply, f"replied on {reply['item_id']} (reply {reply['id']})"

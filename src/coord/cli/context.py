@@ -14,7 +14,7 @@ import sys
 
 from coord.cli import render
 from coord.errors import EXIT_OK, CoordError, InvalidInput, said_without_fields
-from coord.fast import board_files, identity
+from coord.fast import board_files, identity, next_options
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -112,6 +112,9 @@ def execute(command: Command, args: argparse.Namespace) -> int:
             print(render.for_terminal(f"coord: {said}"), file=sys.stderr)
             if hint:
                 print(render.for_terminal(f"coord: {hint}"), file=sys.stderr)
+            if err.details.get("next"):  # the same options --json gives, as one line
+                line = next_options.said(err.details["next"])
+                print(render.for_terminal(f"coord: {line}"), file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         return 130

@@ -165,7 +165,7 @@ def next_options(args: list[str]) -> SimpleNamespace | None:
 
 
 def _kind(text: str) -> str:
-    from coord.cli.argtypes import KINDS
+    from coord.limits import KINDS
 
     if text not in KINDS:
         raise ValueError(text)

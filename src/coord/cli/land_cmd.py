@@ -3,7 +3,9 @@
 Lands every queued worktree item on main in submit order (``coord.landing.runner``), under
 the board's landing lease, and prints what became of each: merged (its commit), sent back
 for rework (why, which files), or waiting (the checkout of main has local changes in the
-way: which files). ``--watch`` keeps landing as items are queued, until interrupted.
+way: which files). ``--watch`` keeps landing as items are queued (woken by each submit),
+until interrupted; it removes merged items' worktrees in the background and prints a line
+for each once done.
 
 The daemon of a board in a git repository lands the queue itself (``land_in_daemon``); this
 command runs beside it in turn: while the daemon's runner holds the landing lease it waits,
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from coord.cli.context import Context, Result
 
 EXIT_SENT_BACK = 1  # some item was sent back for rework, or must wait
-WATCH_SECONDS = 2.0  # how often a watching runner reads the queue
+WATCH_SECONDS = 2.0  # a watching runner reads the queue this often even when nothing woke it
 SWEEP_SECONDS = 30.0  # how often it looks for items merged by hand (git work per item)
 
 
@@ -28,7 +30,7 @@ def args_land(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--watch",
         action="store_true",
-        help="keep landing as items are queued, every few seconds, until interrupted",
+        help="keep landing as items are queued (at once on a submit), until interrupted",
     )
     p.add_argument(
         "--lease",
@@ -63,6 +65,12 @@ def cmd_land(args: argparse.Namespace, ctx: Context) -> Result:
             WATCH_SECONDS,
             SWEEP_SECONDS,
             lambda landed: print("\n".join(_lines([landed.to_dict()])), flush=True),
+            # merged items are tidied in the background: what became of each, once it has
+            lambda landed: (
+                print(f"item {landed.ref}: {landed.cleaned}", flush=True)
+                if landed.cleaned
+                else None
+            ),
         )
     results = landing.land_all()
     shown = [r.to_dict() for r in results]

@@ -161,10 +161,40 @@ COMMANDS: Commands = {
         "answer a needs_human item; it goes back to its holder",
         parser.args_answer,
     ),
+    "wait": _elsewhere(
+        "coord.cli.wait_cmd",
+        "wait your turn for an item or paths, first come first served; prints one line when "
+        "granted (exit 6 on --timeout)",
+        "cmd_wait",
+        "args_wait",
+    ),
+    "ask": _elsewhere(
+        "coord.cli.wait_cmd",
+        "ask the holder of an item or paths to let go (it answers release or defer)",
+        "cmd_ask",
+        "args_ask",
+    ),
+    "answer-ask": _elsewhere(
+        "coord.cli.wait_cmd",
+        "answer an ask of what you hold: release, or defer --until",
+        "cmd_answer_ask",
+        "args_answer_ask",
+    ),
+    "asks": _elsewhere(
+        "coord.cli.wait_cmd",
+        "the asks waiting for your answer",
+        "cmd_asks",
+        "args_asks",
+    ),
     "reply": (
         commands.cmd_reply,
         "reply on an item's thread (@name mentions notify)",
         parser.args_reply,
+    ),
+    "send": (
+        commands.cmd_send,
+        "a direct message to an agent or a person: it reaches their inbox",
+        parser.args_send,
     ),
     "ack": (commands.cmd_ack, "acknowledge an item", parser.args_id),
     "inbox": (

@@ -13,6 +13,7 @@ import sys
 
 from coord import model
 from coord.cli import argtypes
+from coord.limits import KINDS
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
 if TYPE_CHECKING:
@@ -106,9 +107,7 @@ def args_none(p: argparse.ArgumentParser) -> None:
 
 def args_add(p: argparse.ArgumentParser) -> None:
     p.add_argument("title", help="what to do, on one line")
-    p.add_argument(
-        "--kind", default="task", choices=argtypes.KINDS, help="what it is (default: task)"
-    )
+    p.add_argument("--kind", default="task", choices=KINDS, help="what it is (default: task)")
     p.add_argument(
         "--priority", type=argtypes.priority, default=2, help="0 (highest) to 4; default 2"
     )
@@ -176,7 +175,7 @@ def args_ls(p: argparse.ArgumentParser) -> None:
         "--all", action="store_true", help="every item: every state (closed ones too), every page"
     )
     p.add_argument("--ready", action="store_true", help="only items claimable now")
-    p.add_argument("--kind", choices=argtypes.KINDS, help="only items of this kind")
+    p.add_argument("--kind", choices=KINDS, help="only items of this kind")
     p.add_argument("--label", help="only items with this label")
     p.add_argument(
         "--limit",
@@ -280,9 +279,7 @@ def args_claim(p: argparse.ArgumentParser) -> None:
 
 
 def args_next(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--kind", choices=argtypes.KINDS, help="only this kind (default: task, bug, handoff)"
-    )
+    p.add_argument("--kind", choices=KINDS, help="only this kind (default: task, bug, handoff)")
     p.add_argument("--label", help="only items with this label")
     args_lease(p)
     p.add_argument(
@@ -344,6 +341,11 @@ def args_answer(p: argparse.ArgumentParser) -> None:
 def args_reply(p: argparse.ArgumentParser) -> None:
     args_id(p)
     p.add_argument("text", nargs="+", help="the reply; @name mentions reach that agent")
+
+
+def args_send(p: argparse.ArgumentParser) -> None:
+    p.add_argument("to", metavar="AGENT", help="who it is for (an agent's or a person's name)")
+    p.add_argument("text", nargs="+", help="the message; its first line is its title")
 
 
 def args_inbox(p: argparse.ArgumentParser) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from coord.errors import FilesReserved
 from coord.times import clock_of_iso, duration_text
 
 TYPE_CHECKING = False  # typing costs ~10 ms at import; the CLI path avoids it
@@ -226,6 +225,11 @@ def event_summary(event: dict[str, Any]) -> str:
         )
         if details.get("takeover_from"):
             extra += f" (from {details['takeover_from']})"
+    elif event["kind"] == "created" and details.get("kind") == "note" and details.get("to"):
+        # a direct message (`coord send`): said as one, to whom
+        item = f" #{event['item_id']}" if event.get("item_id") is not None else ""
+        said = f"{details.get('title', '')!r}"
+        return f"{event.get('agent') or '-'} to {details['to']}{item}: {said}"
     elif event["kind"] == "created":
         extra = f" {details.get('title', '')!r}"
     elif event["kind"] == "reply":
@@ -238,6 +242,25 @@ def event_summary(event: dict[str, Any]) -> str:
         extra = f": {details['reason']!r}"
         if details.get("holder"):
             extra += f" (ended {details['holder']}'s claim)"
+    elif event["kind"] == "asked":  # issue 26: the holder must see who asks, and why
+        paths = f" {', '.join(details['paths'])}" if details.get("paths") else ""
+        extra = (
+            f" {details.get('holder')} to let go{paths}: {details.get('reason', '')!r} "
+            f"(ask {details.get('ask')})"
+        )
+    elif event["kind"] in ("ask_released", "ask_deferred"):
+        asker = ", ".join(details.get("mentions") or [])
+        until = details.get("deferred_until")
+        extra = f" ask {details.get('ask')} of {asker}" + (
+            f" until {clock_of_iso(until)}" if until else ""
+        )
+        if details.get("reason"):
+            extra += f": {details['reason']!r}"
+    elif event["kind"] in ("waiting", "wait_granted"):
+        paths = ", ".join(details.get("patterns") or details.get("paths") or [])
+        extra = f" (wait {details.get('wait')})" + (f" {paths}" if paths else "")
+        if details.get("token") is not None:
+            extra += f" token {details['token']}"
     elif event["kind"] == "edited":
         # the old and new values are in the event (`coord log --json`, `coord show --json`)
         extra = " " + ", ".join(sorted(details))
@@ -347,11 +370,6 @@ def cli_hint(err: CoordError, args: argparse.Namespace) -> str | None:
         return (
             f"{first} `{again}` again (it runs the checks here), or close it without passing "
             f"them: `{again} --skip-checks --reason TEXT` (the reason is recorded for everyone)"
-        )
-    if isinstance(err, FilesReserved) and err.to_note():
-        return "; ".join(
-            f"ask {holder} in a note: `coord add --kind note --to {holder} TITLE`"
-            for holder in err.to_note()
         )
     if err.code == "invalid_input" and err.details.get("field") == "token":
         return "give it with --token T"

@@ -86,6 +86,14 @@ class Snapshot:
             events=[e for e in self.events if e.get("agent") == agent],
         )
 
+    def ref_of(self, item_id: int) -> str:
+        """An item as the rest of the view names it: its package id where an item this
+        reading holds has one (a dependency, a reservation's item), else ``#12``."""
+        for item in (*self.claimed, *self.needs_human, *self.ready, *self.landing):
+            if item["id"] == item_id and item.get("key"):
+                return str(item["key"])
+        return f"#{item_id}"
+
     def to_dict(self) -> dict[str, Any]:
         """The snapshot as `coord watch --json` prints it: what a frame shows, as data."""
         now = self.now()
@@ -117,7 +125,7 @@ class Snapshot:
                     **_item_ref(item),
                     "priority": item["priority"],
                     "claimable": item["ready"],
-                    "waits_on": waits_on(item),
+                    "waits_on": waits_on(item, self.ref_of),
                 }
                 for item in self.ready
             ],
@@ -148,12 +156,12 @@ def seconds_left(moment: str | None, now: float) -> float:
     return epoch_of_iso(moment) - now if moment else 0.0
 
 
-def waits_on(item: dict[str, Any]) -> str:
-    """Why a pending item cannot be claimed now ("" when it can)."""
+def waits_on(item: dict[str, Any], ref: Callable[[int], str] = "#{}".format) -> str:
+    """Why a pending item cannot be claimed now ("" when it can); ``ref`` names a dependency."""
     if item.get("ready"):
         return ""
     if item.get("blocked_by"):
-        return "waits on " + " ".join(f"#{dep}" for dep in item["blocked_by"])
+        return "waits on " + " ".join(ref(dep) for dep in item["blocked_by"])
     holders = sorted({r["agent"] for r in item.get("files_held_by") or []})
     if holders:
         return "files held by " + ", ".join(holders)

@@ -153,7 +153,7 @@ def _ready(snapshot: Snapshot) -> tuple[Line, list[Line]]:
         if item["ready"]:
             rows.append([(text, "ok")])
         else:
-            rows.append([(f"{text}  ", "dim"), (f"[{waits_on(item)}]", "dim")])
+            rows.append([(f"{text}  ", "dim"), (f"[{waits_on(item, snapshot.ref_of)}]", "dim")])
     heading: Line = [
         (f"Ready {snapshot.ready_count}", "bold"),
         (f" of {snapshot.counts.get('pending', 0):,} pending (claimable first)", "dim"),
@@ -166,7 +166,7 @@ def _files(snapshot: Snapshot, now: float, agent: str | None) -> tuple[Line, lis
     rows = []
     for r in held:
         left = seconds_left(r["expires_at"], now)
-        item = f"#{r['item']}" if r.get("item") is not None else "-"
+        item = snapshot.ref_of(r["item"]) if r.get("item") is not None else "-"
         mode = "excl" if r["exclusive"] else "shared"
         rows.append(
             [
@@ -177,10 +177,19 @@ def _files(snapshot: Snapshot, now: float, agent: str | None) -> tuple[Line, lis
     return _heading("Held files", len(held), agent), rows
 
 
+def _concerns(event: dict[str, Any], agent: str | None) -> bool:
+    """Everything, or what ``agent`` did and what is addressed to it (an ask of what it
+    holds names it ``holder``; an answer to its ask names it in ``mentions``)."""
+    if agent is None or event.get("agent") == agent:
+        return True
+    details = event.get("details") or {}
+    return details.get("holder") == agent or agent in (details.get("mentions") or ())
+
+
 def _activity(events: list[dict[str, Any]], agent: str | None) -> tuple[Line, list[Line]]:
     # heartbeats are the agents' pulse, shown as each claim's "hb" age: in the feed they
     # would push every other line off a small screen
-    shown = [e for e in events if e["kind"] != "heartbeat" and agent in (None, e.get("agent"))]
+    shown = [e for e in events if e["kind"] != "heartbeat" and _concerns(e, agent)]
     rows: list[Line] = [
         [(f"{e['at'][11:19]} ", "dim"), (render.one_line(render.event_summary(e)), "")]
         for e in shown

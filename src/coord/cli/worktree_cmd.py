@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from coord.cli import argtypes, render
 from coord.landing import flow as worktree_flow
+from coord.limits import KINDS
 from coord.times import clock_of_iso
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def args_start(p: argparse.ArgumentParser) -> None:
         type=argtypes.item_ref,
         help="an item id or package id (default: the best ready item)",
     )
-    p.add_argument("--kind", choices=argtypes.KINDS, help="with no ID: only this kind")
+    p.add_argument("--kind", choices=KINDS, help="with no ID: only this kind")
     p.add_argument("--label", help="with no ID: only items with this label")
     p.add_argument("--lease", type=argtypes.seconds, metavar="SECONDS", help="lease length")
     p.add_argument(

@@ -320,6 +320,11 @@ def reply(session: Session, agent: str, ref: int | str, text: str) -> Any:
     return session.post(f"/v1/items/{ref}/replies", {"agent": agent, "body": text})
 
 
+def send(session: Session, agent: str, to: str, text: str) -> Any:
+    """A direct message to ``to``: a note addressed to it, in its inbox."""
+    return session.post("/v1/messages", {"agent": agent, "to": to, "text": text})
+
+
 def inbox(session: Session, agent: str, *, peek: bool = False) -> Any:
     return session.post("/v1/inbox", {"agent": agent, "peek": peek})
 

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from coord import model
-from coord.core import reservations, rules
+from coord.core import next_steps, reservations, rules
 from coord.core.access import Access
 from coord.core.activity import Activity
+from coord.core.asks import Asks
 from coord.core.changes import Changes
 from coord.core.claims import Claims
 from coord.core.context import BoardContext
@@ -33,11 +34,13 @@ from coord.core.landings import Landings
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
 from coord.core.tripwire import Tripwire, check_report
+from coord.core.waiting import GrantingStorage, Waiting
 from coord.errors import CoordError, InvalidInput
 from coord.limits import (
     INBOX_PAGE,
     MAX_INBOX_PAGE,
     MAX_REPLIES_PAGE,
+    MAX_TITLE,
     MIN_PRUNE_AGE,
     REPLIES_PAGE,
 )
@@ -95,8 +98,10 @@ class Board:
         self.active_window_seconds = active_window_seconds
         self.escalate_to = escalate_to
         self.humans = model.check_humans(humans)
+        # the parts write through it: a write that frees something grants the waiters
+        granting = GrantingStorage(storage)
         context = BoardContext(
-            storage=storage,
+            storage=granting,
             clock=clock,
             changes=Changes(),
             repo_root=self.repo_root,
@@ -105,6 +110,7 @@ class Board:
             escalate_to=escalate_to,
             humans=self.humans,
         )
+        self._context = context
         self._items = Items(context)
         self._claims = Claims(context)
         hold = model.check_lease(escalation_hold_seconds, 0)
@@ -115,6 +121,10 @@ class Board:
         self._packages = WorkPackages(context, self._claims)
         # a worktree item's way to main (submit, the queue, the landing lease, merged)
         self.landing = Landings(context, self._claims)
+        # the fair wait (issue 26): the queue, and the grant a freeing write makes
+        self.waiting = granting.waiting = Waiting(context, self._claims)
+        # asking a holder to let go, and its answer
+        self.asks = Asks(context)
         # people's and machines' tokens (issue 27)
         self.access = Access(context)
 
@@ -147,7 +157,11 @@ class Board:
         options.setdefault("humans", settings.get("humans"))
         if "escalation_hold_seconds" in settings:
             options.setdefault("escalation_hold_seconds", settings["escalation_hold_seconds"])
-        return cls(storage, **options)
+        try:
+            return cls(storage, **options)
+        except BaseException:  # a config the board refuses (a bad lease): the storage too
+            storage.close()
+            raise
 
     def close(self) -> None:
         self.storage.close()
@@ -316,7 +330,8 @@ class Board:
         ``worktree`` the item records its branch, base and path in the same transaction."""
         agent = model.check_agent(agent)
         ref = model.check_item_ref(item_id)
-        return self._claims.claim(ref, agent, self._lease(lease_seconds), worktree=worktree)
+        with next_steps.told_on_refusal(self._context, agent):
+            return self._claims.claim(ref, agent, self._lease(lease_seconds), worktree=worktree)
 
     def claim_next(
         self,
@@ -331,7 +346,8 @@ class Board:
         agent = model.check_agent(agent)
         kind = model.check_kind(kind) if kind else None
         lease = self._lease(lease_seconds)
-        return self._claims.claim_next(agent, kind, label, lease, worktree=worktree)
+        with next_steps.told_on_refusal(self._context, agent):
+            return self._claims.claim_next(agent, kind, label, lease, worktree=worktree)
 
     def claim_batch(
         self,
@@ -353,7 +369,8 @@ class Board:
             or not 1 <= count <= model.MAX_BATCH
         ):
             raise InvalidInput(f"count must be 1 to {model.MAX_BATCH}", field="count")
-        return self._claims.claim_batch(count, agent, kind, label, lease)
+        with next_steps.told_on_refusal(self._context, agent):
+            return self._claims.claim_batch(count, agent, kind, label, lease)
 
     # --- leases: what the holder does with a claim, by its token ---------------------------
 
@@ -456,6 +473,19 @@ class Board:
             raise InvalidInput("a reply needs some text", field="body")
         return self._activity.reply(ref, agent, body)
 
+    def send(self, to: Any, text: Any, *, agent: str) -> Item:
+        """A direct message: a note addressed to ``to``, which reaches its inbox (and the log,
+        so `coord watch` and the page show it). Its first line is the title; all of it the
+        body, so a long message loses nothing."""
+        agent = model.check_agent(agent)
+        to = model.check_agent(to)
+        body = model.check_body(text)
+        if not body.strip():
+            raise InvalidInput("a message needs some text", field="text")
+        first = body.strip().splitlines()[0].strip()
+        title = first if len(first) <= MAX_TITLE else first[: MAX_TITLE - 1] + "…"
+        return self.add(title, created_by=agent, kind="note", body=body, to=to, labels=["message"])
+
     def report_held_change(
         self,
         *,
@@ -499,7 +529,8 @@ class Board:
         lease = self._lease(lease_seconds)
         item_ref = model.check_item_ref(item) if item is not None else None
         reason = model.check_body(reason)
-        return self._files.reserve(given, agent, not shared, lease, item_ref, reason)
+        with next_steps.told_on_refusal(self._context, agent):
+            return self._files.reserve(given, agent, not shared, lease, item_ref, reason)
 
     def unreserve(
         self, patterns_given: Sequence[str] = (), *, agent: str, everything: bool = False

@@ -7,6 +7,7 @@ hold (the compare-and-set on the fencing token, checked every time).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from coord.core import provenance
@@ -55,10 +56,36 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-class Changes:
+# The event kinds after which something may be free for a waiter (``coord.core.waiting``).
+FREEING = frozenset(
+    {"released", "done", "cancelled", "unreserved", "submitted", "merged", "abandoned"}
+)
+
+
+class FreedMarks:
+    """Whether this thread's write transaction recorded a freeing change: ``record`` notes
+    it, ``coord.core.waiting.GrantingStorage`` reads it before the commit and grants."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def freed_begin(self) -> bool:
+        outer = bool(getattr(self._local, "freed", False))
+        self._local.freed = False
+        return outer
+
+    def freed_now(self) -> bool:
+        return bool(getattr(self._local, "freed", False))
+
+    def freed_end(self, outer: bool) -> None:
+        self._local.freed = outer
+
+
+class Changes(FreedMarks):
     """The board's one writer of changes. Holds when each agent was last noted as seen."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._touched: dict[str, float] = {}
         self._working: set[str] = set()  # noted as agents on the board (``work``)
 
@@ -106,6 +133,8 @@ class Changes:
             details=details,
             provenance=provenance.current(),
         )
+        if kind in FREEING:
+            self._local.freed = True
         if worked:
             self.work(tx, agent, now)
         else:

@@ -13,11 +13,11 @@ from typing import Any
 from coord import model
 from coord.core import landings, reservations, rules, worktree_holds
 from coord.core.context import BoardContext
-from coord.errors import NothingReady
+from coord.errors import AlreadyClaimed, NothingReady
 from coord.fast.prefix_index import PrefixIndex
 from coord.limits import MAX_CLAIM_SCAN
 from coord.model import Claim, Item, Reservation, WorktreeSpec
-from coord.storage.base import WriteTx
+from coord.storage.base import ReadTx, WriteTx
 from coord.times import iso
 
 
@@ -33,6 +33,7 @@ class Claims:
             now = self.ctx.now(tx)
             item = rules.require_item(tx, ref)
             rules.ensure_claimable(item, now, agent)
+            _ensure_first_in_line(tx, item, agent, now)
             live = worktree_holds.live_holds(tx, now, near=item.files) if item.files else []
             return self.take(tx, item, agent, lease, now, live, worktree=worktree)
 
@@ -92,6 +93,13 @@ class Claims:
             raise scan.nothing_ready(kind, label)
         return claims
 
+    def ready_now(self, tx: ReadTx, agent: str, now: float) -> Iterator[Item]:
+        """The items ``agent`` could claim now, in claim order, read in ``tx``: claim-next's
+        own scan, so that a refusal's ``other_work`` (``coord.core.next_steps``) names only
+        what a claim would take; nothing is written."""
+        for item, _live in _Scan(self, tx, agent, now).ready(model.WORK_KINDS, None):
+            yield item
+
     def take(
         self,
         tx: WriteTx,
@@ -116,7 +124,7 @@ class Claims:
                 agent, item.files, True, others, self.ctx.is_file
             )
             if conflicts:
-                raise reservations.refusal(conflicts, f"claim of item {item.id}")
+                raise reservations.refusal(conflicts, f"claim of item {item.id}", claim_of=item.id)
         token = item.fencing_token + 1
         expires = now + lease
         takeover_from = item.claimed_by if item.state == "claimed" else None
@@ -163,6 +171,24 @@ class Claims:
         return Claim(claimed, agent, token, expires, takeover_from)
 
 
+def _ensure_first_in_line(tx: WriteTx, item: Item, agent: str, now: float) -> None:
+    """A free item others wait in line for goes to the first of them (``coord.core.waiting``
+    grants it when it is freed; a lapsed lease, between the daemon's looks, would otherwise
+    go to whoever claims first)."""
+    line = [w.agent for w in tx.waiting(now, MAX_CLAIM_SCAN) if w.item_id == item.id]
+    if line and line[0] != agent:
+        raise AlreadyClaimed(
+            f"item {item.ref} is free, but {len(line)} agents wait in line for it (the first: "
+            f"{line[0]}): wait your turn (`coord wait {item.ref}`) or pick another "
+            "(`coord next`)",
+            id=item.id,
+            holder=line[0],
+            lease_expires_at=None,
+            reason="waiters",
+            waiting=len(line),
+        )
+
+
 class _Scan:
     """Claimable items in claim order, skipping those whose files others hold, and giving up
     after ``MAX_CLAIM_SCAN`` skipped ones.
@@ -173,7 +199,7 @@ class _Scan:
     with their leases, without a sweep, and the caller is told to try again.
     """
 
-    def __init__(self, claims: Claims, tx: WriteTx, agent: str, now: float) -> None:
+    def __init__(self, claims: Claims, tx: ReadTx, agent: str, now: float) -> None:
         self.tx, self.agent, self.now = tx, agent, now
         self.is_file = claims.ctx.is_file
         self.skipped = 0
@@ -183,6 +209,7 @@ class _Scan:
         # Blocked items often share their files (a document's packages on one module): the
         # verdict on a set of files is read once per request.
         self._blocked: dict[tuple[str, ...], bool] = {}
+        self._line: dict[int, str] | None = None  # item -> its first waiter, when read
 
     def ready(
         self, kinds: Sequence[str], label: str | None
@@ -213,6 +240,10 @@ class _Scan:
                     self.skipped += 1
                     self.first_refusal += 1
                     continue
+                if self._first_in_line(item.id) not in (None, self.agent):  # a lapsed claim
+                    self.skipped += 1  # others wait in line for: the first of them gets it
+                    self.first_refusal += 1
+                    continue
                 # files others hold, known this request (an item that may hold its own files
                 # is judged alone: the queue's or its lapsed claim's holds do not count)
                 if not worktree_holds.may_hold_own_files(item) and self._blocked.get(item.files):
@@ -226,6 +257,15 @@ class _Scan:
                     continue
                 yield item, live
             after = (batch[-1].priority, batch[-1].id)
+
+    def _first_in_line(self, item_id: int) -> str | None:
+        """Who waits first for the item (``coord.core.waiting``), read once per request."""
+        if self._line is None:
+            self._line = {}
+            for wait in self.tx.waiting(self.now, MAX_CLAIM_SCAN):
+                if wait.item_id is not None:
+                    self._line.setdefault(wait.item_id, wait.agent)
+        return self._line.get(item_id)
 
     def nothing_ready(self, kind: str | None, label: str | None) -> NothingReady:
         """The refusal, with what holds the open work back, counted: an agent tells "all

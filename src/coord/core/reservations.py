@@ -80,8 +80,11 @@ def conflict_facts(requested: str, reservation: Reservation) -> dict[str, Any]:
     }
 
 
-def refusal(conflicts: list[dict[str, Any]], what: str) -> FilesReserved:
-    """One error naming every conflicting holder, pattern, item and expiry."""
+def refusal(
+    conflicts: list[dict[str, Any]], what: str, *, claim_of: int | None = None
+) -> FilesReserved:
+    """One error naming every conflicting holder, pattern, item and expiry. ``claim_of``: the
+    item whose claim was refused (its ``next`` waits for the item, not for the paths)."""
     lines = [
         f"{c['requested']} overlaps {c['pattern']} held by {c['holder']}"
         + (f" for item {c['item']}" if c["item"] is not None else "")
@@ -103,21 +106,19 @@ def refusal(conflicts: list[dict[str, Any]], what: str) -> FilesReserved:
             f"taken over or abandoned: go on with its work (`coord start {item}`), or have "
             f"its last holder or a human give it up, saying why (`coord abandon {item}`)"
         )
-    return FilesReserved(
-        f"{what} refused: " + "; ".join(lines) + advice,
-        conflicts=conflicts,
-        holders=holders,
-    )
+    facts: dict[str, Any] = {"conflicts": conflicts, "holders": holders}
+    if claim_of is not None:
+        facts["claim_of"] = claim_of
+    return FilesReserved(f"{what} refused: " + "; ".join(lines) + advice, **facts)
 
 
 def _ask(agent: str, conflicts: list[dict[str, Any]]) -> str:
     """Where to ask a holder: on its item's thread, or (a reservation with no item: no thread
-    to reply on) in a note addressed to it, which reaches its inbox. No flags here: the CLI
-    and MCP name how to post one in their own words (``FilesReserved.to_note``)."""
+    to reply on) in a direct message, which reaches its inbox."""
     items = sorted({c["item"] for c in conflicts if c["holder"] == agent and c["item"]})
     if items:
         return f"{agent} on item {items[0]}'s thread (`coord reply {items[0]} TEXT`)"
-    return f"{agent} in a note addressed to them (it reaches their inbox)"
+    return f"{agent} directly (`coord send {agent} TEXT`)"
 
 
 def holds_on(

@@ -185,6 +185,9 @@ CONFIG_KEYS = (
     "land_strategy",
     "land_remote",
     "land_in_daemon",
+    # who tells a person a person is needed (issue 26): a command run with the event on stdin
+    "notify",
+    "notify_timeout_seconds",
 )
 LAND_STRATEGIES = ("rebase", "merge", "squash")
 DATABASE_SCHEMES = ("postgresql", "postgres")  # what libpq takes as a connection URL
@@ -271,7 +274,34 @@ def check_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
         except InvalidInput as err:
             raise InvalidInput(f"{path}: database: {err.message}", field="database") from None
     _check_landing_settings(config, path)
+    _check_notify_settings(config, path)
     return config
+
+
+NOTIFY_FORMS = (
+    "a shell command as a string (`notify-send coord`), or its words as a list of strings "
+    '(["/usr/local/bin/tell-me", "--urgent"]); the event comes on its standard input'
+)
+
+
+def _check_notify_settings(config: dict[str, Any], path: Path) -> None:
+    command = config.get("notify")
+    if command is not None:
+        words = command if isinstance(command, list) else [command]
+        if not words or not all(isinstance(w, str) and w.strip() for w in words):
+            raise InvalidInput(
+                f"{path}: notify {command!r} is not a command: write {NOTIFY_FORMS}",
+                field="notify",
+            )
+    timeout = config.get("notify_timeout_seconds")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 600
+    ):
+        raise InvalidInput(
+            f"{path}: notify_timeout_seconds {timeout!r} is not a number of seconds from "
+            "more than 0 to 600 (how long the notify command may run before it is stopped)",
+            field="notify_timeout_seconds",
+        )
 
 
 def _check_landing_settings(config: dict[str, Any], path: Path) -> None:

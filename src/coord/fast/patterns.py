@@ -226,8 +226,10 @@ def _tidy(segments: list[str], pattern: str) -> str:
     """One spelling per reservation: 'a/**/**/b' is 'a/**/b'; 'src/' and 'src/**' are
     'src/**', the directory and everything beneath it."""
     tidy = [s for i, s in enumerate(segments) if not (s == "**" and i and segments[i - 1] == "**")]
-    # '**'s and at most one '*' match every path ('*' alone: only the files at the root)
-    if not tidy or (set(tidy) <= {"**", "*"} and tidy.count("*") <= 1 and "**" in tidy):
+    # '**'s, and a last '*' after them, match every path ('*' alone: only the files at the
+    # root). A '*' before a '**' does not: '*/**' and '**/*/**' are what lies inside a
+    # directory, never a file at the root (read as '**', a file 'a' and '*/**' overlapped)
+    if not tidy or (set(tidy) <= {"**", "*"} and "**" in tidy and "*" not in tidy[:-1]):
         return WHOLE_REPOSITORY
     wildcards = tidy.count("**")
     try:

@@ -103,6 +103,7 @@ def run_hook(client: str, event: str) -> int:
             from coord.hooks import aftercheck
 
             answer = aftercheck.answer(spec, client, event, data)
+            answer = _with_new_asks(spec, client, event, data, answer)
             if answer is not None:
                 _print(answer)
         except BaseException as err:  # the call has run: nothing to refuse; say it
@@ -151,6 +152,40 @@ def run_hook(client: str, event: str) -> int:
     except BaseException as err:  # never break the session over coord
         print(f"coord hook {client} {event}: {_line(err)}", file=sys.stderr)
     return 0
+
+
+def _with_new_asks(
+    spec: Any, client: str, event: str, data: dict[str, Any], answer: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The after-tool answer, with the asks addressed to this agent that it was not shown
+    yet (``coord.fast.asks_seen``), for a client whose after-tool hook can add context. A
+    board that cannot say leaves the answer as it was."""
+    context = getattr(spec, "context", None)
+    cwd = data.get("cwd")
+    if not getattr(spec, "ASKS_IN_CONTEXT", False) or context is None:
+        return answer
+    if not isinstance(cwd, str) or not cwd:
+        return answer
+    from coord.fast import asks_seen, board_files, identity
+
+    home = board_files.locate(cwd)
+    if home is None or not board_files.has_board(home):
+        return answer
+    session_id = data.get("session_id")
+    agent = identity.agent_name(home, client, session_id if isinstance(session_id, str) else None)
+    asks = asks_seen.new_asks(home, agent) if agent else []
+    if not asks:
+        return answer
+    text = asks_seen.context_text(asks)
+    if answer is None:
+        return dict(context(event, text))
+    if "reason" in answer:  # a block's reason is already put before the model: add to it
+        return {**answer, "reason": f"{answer['reason']}\n\n{text}"}
+    shown = answer.get("hookSpecificOutput")
+    if isinstance(shown, dict) and "additionalContext" in shown:
+        extra = f"{shown['additionalContext']}\n\n{text}"
+        return {**answer, "hookSpecificOutput": {**shown, "additionalContext": extra}}
+    return answer
 
 
 # The guard's own bound, in seconds: past it the call is refused. Every client lets a call
@@ -291,11 +326,34 @@ def _guard(spec: Any, client: str, data: dict[str, Any]) -> str | None:
     if tool in spec.SHELL_TOOLS:
         from coord.hooks import shell_guard
 
-        return shell_guard.refusal(home, command, agent, spec.shell_cwd(tool_input, cwd))
+        refused_by: list[dict[str, Any]] = []
+        said = shell_guard.refusal(
+            home, command, agent, spec.shell_cwd(tool_input, cwd), refused_by=refused_by
+        )
+        if said is None:
+            return None
+        return with_next_step(spec, said, {"refusals": refused_by}, agent)
     # an edit is what `coord guard` judges; with no board where the agent stands, coord is not
     # in use there, yet a path in another coord repository is still judged by that board
-    code, lines, _ = guard.check(home, given, agent, cwd=cwd, home_required=False)
-    return None if code == 0 else "\n".join(lines) or "coord guard: refusing the edit"
+    code, lines, verdict = guard.check(home, given, agent, cwd=cwd, home_required=False)
+    if code == 0:
+        return None
+    reason = "\n".join(lines) or "coord guard: refusing the edit"
+    return with_next_step(spec, reason, verdict, agent)
+
+
+def with_next_step(spec: Any, reason: str, verdict: dict[str, Any], agent: str | None) -> str:
+    """The guard's refusal with what to do next, in the client's words (``NEXT_HOW``): the
+    options of the board's ``next`` (``coord.fast.next_options``), each command as ``agent``
+    runs it (the session's name: its shell may not carry it), and the object itself for a
+    client (or a script) that reads it."""
+    from coord.fast import jsontext, next_options
+
+    found = next_options.for_guard(verdict.get("refusals") or [])
+    if found is None:
+        return reason
+    said = next_options.said(found, agent)
+    return f"{reason}\ncoord: {said} ({spec.NEXT_HOW})\ncoord next: {jsontext.dumps(found)}"
 
 
 def _stdin() -> bytes:

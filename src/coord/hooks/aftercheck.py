@@ -193,7 +193,7 @@ def message(agent: str, what: dict[str, Any], changes: list[Any], recorded: str 
     else:
         lines.append(
             f"The board could not record this ({recorded}): tell {', '.join(holders)} "
-            f"yourself (`coord reply ID '@{holders[0]} ...' --as {agent}`)."
+            f"yourself (`coord send {holders[0]} TEXT --as {agent}`)."
         )
     lines.append(
         "Do not write these files again: redo your work without them, pick other work, or "

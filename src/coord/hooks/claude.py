@@ -47,6 +47,9 @@ GUARD_EVENT = "PreToolUse"
 # the after-tool check; a tool that fails fires PostToolUseFailure instead (a Bash command
 # that exits non-zero may still have written)
 AFTER_EVENTS = ("PostToolUse", "PostToolUseFailure")
+# the after-tool answer carries the asks addressed to the agent (``additionalContext``, or
+# the block's reason), each once (coord.fast.asks_seen)
+ASKS_IN_CONTEXT = True
 START_EVENT = "SessionStart"
 STOP_EVENT = "Stop"
 # its worktrees, made and removed by coord (coord.hooks.worktree)
@@ -62,6 +65,9 @@ EDIT_TOOLS: dict[str, tuple[str, ...]] = {
 PATCH_TOOLS: frozenset[str] = frozenset()
 # Monitor runs its `command` through Bash, in the background
 SHELL_TOOLS = frozenset({"Bash", "Monitor"})
+# How Claude runs a next step's command: in the background, so the line `coord wait` prints
+# when the hold is granted wakes it (the Monitor tool streams a background command's output)
+NEXT_HOW = "run these with Bash; `coord wait` with run_in_background, and Monitor its output"
 # tools whose whole command line is judged word by word (no parser of their language here)
 WORD_TOOLS = frozenset({"PowerShell"})
 # the tool_input fields that name files, for tools coord has no table for (MCP servers'):

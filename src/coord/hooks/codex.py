@@ -41,6 +41,8 @@ STOP_EVENT = "Stop"
 EDIT_TOOLS: dict[str, tuple[str, ...]] = {}
 PATCH_TOOLS = frozenset({"apply_patch"})
 SHELL_TOOLS = frozenset({"Bash"})
+# How Codex runs a next step's command: its shell tool
+NEXT_HOW = "run these in the shell (the Bash tool); `coord wait` returns when it is your turn"
 QUIET_TOOLS: frozenset[str] = frozenset()
 
 

@@ -56,6 +56,8 @@ EDIT_TOOLS: dict[str, tuple[str, ...]] = {
 }
 PATCH_TOOLS: frozenset[str] = frozenset()
 SHELL_TOOLS = frozenset({"Shell"})
+# How Cursor's agent runs a next step's command: its terminal tool
+NEXT_HOW = "run these with the Shell tool; `coord wait` returns when it is your turn"
 QUIET_TOOLS = frozenset(
     {"Read", "Grep", "Glob", "LS", "SemanticSearch", "WebSearch", "WebFetch", "Task", "TodoWrite"}
 )
@@ -138,6 +140,7 @@ class IN_CLAUDE:
     EDIT_TOOLS = EDIT_TOOLS
     PATCH_TOOLS = PATCH_TOOLS
     SHELL_TOOLS = SHELL_TOOLS
+    NEXT_HOW = NEXT_HOW
     QUIET_TOOLS = QUIET_TOOLS
     adapt = staticmethod(adapt)
     shell_cwd = staticmethod(shell_cwd)

@@ -35,6 +35,8 @@ EDIT_TOOLS: dict[str, tuple[str, ...]] = {
 }
 PATCH_TOOLS: frozenset[str] = frozenset()
 SHELL_TOOLS = frozenset({"run_shell_command"})
+# How Gemini CLI runs a next step's command: its shell tool
+NEXT_HOW = "run these with run_shell_command; `coord wait` returns when it is your turn"
 QUIET_TOOLS = frozenset(
     {
         "read_file",

@@ -54,11 +54,13 @@ HOW_TO = (
     "the best ready one, `coord claim ID --as {name}` a given one; `coord ls --ready` lists "
     "them). Claiming an item reserves its files; `coord reserve PATH --as {name}` holds other "
     "files you are about to edit, `coord who PATH` says who holds one. An edit to a file "
-    "another agent holds is refused: pick other work or ask the holder (`coord reply ID "
-    "TEXT --as {name}`, `@name` mentions reach them). Your lease is renewed at the end of each "
-    "turn (or `coord heartbeat ID --as {name}`); finish with `coord done ID --summary TEXT "
-    "--as {name}` (it runs the item's checks first) or give the item back with `coord release "
-    "ID --as {name}`. `coord inbox --as {name}` reads your messages."
+    "another agent holds is refused, and the refusal says what to do next: wait your turn "
+    "(`coord wait PATH --as {name}`), pick other work, or ask the holder (`coord ask PATH "
+    "--reason TEXT --as {name}`; `coord send AGENT TEXT --as {name}` writes to anyone). "
+    "Your lease is renewed at the end of each turn (or `coord heartbeat ID --as {name}`); "
+    "finish with `coord done ID --summary TEXT --as {name}` (it runs the item's checks "
+    "first) or give the item back with `coord release ID --as {name}`. `coord inbox --as "
+    "{name}` reads your messages."
 )
 
 

@@ -283,6 +283,8 @@ class _Reader(shell_runs.Runs):
                 sub = next((a for a in args if not a.startswith("-")), "")
                 what = f"{name} {sub}".strip()
                 found.reach(WHOLE_TREE, cwd, f"`{what}` runs code the guard does not read")
+        elif name == "coord" and args and args[0] in shell_programs.COORD_BOARD_ONLY:
+            pass  # the board's verbs: only their redirections write (judged already)
         elif name not in shell_programs.READERS:
             why = f"`{name}` is a program the guard does not know"
             for arg in args:

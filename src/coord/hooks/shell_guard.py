@@ -25,7 +25,7 @@ import os
 from coord.errors import InvalidInput
 from coord.fast import board_files, guard, holds, own_files, targets
 from coord.hooks import shell_reach as reach
-from coord.times import clock
+from coord.times import clock, iso
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,10 +37,19 @@ if TYPE_CHECKING:
 _CLEAN_VALUE = frozenset({"-e", "--exclude"})
 
 
-def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str | None:
+def refusal(
+    home: str | None,
+    command: str,
+    agent: str | None,
+    cwd: str,
+    *,
+    refused_by: list[dict[str, Any]] | None = None,
+) -> str | None:
     """Why ``agent`` may not run ``command``: it skips the pre-commit guard, it writes a
     file another agent holds, or it could reach one and the guard cannot tell what it
-    writes. None allows (commands that write nothing never read a board)."""
+    writes. None allows (commands that write nothing never read a board). ``refused_by``
+    gets the holds that refused a write the guard read (path, holder, expires_at), as the
+    guard's verdict lists them: what the deny's next step is built from."""
     from coord.hooks import shell
 
     found = shell.analyse(command, cwd)
@@ -98,7 +107,7 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
         return f"coord: cannot check the board ({err}); refusing the command"
     lines: list[str] = []
     unread: dict[str, dict[int, holds.Held]] = {}  # why -> the holds it could reach
-    for (_, blocking), (_, raw, why) in zip(judged, placed.values(), strict=True):
+    for (_, blocking), (written_to, raw, why) in zip(judged, placed.values(), strict=True):
         for r in blocking:
             if guard.is_worktree(r):
                 line = _worktree_line(raw, r, why)
@@ -107,6 +116,14 @@ def refusal(home: str | None, command: str, agent: str | None, cwd: str) -> str 
                 continue
             else:
                 line = _shell_line(raw, r)
+                if refused_by is not None:
+                    refused_by.append(
+                        {
+                            "path": written_to.name,
+                            "holder": r.agent,
+                            "expires_at": iso(r.expires_at),
+                        }
+                    )
             if line not in lines:
                 lines.append(line)
     lines += [_unread_line(why, list(reached.values())) for why, reached in unread.items()]

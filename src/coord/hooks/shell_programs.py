@@ -89,6 +89,14 @@ READERS = frozenset(
     """.split()  # noqa: SIM905 (a list of names reads better as words)
 )
 
+# coord's own commands that write the board and nothing in the working tree: their operands
+# are paths or items they ask the board about (`coord wait src/a.py` while another holds it
+# is the point of waiting), read, not written. `coord` with any other first word is a
+# program the guard does not know (init, start, done and land write files or run checks).
+COORD_BOARD_ONLY = frozenset(
+    "wait ask asks answer-ask who reservations inbox show ls log agents".split()  # noqa: SIM905
+)
+
 # unread runners: they run a build file's or a package's code; the first word's next word
 # names what they run, and None means any
 RUNNERS = frozenset(

@@ -13,6 +13,10 @@ takes turns with it (the one waits while the other holds the lease).
 
 Its requests carry ``HEADER``: they are not activity, and an idle daemon with a runner still
 idles out (``coord.server.idle``); a landing in progress is (``busy``): it never exits mid-way.
+A merged item's worktree and branch are removed on a thread of their own
+(``coord.landing.tidy``) while the next item lands; removals pending count as busy too, and
+``stop`` waits for them within its bound (one cut short leaves a merged item's worktree,
+which ``coord worktree gc`` removes).
 
 A failed pass is never a silent dead thread: the error goes to the daemon's log and to
 ``describe`` (``GET /v1/status``, ``coord status``), and the pass is tried again after
@@ -104,7 +108,9 @@ class InDaemon:
             client = Client(board_dir, autostart=False, headers=(HEADER,))
             client._address = (_reachable(host), port)  # this very process: no proof to ask
             client._token = token
-            return Runner.for_board(client, board_dir, RUNNER_NAME, stop=stop)
+            runner = Runner.for_board(client, board_dir, RUNNER_NAME, stop=stop)
+            runner.tidy_in_background(lambda landed: log_line(f"landing: {_said_tidied(landed)}"))
+            return runner
 
         def stamp() -> object:
             try:
@@ -129,7 +135,7 @@ class InDaemon:
     def busy(self) -> bool:
         """A landing is under way (the lease held, or the merged items' worktrees tidied)."""
         runner = self._runner
-        return runner is not None and runner.busy
+        return runner is not None and (runner.busy or runner.tidying)
 
     def stop(self, timeout: float = STOP_SECONDS) -> bool:
         """Stop landing: a running check is ended, a landing past its checks finishes. True
@@ -138,8 +144,13 @@ class InDaemon:
         self._wake.set()
         if self._thread is None:
             return True
+        deadline = time.monotonic() + timeout
         self._thread.join(timeout)
-        return not self._thread.is_alive()
+        runner = self._runner
+        tidied = runner is None or runner.tidier is None
+        if runner is not None and runner.tidier is not None:
+            tidied = runner.tidier.drain(max(0.0, deadline - time.monotonic()))
+        return not self._thread.is_alive() and tidied
 
     def describe(self) -> dict[str, Any]:
         """What ``GET /v1/status`` says of it."""
@@ -176,6 +187,8 @@ class InDaemon:
             try:
                 stamp = self._settings_stamp()
                 if self._runner is None or stamp != self._stamp:  # main_branch, land_strategy…
+                    if self._runner is not None and self._runner.tidier is not None:
+                        self._runner.tidier.drain(STOP_SECONDS)  # busy says the new one's only
                     self._runner, self._stamp = self._make_runner(self._stop), stamp
                 due = swept is None or time.monotonic() - swept >= self.sweep_every
                 self.state = "watching"
@@ -187,6 +200,8 @@ class InDaemon:
                 self.state, self.note = "lease_held", held.message
             except Exception as err:
                 self._failed(err, again=True)
+                if self._runner is not None and self._runner.tidier is not None:
+                    self._runner.tidier.drain(STOP_SECONDS)
                 self._runner = None  # made again: the settings may have been fixed
                 wait = self.retry_every
             self._wake.wait(wait)
@@ -220,6 +235,10 @@ class InDaemon:
 def _reachable(host: str) -> str:
     """Where this process's own socket answers: a wildcard bind on its loopback address."""
     return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
+def _said_tidied(landed: Landed) -> str:
+    return f"item {landed.ref}: {landed.cleaned or 'its worktree was gone already'}"
 
 
 def _said(landed: Landed) -> str:

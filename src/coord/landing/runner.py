@@ -12,7 +12,10 @@ local changes in the way, the item stays queued and the runner stops, saying whi
 
 After a merge the item's worktree and branch are removed when nothing would be lost
 (``coord.landing.removal``: clean, and its commits on main); otherwise they stay, and
-``coord worktree list`` shows them.
+``coord worktree list`` shows them. A one-off pass (``coord land``) removes them after the
+pass and reports it; a watching runner hands them to a thread of its own
+(``coord.landing.tidy``) and lands the next item meanwhile, woken at once by a submit (the
+event log's long poll) rather than reading the queue every few seconds.
 
 The runner reaches the board only over the daemon's HTTP API (``Transport``), as the CLI
 does; the git work is local, in the board's repository.
@@ -33,6 +36,7 @@ from coord.errors import AlreadyClaimed, CoordError, GitError
 from coord.fast import fsfold, patterns, worktree_owner
 from coord.fast.git import Git
 from coord.landing import gitlock, steps, ticks, worktrees
+from coord.landing.tidy import Tidier
 
 if TYPE_CHECKING:
     from coord.client.flow import Transport
@@ -44,6 +48,10 @@ LANDING_DIRNAME = worktree_owner.LANDING_DIRNAME
 LEASE_SECONDS = 60.0
 # how often a runner waiting for the lease (another runner lands) asks for it again
 LEASE_WAIT_SECONDS = 1.0
+# the longest long poll of the event log the daemon answers (``GET /v1/events?wait=``)
+LONGEST_WAIT_SECONDS = 60.0
+# how long an interrupted watch waits for the removals it handed over (each well under one)
+DRAIN_SECONDS = 10.0
 
 
 @dataclass(slots=True)
@@ -110,6 +118,11 @@ class Runner:
         # a watching runner tries again only once one of them changed (each try takes the
         # lease, rebases and writes three events; a human's edit may sit there for hours)
         self.waited: tuple[Any, ...] | None = None
+        # the worktree root is ignored in the repository: made sure of on the first pass and
+        # on each sweep (a watching runner's other passes land at once on a submit)
+        self.root_ignored = False
+        # set (``tidy_in_background``): merged items are tidied on a thread of its own
+        self.tidier: Tidier | None = None
 
     @classmethod
     def for_board(cls, transport: Transport, board_dir: Path, name: str, **given: Any) -> Runner:
@@ -126,6 +139,17 @@ class Runner:
             "remote": config.get("land_remote"),
         }
         return cls(transport, repo, board_dir, name, **{**settings, **given})
+
+    def tidy_in_background(self, said: Callable[[Landed], None]) -> Tidier:
+        """From now on a merged item's worktree and branch are removed on a thread of their
+        own while the next item lands; ``said`` hears what became of each."""
+        self.tidier = Tidier(self._clean, said)
+        return self.tidier
+
+    @property
+    def tidying(self) -> bool:
+        """Removals handed to the tidying thread are pending or under way."""
+        return self.tidier is not None and self.tidier.busy
 
     # --- the lease ---------------------------------------------------------------------------
 
@@ -217,9 +241,11 @@ class Runner:
         renewing.start()
         landed_items: list[tuple[Landed, dict[str, Any]]] = []
         try:  # whatever fails from here gives the lease back (it held the queue for 60 s)
-            root = self.landing_path.parent  # once a pass: two git commands
+            root = self.landing_path.parent
             os.makedirs(root, exist_ok=True)
-            worktrees.ensure_ignored(self.repo, root)  # never "untracked" in the user's checkout
+            if sweep or not self.root_ignored:  # three git commands: not before every landing
+                worktrees.ensure_ignored(self.repo, root)  # never "untracked" in main's checkout
+                self.root_ignored = True
             if sweep:
                 results += self.merged_by_hand(("queued",))
             # read again under the lease: another runner may have landed some meanwhile
@@ -228,7 +254,10 @@ class Runner:
                     break
                 landed = self.land_one(item)
                 results.append(landed)
-                landed_items.append((landed, item))
+                if landed.kind == "merged" and self.tidier is not None:
+                    self.tidier.later(landed, item)  # main moved and the board heard it
+                else:
+                    landed_items.append((landed, item))
                 if landed.kind in ("waiting", "stopped"):
                     break
         finally:
@@ -242,17 +271,57 @@ class Runner:
                 landed.cleaned = self._clean(item)
         return results
 
-    def watch(self, every: float, sweep_every: float, report: Callable[[Landed], None]) -> None:
-        """Land as items are queued, until interrupted: the queue read every ``every``
-        seconds, the sweep for items merged by hand every ``sweep_every``."""
+    def watch(
+        self,
+        every: float,
+        sweep_every: float,
+        report: Callable[[Landed], None],
+        tidied: Callable[[Landed], None] | None = None,
+    ) -> None:
+        """Land as items are queued, until interrupted: the queue read as soon as the board
+        changes (a submit) and every ``every`` seconds anyway, the sweep for items merged by
+        hand every ``sweep_every``. Merged items are tidied in the background (``tidied``
+        hears each); interrupted, or ``stop`` set, it first waits a little for the removals
+        under way."""
+        if self.tidier is None:
+            self.tidy_in_background(tidied or (lambda landed: None))
         swept = 0.0
-        while True:
-            due = time.monotonic() - swept >= sweep_every
-            for landed in self.land_all(sweep=due):
-                report(landed)
-            if due:
-                swept = time.monotonic()
-            time.sleep(every)
+        cursor = self._last_seq()  # read before the pass: a submit during it wakes the wait
+        try:
+            while not self._stopping():
+                due = time.monotonic() - swept >= sweep_every
+                for landed in self.land_all(sweep=due):
+                    report(landed)
+                if due:
+                    swept = time.monotonic()
+                cursor = self._wait_for_change(cursor, every)
+        finally:
+            if self.tidier is not None:
+                self.tidier.drain(DRAIN_SECONDS)
+
+    def _last_seq(self) -> int | None:
+        try:
+            return int(self.transport.call("GET", "/v1/events?after=0&limit=1")["last_seq"])
+        except (CoordError, KeyError, TypeError, ValueError):
+            return None  # a daemon that cannot say: the watch reads the queue on a timer
+
+    def _wait_for_change(self, after: int | None, seconds: float) -> int | None:
+        """Wait up to ``seconds`` for an event after ``after`` (the daemon's long poll
+        answers at once when one is written); the cursor to wait from next time."""
+        wait = min(seconds, LONGEST_WAIT_SECONDS)
+        if after is not None:
+            try:
+                answer = self.transport.call(
+                    "GET", f"/v1/events?after={after}&limit=1&wait={wait:g}", timeout=wait + 30
+                )
+                return int(answer["last_seq"])
+            except (CoordError, KeyError, TypeError, ValueError):
+                pass  # the board was replaced under the cursor, say: read afresh below
+        if self.stop is not None:
+            self.stop.wait(wait)
+        else:
+            time.sleep(wait)
+        return self._last_seq()
 
     def _keep_lease(self, stop: threading.Event) -> None:
         """Renew the landing lease every quarter of its length until ``stop``; a renewal the

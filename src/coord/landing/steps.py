@@ -91,34 +91,41 @@ def _end_leftover_check(record: Path) -> None:
     record.unlink(missing_ok=True)
 
 
-def _git_path(here: Git, name: str) -> Path:
-    return Path(here.out("rev-parse", "--path-format=absolute", "--git-path", name))
-
-
-def _landing_worktree(git: Git, path: Path, tip: str) -> Git:
+def _landing_worktree(git: Git, path: Path, tip: str) -> tuple[Git, Path]:
+    """The landing worktree, made if missing and put back to a clean ``tip`` whatever a
+    runner killed mid-way left there; with its own git directory."""
     if not (path / ".git").exists():
         with changing_worktrees(git.cwd):
             git.run("worktree", "add", "--detach", str(path), tip)
     here = Git(path, git.env)
-    _end_leftover_check(_git_path(here, CHECK_RECORD))
+    # every state file below is the worktree's own (none is shared with the repository):
+    # one git command finds their directory, the rest are looked at on the disk
+    own = Path(here.out("rev-parse", "--absolute-git-dir"))
+    _end_leftover_check(own / CHECK_RECORD)
     # what a runner killed mid-way left: a rebase cut between two commits has no REBASE_HEAD,
     # only its state directory, and the next `git rebase` would refuse to start
-    cut = here.ok("rev-parse", "-q", "--verify", "REBASE_HEAD") or any(
-        _git_path(here, state).exists() for state in ("rebase-merge", "rebase-apply")
-    )
+    cut = any((own / state).exists() for state in ("REBASE_HEAD", "rebase-merge", "rebase-apply"))
     if cut and not here.ok("rebase", "--abort"):
         here.run("rebase", "--quit", check=False)
-    if here.ok("rev-parse", "-q", "--verify", "MERGE_HEAD"):
+    if (own / "MERGE_HEAD").exists():
         here.run("merge", "--abort", check=False)
     here.run("checkout", "--detach", "--force", tip)  # our own tree: nothing of anyone's
     here.run("clean", "-fdq")  # what a killed check left: this tree is coord's alone
-    return here
+    return here, own
 
 
 def _identity(git: Git) -> Git:
     env: dict[str, str] = {}
+    # both keys in one git command (a landing is a few dozen of them; each one counts)
+    found = git.out("config", "--get-regexp", r"^user\.(name|email)$", check=False)
+    # the last of each wins, as `git config user.name` answers (a local "" over a global name)
+    values: dict[str, str] = {}
+    for line in found.splitlines():
+        key, _, value = line.partition(" ")
+        values[key] = value
+    have = {key for key, value in values.items() if value}
     for part, fallback in _FALLBACK_IDENTITY.items():
-        if not git.out("config", f"user.{part}", check=False):
+        if f"user.{part}" not in have:
             env[f"GIT_AUTHOR_{part.upper()}"] = fallback
             env[f"GIT_COMMITTER_{part.upper()}"] = fallback
     return git.with_env(**env) if env else git
@@ -146,7 +153,7 @@ def _candidate(
 
 def checked_out(repo: Path, main: str = MAIN_REF) -> Path | None:
     """The working tree where ``main`` is checked out (the user's own, typically), if any."""
-    listing = Git(repo).out("worktree", "list", "--porcelain")
+    listing = gitlock.worktree_list(repo).decode("utf-8", "replace").strip()
     path: Path | None = None
     for line in listing.splitlines():
         if line.startswith("worktree "):
@@ -267,7 +274,7 @@ def land(
         if remote is not None:
             gitlock.fetch(repo, remote, f"+{main}:{tracking}", timeout=REMOTE_TIMEOUT)
         old = git.out("rev-parse", tracking)
-        here = _landing_worktree(git, landing_path, submitted_head)
+        here, own_git_dir = _landing_worktree(git, landing_path, submitted_head)
         candidate, conflicted = _candidate(
             here, strategy, old, submitted_head, branch, message or f"coord: land {branch}"
         )
@@ -291,16 +298,24 @@ def land(
             here.run("add", "-A")
             here.run(*_NO_HOOKS, "commit", "-qm", said)
             candidate = here.out("rev-parse", "HEAD")
-        if checkout is not None and remote is None:
+        if checkout is not None and remote is None and checks:
             # asked again after the checks (the owner may edit meanwhile); asked first so that a
             # watching runner does not run the item's checks again on every pass while it waits
             blocked = _blocked_by_checkout(checkout, main, old, candidate, attempt)
             if blocked is not None:
                 return blocked
-        record = _git_path(here, CHECK_RECORD)
-        try:
-            runs = checks_module.run(
-                checks, cwd=landing_path, timeout=check_timeout, watch=_Recorded(record), stop=stop
+        record = own_git_dir / CHECK_RECORD
+        try:  # no checks: nothing to run (not even the git command that names the tree)
+            runs = (
+                checks_module.run(
+                    checks,
+                    cwd=landing_path,
+                    timeout=check_timeout,
+                    watch=_Recorded(record),
+                    stop=stop,
+                )
+                if checks
+                else []
             )
         except checks_module.Stopped as stopped:
             return Outcome("stopped", reason=str(stopped), main=old, attempts=attempt)

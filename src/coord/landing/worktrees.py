@@ -26,6 +26,7 @@ directory, and never the repository itself.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,12 @@ from coord.errors import Conflict, InvalidInput
 from coord.fast import worktree as fast_worktree
 from coord.fast.board_files import BOARD_DIRNAME
 from coord.fast.git import Git
-from coord.landing import include, snapshot
+from coord.landing import gitlock, include, snapshot
 from coord.landing.gitlock import changing_worktrees
 from coord.landing.steps import MAIN_REF, merged_outside
+
+# a full object id (SHA-1 or SHA-256): what a worktree made at it has as its HEAD
+_FULL_ID = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 
 DEFAULT_ROOT = ".worktrees"
 BRANCH_PREFIX = model.WORKTREE_BRANCH_PREFIX
@@ -126,9 +130,10 @@ class Created:
         return self.setup is not None and self.setup["exit_code"] != 0
 
 
-def resolve_root(repo: Path, root: str | Path | None = None) -> Path:
+def resolve_root(repo: Path, root: str | Path | None = None, *, common: Path | None = None) -> Path:
     """The worktrees' root as the file system names it (a relative one is relative to the
-    repository); refused inside ``.coord/`` or the git directory, or the repository itself."""
+    repository); refused inside ``.coord/`` or the git directory, or the repository itself.
+    ``common``: the repository's ``gitlock.common_dir``, when the caller knows it already."""
     repo = main_root(repo)
     found = Path(os.path.realpath(repo / (root if root is not None else DEFAULT_ROOT)))
     board = Path(os.path.realpath(repo / BOARD_DIRNAME))
@@ -138,7 +143,7 @@ def resolve_root(repo: Path, root: str | Path | None = None) -> Path:
             "choose another (the default is <repository>/.worktrees)",
             root=str(found),
         )
-    common = Path(os.path.realpath(repo / Git(repo).out("rev-parse", "--git-common-dir")))
+    common = Path(os.path.realpath(common or gitlock.common_dir(repo)))
     if found == common or found.is_relative_to(common):
         raise InvalidInput(
             f"the worktree root {found} is inside the git directory {common}: choose another",
@@ -161,9 +166,10 @@ def main_root(repo: str | Path) -> Path:
     return Path(fast_worktree.main_toplevel(top))
 
 
-def ensure_ignored(repo: Path, root: Path) -> None:
+def ensure_ignored(repo: Path, root: Path, *, common: Path | None = None) -> None:
     """A root inside the repository is written to ``.git/info/exclude`` (once); refused when
-    it holds tracked files or the repository's own rules un-ignore it."""
+    it holds tracked files or the repository's own rules un-ignore it. ``common``: the
+    repository's ``gitlock.common_dir``, when the caller knows it already."""
     if not root.is_relative_to(repo):
         return
     git = Git(repo)
@@ -173,7 +179,8 @@ def ensure_ignored(repo: Path, root: Path) -> None:
             f"the worktree root {root} holds tracked files: choose a directory of its own",
             root=str(root),
         )
-    exclude = repo / git.out("rev-parse", "--git-path", "info/exclude")
+    # info/ is shared by every worktree: it is in the common directory
+    exclude = (common or gitlock.common_dir(repo)) / "info" / "exclude"
     line = "/" + "".join("\\" + c if c in "\\*?[]!# " else c for c in rel) + "/"
     text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     if line not in text.splitlines():
@@ -216,14 +223,15 @@ def create(
     git = Git(repo)
     if not git.ok("check-ref-format", "--branch", branch):
         raise InvalidInput(f"{branch!r} is not a valid branch name", branch=branch)
-    root = resolve_root(repo, root)
-    ensure_ignored(repo, root)
+    common = gitlock.common_dir(repo)  # one git command for the three that need it
+    root = resolve_root(repo, root, common=common)
+    ensure_ignored(repo, root, common=common)
     path = root / dirname_for(branch)
     pid = os.getpid() if pid is None else pid
     reason = fast_worktree.lock_reason(
         item, token, branch, pid, os.uname().nodename, fast_worktree.process_started(pid)
     )
-    with changing_worktrees(repo):
+    with changing_worktrees(repo, common):
         made = _make(git, repo, path, branch, base, reuse, pid, reason)
     copied = include.copy(repo, path, leave_out=[root])
     made.copied, made.not_copied = copied.copied, copied.skipped
@@ -288,6 +296,9 @@ def _make(
         git.run("worktree", "add", "--lock", "--reason", reason, str(path), branch)
     else:
         git.run("worktree", "add", "--lock", "--reason", reason, "-b", branch, str(path), base)
+        if _FULL_ID.fullmatch(base):  # the new branch is the commit named: nothing to ask
+            made.head = base.lower()
+            return made
     made.head = Git(path).out("rev-parse", "HEAD")
     return made
 
@@ -356,7 +367,7 @@ def containing(repo: Path, path: str | Path) -> Worktree | None:
 
 
 def _porcelain(repo: Path) -> list[Worktree]:
-    out = Git(repo).run("worktree", "list", "--porcelain", "-z").stdout
+    out = gitlock.worktree_list(repo, "-z")
     found = []
     for record in out.split(b"\0\0"):
         fields: dict[str, str] = {}

@@ -22,7 +22,8 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from coord.errors import CoordError, FilesReserved, InvalidInput, said_without_fields
+from coord.errors import CoordError, InvalidInput, said_without_fields
+from coord.fast import next_options
 
 # the CLI command → (the tool that does it, the argument the command's first word fills)
 TOOL_WORDS: dict[str, tuple[str, str | None]] = {
@@ -39,10 +40,15 @@ TOOL_WORDS: dict[str, tuple[str, str | None]] = {
     "release": ("release", "item"),
     "escalate": ("escalate", "item"),
     "add": ("post", None),
+    "send": ("post", "to"),  # a direct message: a note addressed to the agent
     "inbox": ("inbox", None),
     "reserve": ("reserve_files", "patterns"),
     "unreserve": ("release_files", "patterns"),
     "who": ("who_holds", "path"),
+    "wait": ("claim", "item"),  # claim and reserve_files wait in line with wait_seconds
+    "ask": ("claim", "item"),  # and ask the holder with ask
+    "answer-ask": ("release", "answer_ask"),
+    "asks": ("inbox", None),
 }
 # what a person does at a shell, which no tool does: said as it is
 PERSONS_COMMANDS = {
@@ -73,6 +79,8 @@ def in_tool_words(message: str) -> str:
         tool, argument = TOOL_WORDS[verb]
         if verb == "next":
             return f"`{tool}` with no item"
+        if verb == "send" and rest:  # a direct message is a note addressed to the agent
+            return f"`{tool}` with kind note, to {rest.split()[0]}"
         words = rest.split()
         given = []
         if words and argument and not words[0].startswith("-"):
@@ -117,10 +125,33 @@ def _message(err: CoordError) -> str:
             "anyway with skip_checks_reason (recorded for everyone)"
         )
         return in_tool_words(facts + advice + (f"\n{output}" if output else ""))
-    if isinstance(err, FilesReserved) and err.to_note():
-        notes = "; ".join(f"`post` with kind note, to {h}" for h in err.to_note())
-        return f"{in_tool_words(err.message)}: {notes}"
-    return in_tool_words(err.message)
+    said = in_tool_words(err.message)
+    if err.details.get("next"):  # the options of the structured ``next``, as one line
+        speakable = {k: v for k, v in err.details["next"].items() if _has_tool_words(v)}
+        if speakable:
+            said += "\n" + next_options.said(speakable, words=_option_words)
+    return said
+
+
+def _option_words(option: dict[str, Any]) -> str:
+    """A ``next`` option's command as the tool call that does it. Waiting and asking are the
+    claim's or the reservation's (``claim`` for an item, ``reserve_files`` for paths): read
+    off the option's ``item`` or ``paths``, since a path and a package id can look alike."""
+    verb = str(option["command"]).split()[1]
+    if verb in ("wait", "ask") and ("item" in option or "paths" in option):
+        if option.get("item") is not None:
+            call = f"`claim` with item {option['item']}"
+        else:
+            call = f"`reserve_files` with patterns {' '.join(option.get('paths') or [])}"
+        return call + (", ask TEXT" if verb == "ask" else "")
+    return in_tool_words(f"`{option['command']}`")
+
+
+def _has_tool_words(option: dict[str, Any]) -> bool:
+    """Can this face say the option's command as a tool call? One it cannot (a command with no
+    tool yet) stays in the structured ``next`` only, never as a CLI line in a model's text."""
+    words = str(option.get("command", "")).split()
+    return len(words) > 1 and (words[1] in TOOL_WORDS or words[1] in PERSONS_COMMANDS)
 
 
 def bad_arguments(tool: str, errors: list[Any], described: dict[str, str]) -> InvalidInput:

@@ -62,6 +62,17 @@ Token = Annotated[
         "remembered from your claim"
     ),
 ]
+WaitSeconds = Annotated[
+    float | None,
+    Field(
+        description="if someone holds it: wait in line up to this many seconds (at most 120), "
+        "first come first served; granted when its holder lets go"
+    ),
+]
+Ask = Annotated[
+    str | None,
+    Field(description="if someone holds it: ask the holder to let go, saying why"),
+]
 Patterns = Annotated[
     list[str],
     Field(description="paths or globs, relative to your working directory (src/auth/**)"),
@@ -98,6 +109,8 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
                 "tip (the result names its path: work there); default: the board's setting"
             ),
         ] = None,
+        wait_seconds: WaitSeconds = None,
+        ask: Ask = None,
     ) -> dict[str, Any]:
         """Claim an item before you work on it: with no item, the best ready one (priority,
         then age); else the one given. Returns its id, package key, title, description, the
@@ -105,9 +118,19 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
         it, the result (isError, already_claimed) names the holder and when the lease ends:
         pick another. isError with nothing_ready when there is nothing to do. With worktree,
         the result's worktree is where you work and commit; done then submits the branch to
-        land on main. An item sent back for rework carries why (rework)."""
+        land on main. An item sent back for rework carries why (rework). With
+        wait_seconds, an item someone holds is waited for in line, first come first served
+        (granted: the claim, waited true; out of time: granted false and your place, kept a
+        minute for your next call); with ask, its holder is asked to let go."""
         return await tool.run(
-            ctx, verbs.claim, item=item, kind=kind, label=label, worktree=worktree
+            ctx,
+            verbs.claim,
+            item=item,
+            kind=kind,
+            label=label,
+            worktree=worktree,
+            wait_seconds=wait_seconds,
+            ask=ask,
         )
 
     @register
@@ -147,9 +170,32 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
         item: Item,
         reason: Annotated[str, Field(description="why you give it back, for the next one")] = "",
         token: Token = None,
+        answer_ask: Annotated[
+            int | None,
+            Field(
+                description="the id of an ask of what you hold (your inbox says it): release "
+                "answers it by letting go of what was asked for"
+            ),
+        ] = None,
+        defer_minutes: Annotated[
+            float | None,
+            Field(
+                description="with answer_ask: defer instead, for this many minutes (nothing "
+                "is released; the asker is told)"
+            ),
+        ] = None,
     ) -> dict[str, Any]:
-        """Give an item you hold back to the board (pending again) with a reason."""
-        return await tool.run(ctx, verbs.release, item=item, reason=reason, token=token)
+        """Give an item you hold back to the board (pending again) with a reason. With
+        answer_ask, answer another agent's ask instead: release, or defer_minutes."""
+        return await tool.run(
+            ctx,
+            verbs.release,
+            item=item,
+            reason=reason,
+            token=token,
+            answer_ask=answer_ask,
+            defer_minutes=defer_minutes,
+        )
 
     @register
     async def post(
@@ -175,11 +221,15 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
             Field(description="the items it waits on: ids (12) or package ids (R3)"),
         ] = None,
         to: Annotated[
-            str | None, Field(description="an agent's name: the item is handed to them")
+            str | None,
+            Field(
+                description="an agent's or a person's name: a handoff is handed to them; a "
+                "note with to is a direct message, which reaches their inbox"
+            ),
         ] = None,
     ) -> dict[str, Any]:
-        """Post an item: a task or bug for someone to claim, a note, or a handoff to an agent
-        (to=NAME)."""
+        """Post an item: a task or bug for someone to claim, a note, a handoff to an agent
+        (to=NAME), or a direct message (kind note, to=NAME: `coord send NAME TEXT`)."""
         fields = {"title": title, "kind": kind, "body": body, "priority": priority}
         fields.update(files=files or [], deps=deps or [], to=to)
         return await tool.run(ctx, verbs.post, fields=fields)
@@ -217,10 +267,22 @@ def build_server(backend: Backend, agent_of: AgentOf) -> MCPServer:
             bool, Field(description="true: others may hold them shared too (reading, not edits)")
         ] = False,
         reason: Annotated[str, Field(description="why you hold them, shown to the others")] = "",
+        wait_seconds: WaitSeconds = None,
+        ask: Ask = None,
     ) -> dict[str, Any]:
         """Hold paths or globs (src/auth/**) before editing files no claim gave you. All or
-        none: if someone holds an overlapping file, the result names them; do not edit it."""
-        return await tool.run(ctx, verbs.reserve, patterns=patterns, shared=shared, reason=reason)
+        none: if someone holds an overlapping file, the result names them; do not edit it.
+        With wait_seconds, wait in line for them (out of time: your place); with ask, ask
+        their holder to let go."""
+        return await tool.run(
+            ctx,
+            verbs.reserve,
+            patterns=patterns,
+            shared=shared,
+            reason=reason,
+            wait_seconds=wait_seconds,
+            ask=ask,
+        )
 
     @register
     async def release_files(

@@ -12,6 +12,7 @@ from typing import Any
 from coord import model
 from coord.client import flow
 from coord.errors import InvalidInput
+from coord.mcp import waits
 from coord.mcp.backends import Backend
 
 
@@ -22,6 +23,8 @@ def claim(
     kind: str | None,
     label: str | None,
     worktree: bool | None = None,
+    wait_seconds: float | None = None,
+    ask: str | None = None,
 ) -> Any:
     """The item given, or with none the best ready one (of this kind, with this label); with
     ``worktree`` (by default the board's ``start_in_worktree``, where the agent works) in a
@@ -32,6 +35,18 @@ def claim(
             "item alone",
             field="kind" if kind is not None else "label",
         )
+    if wait_seconds is not None or ask:
+        if item is None:
+            raise InvalidInput(
+                "wait_seconds and ask are for one item someone holds: name the item",
+                field="item",
+            )
+        if worktree:
+            raise InvalidInput(
+                "a wait in line takes the claim without a worktree: leave worktree out",
+                field="worktree",
+            )
+        return waits.claim_or_wait(session, agent, _ref(item), wait_seconds, ask, _claim_view)
     if worktree is None:
         worktree = session.local and _start_in_worktree(session)
     if worktree:
@@ -54,7 +69,19 @@ def heartbeat(session: Backend, agent: str, item: int | str, token: int | None) 
     return flow.heartbeat(session, agent, _ref(item), token)
 
 
-def release(session: Backend, agent: str, item: int | str, reason: str, token: int | None) -> Any:
+def release(
+    session: Backend,
+    agent: str,
+    item: int | str,
+    reason: str,
+    token: int | None,
+    answer_ask: int | None = None,
+    defer_minutes: float | None = None,
+) -> Any:
+    if answer_ask is not None:  # the holder's answer to an ask: release, or defer
+        return waits.answer_ask(session, agent, answer_ask, defer_minutes, reason)
+    if defer_minutes is not None:
+        raise InvalidInput("defer_minutes answers an ask: give answer_ask too", field="answer_ask")
     return flow.release(session, agent, _ref(item), token, reason)
 
 
@@ -99,8 +126,16 @@ def inbox(session: Backend, agent: str, peek: bool) -> Any:
     return flow.inbox(session, agent, peek=peek)
 
 
-def reserve(session: Backend, agent: str, patterns: list[str], shared: bool, reason: str) -> Any:
-    return flow.reserve(session, agent, patterns, shared=shared, reason=reason)
+def reserve(
+    session: Backend,
+    agent: str,
+    patterns: list[str],
+    shared: bool,
+    reason: str,
+    wait_seconds: float | None = None,
+    ask: str | None = None,
+) -> Any:
+    return waits.reserve_or_wait(session, agent, patterns, shared, reason, wait_seconds, ask)
 
 
 def unreserve(session: Backend, agent: str, patterns: list[str] | None, everything: bool) -> Any:

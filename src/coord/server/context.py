@@ -54,6 +54,16 @@ class Changes:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._event.wait(), timeout)
 
+    def mark(self) -> asyncio.Event:
+        """The notice the next change sets: taken *before* a reader looks at the board, so a
+        change between the look and ``wait_on`` is not missed (the event is set already)."""
+        self._loop = asyncio.get_running_loop()
+        return self._event
+
+    async def wait_on(self, notice: asyncio.Event, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(notice.wait(), timeout)
+
 
 @dataclass
 class Server:

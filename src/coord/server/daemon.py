@@ -166,34 +166,90 @@ def serve(
     idle_exit: float | None = None,
     land: bool = True,
 ) -> None:
-    import uvicorn
-
-    from coord.core.board import Board
+    """Serve the board in ``board_dir`` until stopped: open it, listen, build the face, start
+    the background workers, run, and take every piece down again in order."""
     from coord.server import idle
-    from coord.server.app import create_app
-    from coord.server.connections import (
-        accept_batch,
-        bounded_protocol,
-        connection_bound,
-        raise_open_file_limit,
-    )
-    from coord.server.pipeline import LOOPBACK_HOSTS
+    from coord.server.connections import connection_bound, raise_open_file_limit
 
     # Everything the daemon creates (the board's -wal and -shm, daemon.json, logs) is the
     # owner's alone; the daemon is a process of its own, so the umask is its own to set.
     started_umask = os.umask(0o077)
     open_file_limit = raise_open_file_limit()
-    max_connections = connection_bound(open_file_limit)
     lock_fd = _take_lock(board_dir)
+    _settle_files(board_dir)
+    board, shared, idle_exit = _open_board(board_dir, idle_exit)
+    checkpointer = None if shared else _checkpointer(board_dir, board.storage)
+    sock, record = _listen(host, port, board_dir, open_file_limit)
+    registration = _registration(board, shared, record, board_dir)
+    server: Any = None  # made below: the face's shutdown asks it to stop
+    app, board_calls = _face(board, board_dir, host, record, lambda: server.ask_to_stop())
+    if land:  # the landing's git writes the user's checkout: with the user's umask
+        from coord.fast.git import set_child_umask
+
+        set_child_umask(started_umask)
+    lander, app.state.coord.landing_off = _lander(
+        board_dir, host, record["port"], shared, land, board_files.read_token(board_dir)
+    )
+    app.state.coord.lander = lander
+    activity = idle.Activity(app)
+    if lander is not None:
+        activity.keep = lambda: lander.busy  # never idle mid-landing
+    server = _server(
+        activity, log_level, connection_bound(open_file_limit), open_file_limit, lander, app
+    )
+    idle.watch(board_dir, activity, idle_exit, server.stop_for)
+    workers: list[Any] = []  # what runs beside the face, stopped in reverse order
+    # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
+    # the signal again. The default handler would end the process right there, before the
+    # cleanup below (daemon.json stayed behind, the board was never closed).
+    try:
+        # from here on a SIGTERM is a stop asked for, whenever it comes
+        signal.signal(signal.SIGTERM, _exit_quietly)
+        _write_record(board_dir, record)
+        _say(f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})")
+        workers += _start_workers(board, board_dir, registration, activity, app)
+        if lander is not None:
+            lander.start()
+        server.run(sockets=[sock])
+    except (_Terminated, KeyboardInterrupt):
+        # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
+        # (SIGTERM from a service manager, Ctrl-C at a terminal), said alike by `coord serve`
+        pass
+    finally:
+        if lander is not None:  # stopped by now, unless uvicorn never ran: lands no more
+            lander.stop(0)
+        if (read_record(board_dir) or {}).get("pid") == os.getpid():
+            board_files.daemon_record_path(board_dir).unlink(missing_ok=True)
+        for worker in reversed(workers):
+            worker.stop()
+        if app.state.coord.web is not None:  # the page's codes, and the browser's files
+            app.state.coord.web.close()
+        if board_calls is not None:
+            board_calls.close()
+        registration.stop()  # stops nothing it never started
+        if checkpointer is not None:
+            checkpointer.stop()
+        board.close()
+        os.close(lock_fd)
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError):  # the log on a full disk: serve all the same
+        print(line, file=sys.stderr, flush=True)
+
+
+def _settle_files(board_dir: Path) -> None:
     # Probed again at each start: the board may have moved to another file system since init.
     fsfold.record(board_dir)
     tightened = board_files.tighten_modes(board_dir)
     if tightened:
-        print(
-            f"coord: made {', '.join(tightened)} in {board_dir} readable by its owner only",
-            file=sys.stderr,
-            flush=True,
-        )
+        _say(f"coord: made {', '.join(tightened)} in {board_dir} readable by its owner only")
+
+
+def _open_board(board_dir: Path, idle_exit: float | None) -> tuple[Any, bool, float | None]:
+    """The board, whether it is a team's (PostgreSQL), and the idle bound that applies."""
+    from coord.core.board import Board
+
     shared = board_files.database_url(board_dir) is not None
     board = Board.open(
         board_dir,
@@ -201,16 +257,21 @@ def serve(
         if shared
         else {"wal_autocheckpoint": 0, "busy_timeout_ms": BUSY_TIMEOUT_MS},
     )
-    checkpointer = None if shared else _checkpointer(board_dir, board.storage)
     if shared and idle_exit:
         idle_exit = None  # this machine's hooks and agents rely on it: never idle
-        with contextlib.suppress(OSError):
-            print(
-                "coord: a team board's daemon never idles out (--idle-exit ignored); "
-                "`coord stop` stops it",
-                file=sys.stderr,
-                flush=True,
-            )
+        _say(
+            "coord: a team board's daemon never idles out (--idle-exit ignored); "
+            "`coord stop` stops it"
+        )
+    return board, shared, idle_exit
+
+
+def _listen(
+    host: str, port: int, board_dir: Path, open_file_limit: int
+) -> tuple[socket.socket, dict[str, Any]]:
+    """The listening socket, and the daemon's record (daemon.json) that names it."""
+    from coord.server.connections import accept_batch
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP, not 0: asyncio switches Nagle off only on accepted sockets whose protocol
     # says TCP. With Nagle on, a reused connection waited ~40 ms for the client's delayed ACK
@@ -224,7 +285,6 @@ def serve(
     with contextlib.suppress(OSError):  # a full disk: the next start just takes any port
         files.write_atomic(board_dir / LAST_PORT_FILE, f"{bound_port}\n".encode(), 0o600)
     url_host = f"[{host}]" if ":" in host else host
-    instance = secrets.token_hex(16)
     record = {
         "pid": os.getpid(),
         "host": host,
@@ -233,14 +293,19 @@ def serve(
         "started_at": time.time(),
         # what /v1/identity proves, so a client can tell this daemon from whatever holds
         # this port once it is gone (coord.fast.daemon_proof)
-        "instance": instance,
+        "instance": secrets.token_hex(16),
     }
+    return sock, record
 
-    registration = _Registration(
+
+def _registration(
+    board: Any, shared: bool, record: dict[str, Any], board_dir: Path
+) -> _Registration:
+    return _Registration(
         board.storage,
         shared,
         {
-            "instance": instance,
+            "instance": record["instance"],
             "machine": socket.gethostname(),
             "pid": os.getpid(),
             "url": record["url"],
@@ -249,33 +314,48 @@ def serve(
             "started_at": record["started_at"],
         },
     )
+
+
+def _face(
+    board: Any, board_dir: Path, host: str, record: dict[str, Any], stop: Any
+) -> tuple[Any, Any]:
+    """The ASGI app over the board, and (a team board) the bounded pool its calls run in."""
+    from coord.server.app import create_app
+    from coord.server.pipeline import LOOPBACK_HOSTS
+
     app = create_app(
         board,
         board_files.read_token(board_dir),
         # Bound to a non-loopback address on purpose: the user chose to expose it.
         check_host=host in LOOPBACK_HOSTS,
-        on_shutdown=lambda: setattr(server, "should_exit", True),
+        on_shutdown=stop,
         board_dir=board_dir,
-        instance=instance,
-        port=bound_port,
+        instance=record["instance"],
+        port=record["port"],
     )
     board_calls = None
-    if shared:
+    if board_files.database_url(board_dir) is not None:
         from coord.server.offload import BoardCalls
 
         where = board.storage.location().get("database", "")
         board_calls = app.state.coord.board_calls = BoardCalls(PG_WORKERS, PG_CALL_SECONDS, where)
-    if land:  # the landing's git writes the user's checkout: with the user's umask
-        from coord.fast.git import set_child_umask
+    return app, board_calls
 
-        set_child_umask(started_umask)
-    lander, app.state.coord.landing_off = _lander(
-        board_dir, host, bound_port, shared, land, board_files.read_token(board_dir)
-    )
-    app.state.coord.lander = lander
-    activity = idle.Activity(app)
-    if lander is not None:
-        activity.keep = lambda: lander.busy  # never idle mid-landing
+
+def _server(
+    activity: Any,
+    log_level: str,
+    max_connections: int,
+    open_file_limit: int,
+    lander: Any,
+    app: Any,
+) -> Any:
+    """uvicorn's server for the face, whose shutdown lets a landing finish and ends the
+    event streams before uvicorn's own."""
+    import uvicorn
+
+    from coord.server.connections import accept_batch, bounded_protocol
+
     config = uvicorn.Config(
         activity,
         log_level=log_level,
@@ -301,54 +381,31 @@ def serve(
             close_streams()
             await super().shutdown(sockets)
 
-    server = Server(config)
+        def ask_to_stop(self) -> None:
+            self.should_exit = True
 
-    def stop(reason: str) -> None:
-        with contextlib.suppress(OSError):
-            print(f"coord daemon exiting: {reason}", file=sys.stderr, flush=True)
-        server.should_exit = True
+        def stop_for(self, reason: str) -> None:
+            _say(f"coord daemon exiting: {reason}")
+            self.should_exit = True
 
-    idle.watch(board_dir, activity, idle_exit, stop)
-    follower = None
-    # uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises
-    # the signal again. The default handler would end the process right there, before the
-    # cleanup below (daemon.json stayed behind, the board was never closed).
-    record_path = board_files.daemon_record_path(board_dir)
-    try:
-        # from here on a SIGTERM is a stop asked for, whenever it comes
-        signal.signal(signal.SIGTERM, _exit_quietly)
-        _write_record(board_dir, record)
-        with contextlib.suppress(OSError):  # the log on a full disk: serve all the same
-            print(
-                f"coord daemon serving {board_dir} at {record['url']} (pid {os.getpid()})",
-                file=sys.stderr,
-                flush=True,
-            )
-        registration.start()
-        follower = _follow(activity, board, board_dir)
-        if lander is not None:
-            lander.start()
-        server.run(sockets=[sock])
-    except (_Terminated, KeyboardInterrupt):
-        # uvicorn has shut down gracefully, then raised the signal again: a stop asked for
-        # (SIGTERM from a service manager, Ctrl-C at a terminal), said alike by `coord serve`
-        pass
-    finally:
-        if lander is not None:  # stopped by now, unless uvicorn never ran: lands no more
-            lander.stop(0)
-        if (read_record(board_dir) or {}).get("pid") == os.getpid():
-            record_path.unlink(missing_ok=True)
-        if follower is not None:
-            follower.stop()
-        if app.state.coord.web is not None:  # the page's codes, and the browser's files
-            app.state.coord.web.close()
-        if board_calls is not None:
-            board_calls.close()
-        registration.stop()
-        if checkpointer is not None:
-            checkpointer.stop()
-        board.close()
-        os.close(lock_fd)
+    return Server(config)
+
+
+def _start_workers(
+    board: Any, board_dir: Path, registration: _Registration, activity: Any, app: Any
+) -> list[Any]:
+    """What runs beside the face: the team board's registration, the notifier, the
+    follower of other daemons' writes, the sweeper of lapsed waits. Each has ``stop``."""
+    from coord.server.notify import Notifier
+    from coord.server.waiting import LapseSweeper
+
+    registration.start()
+    started: list[Any] = [Notifier(board, board_dir).start()]
+    follower = _follow(activity, board, board_dir)
+    if follower is not None:
+        started.append(follower)
+    started.append(LapseSweeper(board, app.state.coord.changes).start())
+    return started
 
 
 def _lander(

@@ -106,6 +106,12 @@ def reply(call: Call) -> dict[str, Any]:
     return call.board.reply(call.item_id, agent=call.agent(), body=call.body.get("body")).to_dict()
 
 
+def send(call: Call) -> dict[str, Any]:
+    board = call.board
+    sent = board.send(call.body.get("to"), call.body.get("text"), agent=call.agent())
+    return sent.to_dict(board.now())
+
+
 def ack(call: Call) -> dict[str, Any]:
     board = call.board
     ref = model.check_item_ref(call.item_id)

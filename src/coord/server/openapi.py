@@ -12,6 +12,7 @@ from typing import Any
 from coord.server.routes import PUBLIC_PATHS, ROUTES
 from coord.server.schemas import COMPONENTS, ITEM_REF, ref
 from coord.server.table import MAX_IMPORT_REQUEST_BYTES, MAX_REQUEST_BYTES, Param, Route
+from coord.server.waiting import PATH_PARAMS as WAITING_PATH_PARAMS
 
 ERROR_MEANINGS = {
     400: "invalid JSON, or JSON nested too deeply (invalid_json)",
@@ -36,9 +37,10 @@ ERROR_MEANINGS = {
     507: "the disk is full (disk_full): nothing was changed",
 }
 
-# a path's {name}: the only one is an item's id or package id
+# a path's {name}: an item's id or package id, or a wait's or an ask's id
 PATH_PARAMS = {
-    "id": Param("id", {"anyOf": ITEM_REF["anyOf"]}, ITEM_REF["description"], where="path")
+    "id": Param("id", {"anyOf": ITEM_REF["anyOf"]}, ITEM_REF["description"], where="path"),
+    **WAITING_PATH_PARAMS,  # a wait's and an ask's id
 }
 
 

@@ -5,7 +5,8 @@ release, done, edit): whoever knows it can end the claim. So an answer shows a l
 token only to its holder, the request's **reader**: the person a page session or (later) a
 person's token proves, else the name the request asserts (``agent`` of the body, ``?agent=``
 or the ``X-Coord-Agent`` header). Everyone else reads ``fencing_token: null`` (an item) or
-``token: null`` (the landing lease) — the field stays, so one schema describes both readers.
+``token: null`` (the landing lease, a claim's answer, a granted wait) — the field stays, so
+one schema describes both readers.
 
 The event log never carries tokens at all (``model.Event.to_dict``): the holder learned its
 token from the claim's own answer, and the stream's frames are shared by every reader.
@@ -85,7 +86,8 @@ def _someone_elses(node: dict[str, Any], reader: str | None) -> bool:
         holder, state = node.get("claimed_by"), node.get("state")
         held = isinstance(state, str) and state in HELD_STATES
         return held and isinstance(holder, str) and holder != reader
-    if isinstance(node.get("token"), int):  # the landing lease: holder, token, expires_at
-        holder = node.get("holder")
+    if isinstance(node.get("token"), int):
+        # the landing lease (holder, token), a claim's answer or a granted wait (agent, token)
+        holder = node.get("holder", node.get("agent"))
         return isinstance(holder, str) and holder != reader
     return False

@@ -32,6 +32,7 @@ from coord.server import (
     status,
     stream,
     tokens,
+    waiting,
 )
 from coord.server.landing import WORKTREE
 from coord.server.schemas import (
@@ -407,6 +408,20 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "POST",
+        "/v1/messages",
+        items.send,
+        "a direct message to an agent: a note addressed to `to`, which reaches its inbox",
+        ITEM,
+        status=201,
+        write=True,
+        body=Body(
+            {"agent": AGENT, "to": AGENT, "text": text("the message", required=True)},
+            ("agent", "to", "text"),
+        ),
+        errors=(422,),
+    ),
+    Route(
+        "POST",
         "/v1/items/{id}/ack",
         items.ack,
         "acknowledge the item",
@@ -735,6 +750,7 @@ ROUTES: tuple[Route, ...] = (
 )
 
 ROUTES += landing.ROUTES  # a worktree item's way to main
+ROUTES += waiting.ROUTES  # the fair wait, and asking a holder (issue 26)
 ROUTES += tokens.ROUTES  # people's and machines' tokens
 
 # answered without the token (the 401's message names them)

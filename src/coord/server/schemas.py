@@ -268,6 +268,28 @@ COMPONENTS: dict[str, Schema] = {
             "message": {"type": "string", "description": "what happened and what to do"},
             "holder": _STRING_OR_NULL,
             "lease_expires_at": _STRING_OR_NULL,
+            "next": {
+                "type": "object",
+                "description": "what to do next, on a refused claim or reservation: the "
+                "options that apply, in the order worth trying (docs/next-steps.md)",
+                "properties": {
+                    "wait": {
+                        "type": "object",
+                        "description": "wait your turn: command, holder, alive, "
+                        "lease_expires_at, place, waiting",
+                    },
+                    "other_work": {
+                        "type": "object",
+                        "description": "ready items you could claim now, best first: "
+                        "command, items (id, ref, title, priority, files)",
+                    },
+                    "ask_holder": {
+                        "type": "object",
+                        "description": "ask the holder to let go: holder, command",
+                    },
+                    "escalate": {"type": "object", "description": "ask a human: command"},
+                },
+            },
         },
     },
     "Item": {

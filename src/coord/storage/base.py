@@ -19,7 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from coord.errors import CoordError
-from coord.model import AccessToken, Agent, Event, Item, LandingLease, Reply, Reservation
+from coord.model import (
+    AccessToken,
+    Agent,
+    Ask,
+    Event,
+    Item,
+    LandingLease,
+    Reply,
+    Reservation,
+    Wait,
+)
 
 
 @dataclass(frozen=True)
@@ -248,6 +258,24 @@ class ReadTx(ABC):
         items it created, holds, was sent, or replied on, replies that mention it, and the
         takeover or cancel that ended its claim (``takeover_from``, ``holder``)."""
 
+    # --- waits and asks (issue 26; ``coord.storage.waits_tx``) ---------------------------
+
+    @abstractmethod
+    def get_wait(self, wait_id: int) -> Wait | None: ...
+
+    @abstractmethod
+    def waiting(self, now: float, limit: int) -> list[Wait]:
+        """Up to ``limit`` places still waiting whose lease runs past ``now``, in arrival
+        order (the queue)."""
+
+    @abstractmethod
+    def get_ask(self, ask_id: int) -> Ask | None: ...
+
+    @abstractmethod
+    def open_asks(self, holder: str, now: float, limit: int) -> list[Ask]:
+        """Up to ``limit`` asks addressed to ``holder``, unanswered and not timed out at
+        ``now``, oldest first."""
+
 
 class WriteTx(ReadTx):
     """An exclusive write transaction: all or nothing, serialised with every other writer."""
@@ -383,6 +411,47 @@ class WriteTx(ReadTx):
 
     @abstractmethod
     def set_inbox_cursor(self, agent: str, seq: int, now: float) -> None: ...
+
+    @abstractmethod
+    def insert_wait(
+        self,
+        *,
+        agent: str,
+        item_id: int | None,
+        patterns: Sequence[str],
+        lease_seconds: float,
+        now: float,
+        expires_at: float,
+    ) -> int: ...
+
+    @abstractmethod
+    def renew_wait(self, wait_id: int, expires_at: float) -> None:
+        """Move a waiting place's lease (one that ended stays ended)."""
+
+    @abstractmethod
+    def end_wait(
+        self, wait_id: int, state: str, now: float, *, token: int | None = None, outcome: str = ""
+    ) -> None:
+        """End a waiting place: granted, cancelled or gone (one that ended stays as it was)."""
+
+    @abstractmethod
+    def insert_ask(
+        self,
+        *,
+        asker: str,
+        holder: str,
+        item_id: int | None,
+        token: int | None,
+        patterns: Sequence[str],
+        reason: str,
+        now: float,
+        expires_at: float,
+    ) -> int: ...
+
+    @abstractmethod
+    def answer_ask(
+        self, ask_id: int, answer: str, reason: str, deferred_until: float | None, now: float
+    ) -> None: ...
 
 
 class Storage(ABC):

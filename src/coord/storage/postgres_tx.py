@@ -26,6 +26,7 @@ from coord.model import (
 from coord.storage import access_rows
 from coord.storage.postgres_items import PostgresItemTx
 from coord.storage.rows import reservation_of
+from coord.storage.waits_tx import WaitsTx
 
 # Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news. On an item I
 # made, hold or replied on, only what came after I first acted on it: the history of an item I
@@ -52,10 +53,13 @@ _EVENT_COLUMNS = "seq, at, agent, item_id, kind, details"
 _ITEM_KEY = "(SELECT key FROM items WHERE items.id = e.item_id)"
 
 
-class PostgresTx(PostgresItemTx):
+class PostgresTx(WaitsTx, PostgresItemTx):
     """The whole PostgreSQL transaction."""
 
     appended_seq: int | None = None  # the last event appended: its COMMIT notifies it
+
+    def _sql(self, sql: str) -> str:
+        return _placeholders(sql)
 
     # --- reads -----------------------------------------------------------------------------
 

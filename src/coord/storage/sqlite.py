@@ -83,6 +83,9 @@ class SQLiteStorage(Storage):
         except PermissionError as err:  # the directory itself
             self.close()
             raise sqlite_faults.unreadable(self.path, err) from None
+        except BaseException:  # a board from a newer coord, a broken migration: not left open
+            self.close()
+            raise
         # the file this storage opened: every transaction checks the path still names it
         self._opened = sqlite_faults.identity(self.path)
 
@@ -99,6 +102,14 @@ class SQLiteStorage(Storage):
                 timeout=self._busy_timeout_ms / 1000,
                 check_same_thread=False,
             )
+        try:
+            self._configure(conn)
+        except BaseException:  # not a connection of ours yet: nobody else would close it
+            conn.close()
+            raise
+        return conn
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
         conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         if not self._read_only:
             self._enable_wal(conn)
@@ -107,7 +118,6 @@ class SQLiteStorage(Storage):
             # when the log starts over, give back the disk a storm of writes made it take
             conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
         conn.execute("PRAGMA foreign_keys = ON")
-        return conn
 
     @staticmethod
     def _enable_wal(conn: sqlite3.Connection) -> None:

@@ -31,8 +31,12 @@ def _connect(path: Path, mode: str) -> sqlite3.Connection:
             isolation_level=None,  # no implicit transactions: BEGIN and COMMIT are ours
             timeout=BUSY_TIMEOUT_SECONDS,
         )
+    except sqlite3.Error as error:
+        raise CoordError(f"cannot open the SQLite board {path}: {error}") from None
+    try:
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.Error as error:
+        conn.close()
         raise CoordError(f"cannot open the SQLite board {path}: {error}") from None
     return conn
 

@@ -24,6 +24,7 @@ from coord.model import (
 from coord.storage import access_rows
 from coord.storage.rows import reservation_of
 from coord.storage.sqlite_items import SQLiteItemTx
+from coord.storage.waits_tx import WaitsTx
 
 # Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news. On an item I
 # made, hold or replied on, only what came after I first acted on it: the history of an item I
@@ -53,7 +54,7 @@ _EVENT_COLUMNS = (
 )
 
 
-class SQLiteTx(SQLiteItemTx):
+class SQLiteTx(WaitsTx, SQLiteItemTx):
     """The whole SQLite transaction: the item verbs (``SQLiteItemTx``), and here the
     reservations, the event log, replies, acknowledgements, agents and inboxes."""
 

@@ -88,6 +88,13 @@ TABLES: tuple[Table, ...] = (
     _table("events", "seq at agent item_id kind details provenance", "seq", counter=True),
     _table("landing_lease", "name holder token expires_at", "name"),
     _table(
+        "asks",
+        "id asker holder item_id token patterns reason created_at expires_at answer "
+        "answer_reason deferred_until answered_at",
+        "id",
+        counter=True,
+    ),
+    _table(
         "access_tokens",
         "id name machine secret_sha256 created_at last_used_at revoked_at",
         "id",
@@ -103,6 +110,8 @@ NOT_COPIED = {
     "board_counters": "PostgreSQL's item and event counters: set from the copied rows",
     "sqlite_sequence": "SQLite's AUTOINCREMENT counters: set from the copied rows",
     "daemons": "the daemons serving a shared database now: not board state",
+    "waits": "places of waiting processes, leased by their heartbeats to the old daemon: "
+    "they wait again on the new board",
     "item_counts": "derived: the target's own triggers count the items as they are copied in",
 }
 

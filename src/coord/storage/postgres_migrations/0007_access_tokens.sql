@@ -1,4 +1,4 @@
--- SQLite's migration 0012 in PostgreSQL's words (issue 27): tokens for people and machines.
+-- SQLite's migration 0013 in PostgreSQL's words (issue 27): tokens for people and machines.
 -- Every daemon of a team board reads this table on each request that carries one, so a
 -- revocation holds on all of them at once.
 CREATE TABLE access_tokens (
@@ -11,5 +11,5 @@ CREATE TABLE access_tokens (
     revoked_at    DOUBLE PRECISION
 );
 
--- Provenance of each event, as SQLite's migration 0012 has it: NULL before this migration.
+-- Provenance of each event, as SQLite's migration 0013 has it: NULL before this migration.
 ALTER TABLE events ADD COLUMN provenance JSON;
