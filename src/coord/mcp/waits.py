@@ -104,7 +104,8 @@ def claim_or_wait(
 
 def _granted(session: Backend, agent: str, view: Any, item_id: Any, token: int | None) -> Any:
     """The claim a wait won, as a claim's view; its token remembered as a claim's is."""
-    item = session.get(f"/v1/items/{item_id}")
+    # read as the agent: a claim's token is shown to its holder alone (issue 27)
+    item = session.get(f"/v1/items/{item_id}", {"agent": agent})
     claim = {
         "id": item["id"],
         "title": item["title"],
