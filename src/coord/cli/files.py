@@ -6,7 +6,7 @@ the daemon in their canonical repository-relative form (``coord.client.paths``).
 
 from __future__ import annotations
 
-from coord.cli import render
+from coord.cli import argtypes, render
 from coord.client import flow
 from coord.errors import InvalidInput
 from coord.fast import identity
@@ -74,4 +74,60 @@ def cmd_guard(args: argparse.Namespace, ctx: Context) -> Result:
         staged=args.staged,
         fail_open=args.fail_open,
         as_json=bool(getattr(args, "json", False)),
+    )
+
+
+# --- each command's options ------------------------------------------------------------------
+
+
+def args_reserve(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "patterns",
+        nargs="+",
+        metavar="PATTERN",
+        help="paths or gitignore-style patterns: a path is one file (existing or to be "
+        "created) unless it is a directory or written dir/; a glob covers what it matches "
+        "(src/auth/, *.sql). a.py and b.py held by two agents do not overlap",
+    )
+    p.add_argument(
+        "--shared",
+        action="store_true",
+        help="shared: others may share it, nobody may take it exclusively",
+    )
+    p.add_argument("--lease", type=argtypes.seconds, metavar="SECONDS", help="lease length")
+    p.add_argument(
+        "--item",
+        type=argtypes.item_ref,
+        metavar="ID",
+        help="the item this is for, an id or a package id (freed when its claim ends)",
+    )
+    p.add_argument("--reason", default="", help="why, for the others")
+
+
+def args_unreserve(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "patterns", nargs="*", metavar="PATTERN", help="the patterns to free, as reserved"
+    )
+    p.add_argument("--all", action="store_true", help="free all of your reservations")
+
+
+def args_reservations(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mine", action="store_true", help="only yours")
+
+
+def args_who(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="a path in the repository (any spelling: relative, absolute)")
+
+
+def args_guard(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH", help="the paths you mean to edit")
+    p.add_argument(
+        "--staged",
+        action="store_true",
+        help="check the paths staged in git (for a pre-commit hook)",
+    )
+    p.add_argument(
+        "--fail-open",
+        action="store_true",
+        help="allow the edit when the board cannot be read (default: refuse)",
     )

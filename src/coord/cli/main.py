@@ -211,15 +211,15 @@ COMMANDS: Commands = {
     "reserve": (
         files.cmd_reserve,
         "reserve paths or patterns (exit 3 if someone holds them)",
-        parser.args_reserve,
+        files.args_reserve,
     ),
-    "unreserve": (files.cmd_unreserve, "free your reservations", parser.args_unreserve),
+    "unreserve": (files.cmd_unreserve, "free your reservations", files.args_unreserve),
     "reservations": (
         files.cmd_reservations,
         "who holds which files, until when",
-        parser.args_reservations,
+        files.args_reservations,
     ),
-    "who": (files.cmd_who, "who holds a path, and may you edit it", parser.args_who),
+    "who": (files.cmd_who, "who holds a path, and may you edit it", files.args_who),
     "spec": _elsewhere(
         "coord.cli.spec_cmd",
         "design documents as work queues: lint, import, status, sync",
@@ -304,7 +304,7 @@ COMMANDS: Commands = {
         files.cmd_guard,
         "may I edit these paths? exit 0, or 2 with the reasons "
         "(reads the board directly; for hooks)",
-        parser.args_guard,
+        files.args_guard,
     ),
 }
 

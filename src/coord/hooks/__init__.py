@@ -58,8 +58,9 @@ EXIT_UNKNOWN_EVENT = 1
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from types import ModuleType
     from typing import Any
+
+    from coord.hooks.client_spec import HookClient
 
 
 class Refusal(Exception):
@@ -76,7 +77,7 @@ def run_hook(client: str, event: str) -> int:
             f"coord hook: unknown client {client!r}: use {', '.join(HOOK_CLIENTS)}", file=sys.stderr
         )
         return EXIT_REFUSED
-    if event in getattr(spec, "GUARD_EVENTS", (spec.GUARD_EVENT,)):
+    if event in spec.GUARD_EVENTS:
         answered = _deadline(spec, guard_deadline())
         try:
             spec, client, event, data = _shape(spec, client, event, _event(_stdin()))
@@ -97,7 +98,7 @@ def run_hook(client: str, event: str) -> int:
             reason = f"coord hook: {_line(err)}; refusing the call"
         answered.acquire()  # from here the deadline's refusal is not written
         return 0 if reason is None else _refuse(spec, reason)
-    if event in getattr(spec, "AFTER_EVENTS", ()):
+    if event in spec.AFTER_EVENTS:
         try:
             spec, client, event, data = _shape(spec, client, event, _event(_stdin()))
             from coord.hooks import aftercheck
@@ -239,7 +240,7 @@ def _deadline(spec: Any, seconds: float) -> Any:
     return answered
 
 
-def _client(client: str) -> ModuleType | None:
+def _client(client: str) -> HookClient | None:
     if client == "claude":
         from coord.hooks import claude
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 GUARD_EVENT = "PreToolUse"
+GUARD_EVENTS = (GUARD_EVENT,)
 # the after-tool check; a tool that fails fires PostToolUseFailure instead (a Bash command
 # that exits non-zero may still have written)
 AFTER_EVENTS = ("PostToolUse", "PostToolUseFailure")

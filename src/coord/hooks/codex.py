@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 GUARD_EVENT = "PreToolUse"
+GUARD_EVENTS = (GUARD_EVENT,)
 AFTER_EVENTS = ("PostToolUse",)
 START_EVENT = "SessionStart"
 STOP_EVENT = "Stop"
@@ -55,6 +56,8 @@ __all__ = [
     "AFTER_EVENTS",
     "EDIT_TOOLS",
     "GUARD_EVENT",
+    "GUARD_EVENTS",
+    "NEXT_HOW",
     "PATCH_TOOLS",
     "QUIET_TOOLS",
     "SHELL_TOOLS",

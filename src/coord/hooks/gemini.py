@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 GUARD_EVENT = "BeforeTool"
+GUARD_EVENTS = (GUARD_EVENT,)
 AFTER_EVENTS = ("AfterTool",)
 START_EVENT = "SessionStart"
 STOP_EVENT = "AfterAgent"

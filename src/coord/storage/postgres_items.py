@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from coord.model import Item
+from coord.storage import rules_sql
 from coord.storage.base import (
     HELD_BACK_REASONS,
     ItemQuery,
@@ -25,6 +26,14 @@ from coord.storage.base import (
 )
 from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
 from coord.storage.rows import item_of
+from coord.storage.rules_sql import (
+    NOT_HELD_BACK as _NOT_HELD_BACK,
+)
+from coord.storage.rules_sql import (
+    RESERVED_IN_DOCUMENT as _RESERVED_IN_DOCUMENT,
+)
+from coord.storage.rules_sql import UNMET_DEPS as _UNMET_DEPS
+from coord.storage.rules_sql import WAITING_ON as _WAITING_ON
 
 # Columns update_item may write, with the cast its value needs (JSON travels as text).
 _UPDATABLE = {
@@ -55,12 +64,6 @@ _UPDATABLE = {
     "rework_for": "",
     "rework_until": "",
 }
-# The dependencies an item waits on: those not done yet. They fill ``Item.blocked_by`` and
-# make the listing's "blocked" state (and hold the item back from claim-next), one predicate.
-_WAITING_ON = (
-    "FROM deps d JOIN items dep ON dep.id = d.depends_on "
-    "WHERE d.item_id = items.id AND dep.state != 'done'"
-)
 # Inside each subquery ``items`` names the subquery's own row (the innermost scope wins); in
 # an outer WHERE and in RETURNING it names the row being read or claimed.
 _ITEM_RELATIONS = (
@@ -68,13 +71,7 @@ _ITEM_RELATIONS = (
     f"ARRAY(SELECT d.depends_on {_WAITING_ON} ORDER BY d.depends_on), "
     "ARRAY(SELECT pattern FROM item_files WHERE item_id = items.id ORDER BY pattern)"
 )
-# What holds an open item back besides its state (``Item.claimable`` says the same of one
-# item): a dependency not done, or a design document's reservation line.
-_UNMET_DEPS = f"EXISTS (SELECT 1 {_WAITING_ON})"
-_NOT_HELD_BACK = f"NOT {_UNMET_DEPS} AND items.reserved_for IS NULL"
-# A claim that can be taken over: its lease ran out (a waiting question's too, past its
-# bound). One parameter: now.
-_LAPSED_CLAIM = "items.state = 'claimed' AND items.lease_expires_at <= %s"
+_LAPSED_CLAIM = rules_sql.lapsed_claim(rules_sql.POSTGRES)
 _HAS_LABEL = "items.labels ? %s"
 
 
@@ -161,8 +158,7 @@ class PostgresItemTx(WriteTx):
     def reserved_pending(self, kinds: Sequence[str], label: str | None, limit: int) -> list[Item]:
         filters, params = _claim_filters(kinds, label)
         return self._items(
-            f"state = 'pending' AND {filters} AND items.reserved_for IS NOT NULL "
-            f"AND NOT {_UNMET_DEPS}",
+            f"state = 'pending' AND {filters} AND {_RESERVED_IN_DOCUMENT} AND NOT {_UNMET_DEPS}",
             params,
             f"ORDER BY priority, id LIMIT {int(limit)}",
         )

@@ -23,31 +23,12 @@ from coord.model import (
     Reply,
     Reservation,
 )
-from coord.storage import access_rows
+from coord.storage import access_rows, rules_sql
 from coord.storage.postgres_items import PostgresItemTx
 from coord.storage.rows import reservation_of
 from coord.storage.waits_tx import WaitsTx
 
-# Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news. On an item I
-# made, hold or replied on, only what came after I first acted on it: the history of an item I
-# have just taken is not news (issue 25). Addressed to me, a mention, my claim taken: always.
-_INBOX_SQL = """
-SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details, i.key, e.provenance
-  FROM events e LEFT JOIN items i ON i.id = e.item_id
- WHERE e.seq > %(after)s
-   AND (e.agent IS NULL OR e.agent != %(me)s)
-   AND e.kind != 'heartbeat'
-   AND (i.recipient = %(me)s
-        OR (i.created_by = %(me)s OR i.claimed_by = %(me)s
-            OR EXISTS (SELECT 1 FROM replies r WHERE r.item_id = e.item_id AND r.author = %(me)s))
-           AND EXISTS (SELECT 1 FROM events mine
-                        WHERE mine.item_id = e.item_id AND mine.seq < e.seq AND mine.agent = %(me)s)
-        OR (e.details::jsonb -> 'mentions') ? %(me)s
-        OR e.details ->> 'takeover_from' = %(me)s
-        OR e.details ->> 'holder' = %(me)s)
- ORDER BY e.seq
- LIMIT %(limit)s
-"""
+_INBOX_SQL = rules_sql.inbox(rules_sql.POSTGRES)
 _EVENT_COLUMNS = "seq, at, agent, item_id, kind, details"
 # the item's package id (a lookup by primary key): every face names an item as `coord ls` does
 _ITEM_KEY = "(SELECT key FROM items WHERE items.id = e.item_id)"

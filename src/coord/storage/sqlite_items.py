@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from coord.model import Item
+from coord.storage import rules_sql
 from coord.storage.base import (
     HELD_BACK_REASONS,
     ItemQuery,
@@ -26,6 +27,14 @@ from coord.storage.base import (
 )
 from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
 from coord.storage.rows import item_of
+from coord.storage.rules_sql import (
+    NOT_HELD_BACK as _NOT_HELD_BACK,
+)
+from coord.storage.rules_sql import (
+    RESERVED_IN_DOCUMENT as _RESERVED_IN_DOCUMENT,
+)
+from coord.storage.rules_sql import UNMET_DEPS as _UNMET_DEPS
+from coord.storage.rules_sql import WAITING_ON as _WAITING_ON
 
 _UPDATABLE = frozenset(
     {
@@ -60,31 +69,12 @@ _UPDATABLE = frozenset(
 _JSON_COLUMNS = frozenset({"labels", "checks", "evidence", "rework"})
 # UPDATE ... RETURNING arrived in SQLite 3.35 (2021); older libraries take the general path.
 _HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
-# The dependencies an item waits on: those not done yet. They fill ``Item.blocked_by`` and
-# make the listing's "blocked" state (and hold the item back from claim-next), one predicate.
-_WAITING_ON = (
-    "FROM deps d JOIN items dep ON dep.id = d.depends_on "
-    "WHERE d.item_id = items.id AND dep.state != 'done'"
-)
 _ITEM_RELATIONS = (
     "(SELECT json_group_array(depends_on) FROM deps WHERE item_id = items.id), "
     f"(SELECT json_group_array(d.depends_on) {_WAITING_ON}), "
     "(SELECT json_group_array(pattern) FROM item_files WHERE item_id = items.id)"
 )
-# A dependency holds an item back until it is done.
-_UNMET_DEPS = f"EXISTS (SELECT 1 {_WAITING_ON})"
-# A design document's reservation line (or its track's marker) keeps the package from
-# everyone: ``Item.claimable`` and ``coord.spec.protocol`` say the same.
-_RESERVED_IN_DOCUMENT = "items.reserved_for IS NOT NULL"
-# What holds an open item back from being claimed, beside its state: each a named fragment
-# on the enclosing query's ``items`` row, without parameters. Every claimable query (claim-next,
-# its one-statement path, ``ls --ready``) requires all of them false.
-_HELD_BACK = (_UNMET_DEPS, _RESERVED_IN_DOCUMENT)
-_NOT_HELD_BACK = " AND ".join(f"NOT {fragment}" for fragment in _HELD_BACK)
-# A claim that can be taken over: its lease ran out. A question waiting on a human holds the
-# lease only up to the escalation bound, so a stale one lapses too (``Item.lease_live`` in the
-# model says the same of one item). One parameter: now.
-_LAPSED_CLAIM = "state = 'claimed' AND lease_expires_at <= ?"
+_LAPSED_CLAIM = rules_sql.lapsed_claim(rules_sql.SQLITE)
 _OPEN_STATE_INDEXES = (
     ("pending", "items_pending"),
     ("claimed", "items_claimed_lease"),

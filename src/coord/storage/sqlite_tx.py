@@ -21,31 +21,12 @@ from coord.model import (
     Reply,
     Reservation,
 )
-from coord.storage import access_rows
+from coord.storage import access_rows, rules_sql
 from coord.storage.rows import reservation_of
 from coord.storage.sqlite_items import SQLiteItemTx
 from coord.storage.waits_tx import WaitsTx
 
-# Inbox: what others did that concerns me. Heartbeats are bookkeeping, not news. On an item I
-# made, hold or replied on, only what came after I first acted on it: the history of an item I
-# have just taken is not news (issue 25). Addressed to me, a mention, my claim taken: always.
-_INBOX_SQL = """
-SELECT e.seq, e.at, e.agent, e.item_id, e.kind, e.details, i.key, e.provenance
-  FROM events e LEFT JOIN items i ON i.id = e.item_id
- WHERE e.seq > :after
-   AND (e.agent IS NULL OR e.agent != :me)
-   AND e.kind != 'heartbeat'
-   AND (i.recipient = :me
-        OR (i.created_by = :me OR i.claimed_by = :me
-            OR EXISTS (SELECT 1 FROM replies r WHERE r.item_id = e.item_id AND r.author = :me))
-           AND EXISTS (SELECT 1 FROM events mine
-                        WHERE mine.item_id = e.item_id AND mine.seq < e.seq AND mine.agent = :me)
-        OR EXISTS (SELECT 1 FROM json_each(e.details, '$.mentions') m WHERE m.value = :me)
-        OR json_extract(e.details, '$.takeover_from') = :me
-        OR json_extract(e.details, '$.holder') = :me)
- ORDER BY e.seq
- LIMIT :limit
-"""
+_INBOX_SQL = rules_sql.inbox(rules_sql.SQLITE)
 
 # an event with its item's package id (a lookup by primary key: the log is read in order)
 _EVENT_COLUMNS = (
