@@ -64,6 +64,7 @@ PERSONS_COMMANDS = {
     "mcp",
     "land",  # the daemon lands the queue; a person runs a runner of their own
     "abandon",  # giving up an item's work for good: its last holder at a shell, or a human
+    "token",  # people's and machines' tokens: the board's owner issues them
 }
 
 _COMMAND = re.compile(r"`coord ([a-z][a-z-]*)((?: [^`]*)?)`")
