@@ -69,9 +69,9 @@ MAY_IMPORT: dict[str, May] = {
 # Each must sit inside a function: the import runs only when that one command runs.
 ENTRIES: dict[tuple[str, str], str] = {
     ("coord", "coord.core"): "the public Python API: `from coord import Board`",
-    ("coord.cli.commands", "coord.core"): "`coord init` creates the board before any daemon",
-    ("coord.cli.commands", "coord.server"): "`coord serve` runs the daemon in this process",
-    ("coord.cli.commands", "coord.storage.postgres"): (
+    ("coord.cli.daemon_cmd", "coord.core"): "`coord init` creates the board before any daemon",
+    ("coord.cli.daemon_cmd", "coord.server"): "`coord serve` runs the daemon in this process",
+    ("coord.cli.daemon_cmd", "coord.storage.postgres"): (
         "`coord init --database`, `serve --database`, `stop` name a team board's database "
         "without its password (its driver's `describe`)"
     ),

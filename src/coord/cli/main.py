@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from coord.cli import argtypes, commands, files, parser
+from coord.cli import argtypes, commands, daemon_cmd, files, parser
 from coord.cli.context import Context as Context  # for the commands kept elsewhere
 from coord.cli.context import execute
 from coord.errors import EXIT_USAGE
@@ -52,7 +52,7 @@ def _cmd_init(args: argparse.Namespace, ctx: Context) -> Result:
     from coord.wiring import command
 
     # the wiring is handed what creates the board: it never imports the command line
-    return command.cmd_init(args, ctx, create_board=commands.cmd_init)
+    return command.cmd_init(args, ctx, create_board=daemon_cmd.cmd_init)
 
 
 def _elsewhere(
@@ -77,8 +77,8 @@ COMMANDS: Commands = {
         "create the board in .coord/ at the repository root; wire agents' clients to it",
         _args_init,
     ),
-    "serve": (commands.cmd_serve, "run the daemon (HTTP API) for this board", parser.args_serve),
-    "stop": (commands.cmd_stop, "stop this board's daemon", parser.args_none),
+    "serve": (daemon_cmd.cmd_serve, "run the daemon (HTTP API) for this board", parser.args_serve),
+    "stop": (daemon_cmd.cmd_stop, "stop this board's daemon", parser.args_none),
     "add": (commands.cmd_add, "post an item: a task, bug, note or handoff", parser.args_add),
     "import": (
         commands.cmd_import,

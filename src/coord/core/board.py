@@ -25,6 +25,7 @@ from coord.core import next_steps, reservations, rules
 from coord.core.access import Access
 from coord.core.activity import Activity
 from coord.core.asks import Asks
+from coord.core.board_talk import Talk
 from coord.core.changes import Changes
 from coord.core.claims import Claims
 from coord.core.context import BoardContext
@@ -33,18 +34,14 @@ from coord.core.items import Items
 from coord.core.landings import Landings
 from coord.core.leases import Leases
 from coord.core.packages import WorkPackages
-from coord.core.tripwire import Tripwire, check_report
+from coord.core.tripwire import Tripwire
 from coord.core.waiting import GrantingStorage, Waiting
 from coord.errors import CoordError, InvalidInput
 from coord.limits import (
-    INBOX_PAGE,
-    MAX_INBOX_PAGE,
     MAX_REPLIES_PAGE,
-    MAX_TITLE,
-    MIN_PRUNE_AGE,
     REPLIES_PAGE,
 )
-from coord.model import Agent, Claim, Event, Item, Reply, Reservation
+from coord.model import Claim, Item, Reservation
 from coord.storage.base import ItemQuery, Storage
 
 DEFAULT_LEASE_SECONDS = 15 * 60
@@ -76,7 +73,7 @@ def open_storage(board_dir: Path, settings: dict[str, Any], options: dict[str, A
     )
 
 
-class Board:
+class Board(Talk):
     """One board: its storage, its clock, its settings, and the parts that hold its rules."""
 
     def __init__(
@@ -423,93 +420,6 @@ class Board:
         agent = model.check_agent(agent)
         ref = model.check_item_ref(item_id)
         return self._leases.answer(ref, agent, model.check_reason(text, "answer"))
-
-    # --- activity: the log, the agents, replies and inboxes --------------------------------
-
-    def events(
-        self,
-        after: int = 0,
-        limit: int = 500,
-        item_id: int | None = None,
-        *,
-        max_bytes: int | None = None,
-    ) -> list[Event]:
-        """``max_bytes``: the page ends at the event that brings its details to that many
-        bytes (the first always comes), and nothing past it is read."""
-        if not 1 <= limit <= 5000:
-            raise InvalidInput("limit must be between 1 and 5000", field="limit")
-        return self._activity.events(after, limit, item_id, max_bytes)
-
-    def last_seq(self) -> int:
-        return self._activity.last_seq()
-
-    def agents(self, *, everyone: bool = False) -> list[Agent]:
-        """The names that acted as agents (``Agent.worked``), most recently seen first;
-        ``everyone``: the people who only added, answered or replied too."""
-        found = self._activity.agents()
-        return found if everyone else [a for a in found if a.worked]
-
-    def prune_agents(self, *, older_than: Any, agent: str) -> dict[str, Any]:
-        """Forget everyone not seen for ``older_than`` seconds who would lose nothing by it
-        (see ``Activity.prune_agents``): ``{"pruned": [names], "kept": [{name, why}]}``."""
-        agent = model.check_agent(agent)
-        if (
-            isinstance(older_than, bool)
-            or not isinstance(older_than, int | float)
-            or not MIN_PRUNE_AGE <= older_than <= model.MAX_INTEGER
-        ):
-            raise InvalidInput(
-                f"older_than must be at least {MIN_PRUNE_AGE:g} seconds, an hour: an agent seen "
-                "more recently may be between two calls",
-                field="older_than",
-            )
-        return self._activity.prune_agents(float(older_than), agent)
-
-    def reply(self, item_id: Any, *, agent: str, body: Any) -> Reply:
-        agent = model.check_agent(agent)
-        ref = model.check_item_ref(item_id)
-        body = model.check_body(body)
-        if not body.strip():
-            raise InvalidInput("a reply needs some text", field="body")
-        return self._activity.reply(ref, agent, body)
-
-    def send(self, to: Any, text: Any, *, agent: str) -> Item:
-        """A direct message: a note addressed to ``to``, which reaches its inbox (and the log,
-        so `coord watch` and the page show it). Its first line is the title; all of it the
-        body, so a long message loses nothing."""
-        agent = model.check_agent(agent)
-        to = model.check_agent(to)
-        body = model.check_body(text)
-        if not body.strip():
-            raise InvalidInput("a message needs some text", field="text")
-        first = body.strip().splitlines()[0].strip()
-        title = first if len(first) <= MAX_TITLE else first[: MAX_TITLE - 1] + "…"
-        return self.add(title, created_by=agent, kind="note", body=body, to=to, labels=["message"])
-
-    def report_held_change(
-        self,
-        *,
-        agent: Any,
-        files: Any,
-        command: Any = None,
-        tool: Any = None,
-        more_files: Any = 0,
-    ) -> dict[str, Any]:
-        """``agent``'s tool call changed files other agents hold (the after-tool check saw
-        it): one ``held_files_changed`` event, which reaches each holder's inbox."""
-        return self._tripwire.report(*check_report(agent, files, command, tool, more_files))
-
-    def ack(self, item_id: Any, *, agent: str) -> bool:
-        """Acknowledge an item (seen it, agree). Returns False if already acknowledged."""
-        agent = model.check_agent(agent)
-        return self._activity.ack(model.check_item_ref(item_id), agent)
-
-    def inbox(self, agent: str, *, peek: bool = False, limit: int = INBOX_PAGE) -> list[Event]:
-        """What others said to ``agent`` or did to its items since it last looked, a page of
-        at most ``limit`` (1 to ``MAX_INBOX_PAGE``); what is past the page stays unread."""
-        if not 1 <= limit <= MAX_INBOX_PAGE:
-            raise InvalidInput(f"limit must be between 1 and {MAX_INBOX_PAGE}", field="limit")
-        return self._activity.inbox(model.check_agent(agent), peek, limit)
 
     # --- files -----------------------------------------------------------------------------
 

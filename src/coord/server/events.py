@@ -7,9 +7,22 @@ from functools import partial
 from typing import Any
 
 from coord import __version__, model
+from coord.core.tripwire import CHANGES as HELD_CHANGES
+from coord.core.tripwire import FIELDS as HELD_CHANGE_FIELDS
 from coord.errors import CursorPastEnd, InvalidInput
-from coord.limits import INBOX_PAGE, MAX_EVENTS_ANSWER_BYTES
+from coord.limits import (
+    INBOX_PAGE,
+    MAX_EVENTS_ANSWER_BYTES,
+    MAX_INTEGER,
+    MAX_PATTERN,
+    MAX_REPORTED_FILES,
+    MIN_PRUNE_AGE,
+)
 from coord.server.context import Call, count, number, query_flag
+from coord.server.schemas import AGENT, ITEM_ID, integer, listing, ref, text
+from coord.server.table import Body, Param, Route, closed
+
+ANY_OBJECT = {"type": "object"}
 
 MAX_WAIT_SECONDS = 60.0
 DEFAULT_PRUNE_AGE = 7 * 24 * 3600.0  # `coord agents --prune`: a week unseen
@@ -114,3 +127,138 @@ def shutdown(call: Call) -> dict[str, Any]:
         raise InvalidInput("this server cannot be stopped over HTTP")
     stop()
     return {"ok": True, "message": "daemon stopping"}
+
+
+# the endpoints these answer (coord.server.routes gathers every table)
+ROUTES: tuple[Route, ...] = (
+    Route(
+        "POST",
+        "/v1/held-files:changed",
+        held_files_changed,
+        "an agent's tool call changed files other agents hold (the after-tool hooks saw it): "
+        "one held_files_changed event naming the agent, the command or tool, and each file "
+        "with its holder, whether coord put it back and the SHA-256 of the overwritten "
+        "version it kept; every holder is mentioned, so it reaches their inboxes",
+        {
+            "type": "object",
+            "required": ["seq", "kind", "agent", "details"],
+            "properties": {
+                "seq": {"type": "integer"},
+                "kind": {"type": "string"},
+                "agent": {"type": "string"},
+                "details": ANY_OBJECT,
+            },
+        },
+        status=201,
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "changed": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": MAX_REPORTED_FILES,
+                    "description": "the held files the call changed",
+                    "items": closed(
+                        {
+                            "path": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN},
+                            "holder": AGENT,
+                            "change": {"enum": list(HELD_CHANGES)},
+                            "restored": {"type": "boolean"},
+                            "kept": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                            "why": {"type": "string", "maxLength": MAX_PATTERN},
+                        },
+                        HELD_CHANGE_FIELDS,
+                        required=("path", "holder", "change"),
+                    ),
+                },
+                "command": text("the shell command that changed them"),
+                "tool": {"type": "string", "maxLength": MAX_PATTERN},
+                "more_files": integer(0, "changed held files past those listed"),
+            },
+            ("agent", "changed"),
+        ),
+        errors=(422,),
+    ),
+    Route(
+        "GET",
+        "/v1/agents",
+        agents,
+        "agents, when last seen, whether active (seen within the board's window) and what "
+        "each holds; an agent is a name that claimed, reserved or read its inbox (role "
+        "agent); ?all=true lists the people who only added, answered or replied too (role "
+        "person)",
+        listing("agents", ANY_OBJECT),
+        params=(Param("all", {"type": "boolean"}, "people too, not only agents"),),
+    ),
+    Route(
+        "POST",
+        "/v1/agents:prune",
+        prune_agents,
+        "forget the names not seen for older_than_seconds that would lose nothing: no claim "
+        "(a lapsed one included), no live reservation, nothing unread in their inbox that "
+        "came after they were last seen; the rest are kept, each with why. The log keeps "
+        "what they did (one agents_pruned event)",
+        {
+            "type": "object",
+            "required": ["pruned", "kept", "older_than_seconds"],
+            "properties": {
+                "pruned": {"type": "array", "items": {"type": "string"}},
+                "kept": {"type": "array", "items": ANY_OBJECT},
+                "older_than_seconds": {"type": "number"},
+            },
+        },
+        write=True,
+        body=Body(
+            {
+                "agent": AGENT,
+                "older_than_seconds": {
+                    "type": "number",
+                    "minimum": MIN_PRUNE_AGE,
+                    "maximum": MAX_INTEGER,
+                    "default": DEFAULT_PRUNE_AGE,
+                    "description": "seconds unseen (at least an hour; default a week)",
+                },
+            },
+            ("agent",),
+        ),
+        errors=(422,),
+    ),
+    Route(
+        "GET",
+        "/v1/events",
+        events,
+        "the event log after a sequence number; wait long-polls; `last_seq` is the board's "
+        "last event (page on from the page's last while it is before it); an `after` past "
+        "it is 409 `cursor_past_end` with `last_seq`",
+        {**listing("events", ref("Event")), "required": ["events", "last_seq"]},
+        params=(
+            Param("after", integer(0)),
+            Param(
+                "limit",
+                integer(1, maximum=5000),
+                f"at most this many events; fewer once they hold {MAX_EVENTS_ANSWER_BYTES} "
+                "bytes of details",
+            ),
+            Param("item", ITEM_ID),
+            Param(
+                "wait",
+                {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECONDS},
+                "seconds to wait for new events when there are none",
+            ),
+        ),
+        errors=(409, 422),
+    ),
+    Route(
+        "POST",
+        "/v1/shutdown",
+        shutdown,
+        "stop the daemon",
+        ANY_OBJECT,
+        write=True,
+        body=Body({}),
+        errors=(422,),
+        page=False,
+        board=False,
+    ),
+)

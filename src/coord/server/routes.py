@@ -7,19 +7,11 @@ OpenAPI document at /openapi.json (openapi.py) are all made from ``ROUTES``.
 from __future__ import annotations
 
 from coord import model
-from coord.core.tripwire import CHANGES as HELD_CHANGES
-from coord.core.tripwire import FIELDS as HELD_CHANGE_FIELDS
 from coord.limits import (
     INBOX_PAGE,
     MAX_ANSWER_BYTES,
-    MAX_EVENTS_ANSWER_BYTES,
     MAX_INBOX_PAGE,
-    MAX_INTEGER,
-    MAX_PATTERN,
     MAX_REPLIES_PAGE,
-    MAX_REPORTED_FILES,
-    MAX_STREAM_BEHIND,
-    MIN_PRUNE_AGE,
     REPLIES_PAGE,
 )
 from coord.server import (
@@ -42,28 +34,23 @@ from coord.server.schemas import (
     COMMANDS,
     DOCUMENT_PATH,
     IMPORT_ITEMS,
-    ITEM_ID,
     ITEM_IDS,
-    ITEM_REF,
     KIND,
     LABELS,
     LEASE,
     NEW_ITEM_FIELDS,
     PACKAGES,
-    PATH_PATTERN,
-    PATTERNS,
     PRIORITY,
     SPEC_IMPORTED,
     TITLE,
     TOKEN,
-    WHO,
     integer,
     listing,
     paged_listing,
     ref,
     text,
 )
-from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route, closed
+from coord.server.table import MAX_IMPORT_REQUEST_BYTES, Body, Param, Route
 from coord.server.web import codes
 
 # a read names its reader so that a claim's fencing token is shown to its holder (redaction.py)
@@ -451,99 +438,6 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
-        "POST",
-        "/v1/held-files:changed",
-        events.held_files_changed,
-        "an agent's tool call changed files other agents hold (the after-tool hooks saw it): "
-        "one held_files_changed event naming the agent, the command or tool, and each file "
-        "with its holder, whether coord put it back and the SHA-256 of the overwritten "
-        "version it kept; every holder is mentioned, so it reaches their inboxes",
-        {
-            "type": "object",
-            "required": ["seq", "kind", "agent", "details"],
-            "properties": {
-                "seq": {"type": "integer"},
-                "kind": {"type": "string"},
-                "agent": {"type": "string"},
-                "details": ANY_OBJECT,
-            },
-        },
-        status=201,
-        write=True,
-        body=Body(
-            {
-                "agent": AGENT,
-                "changed": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": MAX_REPORTED_FILES,
-                    "description": "the held files the call changed",
-                    "items": closed(
-                        {
-                            "path": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN},
-                            "holder": AGENT,
-                            "change": {"enum": list(HELD_CHANGES)},
-                            "restored": {"type": "boolean"},
-                            "kept": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-                            "why": {"type": "string", "maxLength": MAX_PATTERN},
-                        },
-                        HELD_CHANGE_FIELDS,
-                        required=("path", "holder", "change"),
-                    ),
-                },
-                "command": text("the shell command that changed them"),
-                "tool": {"type": "string", "maxLength": MAX_PATTERN},
-                "more_files": integer(0, "changed held files past those listed"),
-            },
-            ("agent", "changed"),
-        ),
-        errors=(422,),
-    ),
-    Route(
-        "GET",
-        "/v1/agents",
-        events.agents,
-        "agents, when last seen, whether active (seen within the board's window) and what "
-        "each holds; an agent is a name that claimed, reserved or read its inbox (role "
-        "agent); ?all=true lists the people who only added, answered or replied too (role "
-        "person)",
-        listing("agents", ANY_OBJECT),
-        params=(Param("all", {"type": "boolean"}, "people too, not only agents"),),
-    ),
-    Route(
-        "POST",
-        "/v1/agents:prune",
-        events.prune_agents,
-        "forget the names not seen for older_than_seconds that would lose nothing: no claim "
-        "(a lapsed one included), no live reservation, nothing unread in their inbox that "
-        "came after they were last seen; the rest are kept, each with why. The log keeps "
-        "what they did (one agents_pruned event)",
-        {
-            "type": "object",
-            "required": ["pruned", "kept", "older_than_seconds"],
-            "properties": {
-                "pruned": {"type": "array", "items": {"type": "string"}},
-                "kept": {"type": "array", "items": ANY_OBJECT},
-                "older_than_seconds": {"type": "number"},
-            },
-        },
-        write=True,
-        body=Body(
-            {
-                "agent": AGENT,
-                "older_than_seconds": {
-                    "type": "number",
-                    "minimum": MIN_PRUNE_AGE,
-                    "maximum": MAX_INTEGER,
-                    "default": events.DEFAULT_PRUNE_AGE,
-                    "description": "seconds unseen (at least an hour; default a week)",
-                },
-            },
-            ("agent",),
-        ),
-        errors=(422,),
-    ),
-    Route(
         "GET",
         "/v1/status",
         status.status,
@@ -551,204 +445,12 @@ ROUTES: tuple[Route, ...] = (
         "claims near or past their lease's end, items waiting on a human",
         status.ANSWER_SCHEMA,
     ),
-    Route(
-        "GET",
-        "/v1/events",
-        events.events,
-        "the event log after a sequence number; wait long-polls; `last_seq` is the board's "
-        "last event (page on from the page's last while it is before it); an `after` past "
-        "it is 409 `cursor_past_end` with `last_seq`",
-        {**listing("events", ref("Event")), "required": ["events", "last_seq"]},
-        params=(
-            Param("after", integer(0)),
-            Param(
-                "limit",
-                integer(1, maximum=5000),
-                f"at most this many events; fewer once they hold {MAX_EVENTS_ANSWER_BYTES} "
-                "bytes of details",
-            ),
-            Param("item", ITEM_ID),
-            Param(
-                "wait",
-                {"type": "number", "minimum": 0, "maximum": events.MAX_WAIT_SECONDS},
-                "seconds to wait for new events when there are none",
-            ),
-        ),
-        errors=(409, 422),
-    ),
-    Route(
-        "GET",
-        "/v1/events/stream",
-        stream.events_stream,
-        "the event log live, as Server-Sent Events: each event a message `id: <seq>`, `event: "
-        "coord`, `data: <the event as JSON>`, in order, none missed or doubled across a "
-        "reconnect (`Last-Event-ID` wins over `after`); a `: keep-alive` comment when quiet; "
-        f"a reader more than {MAX_STREAM_BEHIND} events behind, or whose cursor is past the "
-        'board\'s last event, gets `event: reload` (data `{"reason", "last_seq"}`) and the '
-        "stream ends",
-        {"type": "string", "description": "an endless text/event-stream"},
-        params=(
-            Param(
-                "after",
-                integer(0),
-                "events after this sequence number (a Last-Event-ID header wins over it)",
-            ),
-            Param("item", ITEM_ID, "only this item's events"),
-            Param(
-                "keepalive",
-                {
-                    "type": "number",
-                    "minimum": stream.MIN_KEEPALIVE,
-                    "maximum": stream.MAX_KEEPALIVE,
-                    "default": stream.KEEPALIVE_SECONDS,
-                },
-                "seconds between keep-alive comments when nothing happens",
-            ),
-        ),
-        errors=(422,),
-        media_type="text/event-stream",
-    ),
-    Route(
-        "GET",
-        "/v1/reservations",
-        reservations.reservations,
-        "live reservations (of one agent with ?agent=)",
-        listing("reservations", ref("Reservation")),
-        params=(Param("agent", AGENT),),
-        errors=(422,),
-    ),
-    Route(
-        "POST",
-        "/v1/reservations",
-        reservations.reserve,
-        "reserve paths or patterns, all or none; 409 files_reserved names every conflicting "
-        "holder, pattern, item and expiry",
-        listing("reservations", ref("Reservation")),
-        status=201,
-        write=True,
-        body=Body(
-            {
-                "agent": AGENT,
-                "patterns": {**PATTERNS, "minItems": 1},
-                "shared": {"type": "boolean", "default": False},
-                "lease_seconds": LEASE,
-                "item": {**ITEM_REF, "description": "the item the files are for: id or R3"},
-                "reason": text("why"),
-            },
-            ("agent", "patterns"),
-        ),
-        errors=(404, 409, 422),
-    ),
-    Route(
-        "POST",
-        "/v1/reservations:release",
-        reservations.unreserve,
-        "free the agent's reservations of these patterns, or all of them",
-        listing("freed", {"type": "string"}),
-        write=True,
-        body=Body(
-            {"agent": AGENT, "patterns": PATTERNS, "all": {"type": "boolean"}},
-            ("agent",),
-            any_of=(
-                {"required": ["patterns"], "properties": {"patterns": {"minItems": 1}}},
-                {"required": ["all"], "properties": {"all": {"const": True}}},
-            ),
-        ),
-        errors=(422,),
-    ),
-    Route(
-        "GET",
-        "/v1/who",
-        reservations.who,
-        "who holds a path, and may the agent edit it",
-        WHO,
-        params=(Param("path", PATH_PATTERN, required=True), Param("agent", AGENT)),
-        errors=(422,),
-    ),
-    Route(
-        "POST",
-        "/v1/web/codes",
-        codes.issue_code,
-        "a one-time code that opens the web page at / as this agent (a human the board lists "
-        "in `humans`, when it lists any; 403 not_permitted otherwise): good once, with this "
-        "daemon process, for expires_in seconds; the page trades it for its session "
-        "(`coord open`). With file: true, also a page only this user may read that sends a "
-        "browser on to the link (`file`)",
-        codes.ANSWER_SCHEMA,
-        status=201,
-        body=Body(
-            {
-                "agent": AGENT,
-                "file": {"type": "boolean", "description": "write the browser's hand-off file"},
-            },
-            ("agent",),
-        ),
-        errors=(403, 422),
-        page=False,
-        board=False,  # the board's humans are its settings, in memory
-    ),
-    Route(
-        "GET",
-        "/v1/web/proof",
-        codes.page_proof,
-        "the daemon proves to the web page that it made the page's session, without the page "
-        "sending it: an HMAC keyed by the session's signature over the page's nonce (open: no "
-        "token, no session; the page asks before it sends its session anywhere)",
-        codes.PROOF_SCHEMA,
-        params=(
-            Param(
-                "session",
-                {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,1024}$"},
-                "the part of the page's session before the dot (no secret)",
-                required=True,
-            ),
-            Param("nonce", identity.NONCE_SCHEMA, required=True),
-        ),
-        errors=(422,),
-        public=True,
-    ),
-    Route(
-        "GET",
-        "/v1/web/session",
-        codes.page_session,
-        "the web page's session (its X-Coord-Session header): whom it acts as, until when, "
-        "and the board's clock and newest event (with the token: no person, as and "
-        "expires_at null)",
-        codes.SESSION_SCHEMA,
-    ),
-    Route(
-        "POST",
-        "/v1/mirror:refresh",
-        reservations.refresh_mirror,
-        "PostgreSQL board: rewrite this machine's mirror of the live reservations now (the "
-        "guard asks when it finds the mirror stale); 409 on a SQLite board, 503 when the "
-        "database cannot be read",
-        {
-            "type": "object",
-            "required": ["refreshed", "reservations", "last_seq"],
-            "properties": {
-                "refreshed": {"type": "boolean"},
-                "reservations": {"type": "integer"},
-                "last_seq": {"type": "integer"},
-            },
-        },
-        body=Body({}),
-        errors=(409, 422, 503),
-    ),
-    Route(
-        "POST",
-        "/v1/shutdown",
-        events.shutdown,
-        "stop the daemon",
-        ANY_OBJECT,
-        write=True,
-        body=Body({}),
-        errors=(422,),
-        page=False,
-        board=False,
-    ),
 )
 
+ROUTES += events.ROUTES  # the log, the agents, files others changed, shutdown
+ROUTES += stream.ROUTES  # the live event stream
+ROUTES += reservations.ROUTES  # files: reservations and who holds a path
+ROUTES += codes.ROUTES  # the live page's codes and session
 ROUTES += landing.ROUTES  # a worktree item's way to main
 ROUTES += waiting.ROUTES  # the fair wait, and asking a holder (issue 26)
 ROUTES += tokens.ROUTES  # people's and machines' tokens

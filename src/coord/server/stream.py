@@ -36,9 +36,12 @@ from starlette.responses import Response
 
 from coord import model
 from coord.errors import CoordError, InvalidInput
+from coord.limits import MAX_STREAM_BEHIND
 from coord.server.context import Call, Server, count, number
 from coord.server.feed import PAGE_EVENTS, POLL_SECONDS, Feed, frame
 from coord.server.pipeline import render
+from coord.server.schemas import ITEM_ID, integer
+from coord.server.table import Param, Route
 
 # written to the socket as one chunk of at most about this many bytes (one event alone, when
 # it is bigger): the board is read by bytes too, so no more than this is decoded for it
@@ -234,3 +237,40 @@ async def _until_disconnect(receive: Any, gone: asyncio.Event) -> None:
         if message["type"] == "http.disconnect":
             gone.set()
             return
+
+
+# the endpoints these answer (coord.server.routes gathers every table)
+ROUTES: tuple[Route, ...] = (
+    Route(
+        "GET",
+        "/v1/events/stream",
+        events_stream,
+        "the event log live, as Server-Sent Events: each event a message `id: <seq>`, `event: "
+        "coord`, `data: <the event as JSON>`, in order, none missed or doubled across a "
+        "reconnect (`Last-Event-ID` wins over `after`); a `: keep-alive` comment when quiet; "
+        f"a reader more than {MAX_STREAM_BEHIND} events behind, or whose cursor is past the "
+        'board\'s last event, gets `event: reload` (data `{"reason", "last_seq"}`) and the '
+        "stream ends",
+        {"type": "string", "description": "an endless text/event-stream"},
+        params=(
+            Param(
+                "after",
+                integer(0),
+                "events after this sequence number (a Last-Event-ID header wins over it)",
+            ),
+            Param("item", ITEM_ID, "only this item's events"),
+            Param(
+                "keepalive",
+                {
+                    "type": "number",
+                    "minimum": MIN_KEEPALIVE,
+                    "maximum": MAX_KEEPALIVE,
+                    "default": KEEPALIVE_SECONDS,
+                },
+                "seconds between keep-alive comments when nothing happens",
+            ),
+        ),
+        errors=(422,),
+        media_type="text/event-stream",
+    ),
+)

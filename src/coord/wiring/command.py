@@ -3,7 +3,7 @@
 ``coord init`` creates the board; with client flags it also registers ``coord mcp`` with each
 chosen client, installs coord's hooks, tells agents how to work in ``AGENTS.md`` and puts the
 git pre-commit guard in place. The command line hands in what creates the board
-(``coord.cli.commands.cmd_init``): the CLI calls the wiring, never the reverse.
+(``coord.cli.daemon_cmd.cmd_init``): the CLI calls the wiring, never the reverse.
 """
 
 from __future__ import annotations

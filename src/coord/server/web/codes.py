@@ -6,7 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from coord.errors import InvalidInput, NotPermitted
+from coord.server import identity
 from coord.server.context import Call
+from coord.server.schemas import AGENT
+from coord.server.table import Body, Param, Route
 from coord.server.web.access import CODE_SECONDS, WebAccess
 from coord.times import iso
 
@@ -109,3 +112,59 @@ def page_session(call: Call) -> dict[str, Any]:
         "server_now": board.now(),
         "last_seq": board.last_seq(),
     }
+
+
+# the endpoints these answer (coord.server.routes gathers every table)
+ROUTES: tuple[Route, ...] = (
+    Route(
+        "POST",
+        "/v1/web/codes",
+        issue_code,
+        "a one-time code that opens the web page at / as this agent (a human the board lists "
+        "in `humans`, when it lists any; 403 not_permitted otherwise): good once, with this "
+        "daemon process, for expires_in seconds; the page trades it for its session "
+        "(`coord open`). With file: true, also a page only this user may read that sends a "
+        "browser on to the link (`file`)",
+        ANSWER_SCHEMA,
+        status=201,
+        body=Body(
+            {
+                "agent": AGENT,
+                "file": {"type": "boolean", "description": "write the browser's hand-off file"},
+            },
+            ("agent",),
+        ),
+        errors=(403, 422),
+        page=False,
+        board=False,  # the board's humans are its settings, in memory
+    ),
+    Route(
+        "GET",
+        "/v1/web/proof",
+        page_proof,
+        "the daemon proves to the web page that it made the page's session, without the page "
+        "sending it: an HMAC keyed by the session's signature over the page's nonce (open: no "
+        "token, no session; the page asks before it sends its session anywhere)",
+        PROOF_SCHEMA,
+        params=(
+            Param(
+                "session",
+                {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,1024}$"},
+                "the part of the page's session before the dot (no secret)",
+                required=True,
+            ),
+            Param("nonce", identity.NONCE_SCHEMA, required=True),
+        ),
+        errors=(422,),
+        public=True,
+    ),
+    Route(
+        "GET",
+        "/v1/web/session",
+        page_session,
+        "the web page's session (its X-Coord-Session header): whom it acts as, until when, "
+        "and the board's clock and newest event (with the token: no person, as and "
+        "expires_at null)",
+        SESSION_SCHEMA,
+    ),
+)
