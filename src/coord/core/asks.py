@@ -107,7 +107,8 @@ class Asks:
             else:
                 holder, item_id, token, held = self._holder_of(tx, now, asker, wanted)
             if holder == asker:
-                raise InvalidInput("you hold it yourself: nobody else to ask")
+                # the board's state, not the request's shape: 409, as any refusal of what is held
+                raise Conflict("you hold it yourself: nobody else to ask")
             expires = now + timeout
             ask_id = tx.insert_ask(
                 asker=asker,
@@ -148,7 +149,7 @@ class Asks:
                 paths=list(wanted),
             )
         if len(holders) > 1:
-            raise InvalidInput(
+            raise Conflict(
                 f"{', '.join(holders)} hold these paths: ask about one holder's paths at a time",
                 holders=holders,
             )

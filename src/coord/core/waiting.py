@@ -26,7 +26,7 @@ from coord import model
 from coord.core import reservations, rules, worktree_holds
 from coord.core.claims import Claims
 from coord.core.context import BoardContext
-from coord.errors import CoordError, InvalidInput, NotClaimable, NotFound, NotPermitted
+from coord.errors import Conflict, CoordError, InvalidInput, NotClaimable, NotFound, NotPermitted
 from coord.model import Wait
 from coord.storage.base import ReadTx, Storage, WriteTx
 from coord.times import iso
@@ -211,7 +211,7 @@ class Waiting:
                         state=item.state,
                     )
                 if item.claimed_by == agent and item.lease_live(now):
-                    raise InvalidInput(f"you already hold item {item.ref}", id=item.id)
+                    raise Conflict(f"you already hold item {item.ref}", id=item.id)
                 item_id = item.id
             queue = tx.waiting(now, MAX_WAITERS)
             for kept in queue:  # asking again keeps the place in line
@@ -220,7 +220,7 @@ class Waiting:
                     self.grant_due(tx, now)
                     return self._status(tx, kept.id, now)
             if len(queue) >= MAX_WAITERS:
-                raise InvalidInput(
+                raise Conflict(  # the board's state, not the request's shape
                     f"{MAX_WAITERS} waiters already queue on this board; pick other work"
                 )
             wait_id = tx.insert_wait(

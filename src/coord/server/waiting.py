@@ -24,7 +24,7 @@ from coord.core import waiting as core_waiting
 from coord.core.asks import MAX_ASK_SECONDS
 from coord.errors import CoordError, InvalidInput
 from coord.server.context import Call
-from coord.server.schemas import AGENT, LEASE, PATTERNS, text
+from coord.server.schemas import AGENT, LEASE, PATTERNS, integer, text
 from coord.server.table import Body, Param, Route
 
 MAX_POLL_SECONDS = 60.0
@@ -288,10 +288,8 @@ ROUTES: tuple[Route, ...] = (
 
 # an id the board gave (the board refuses any other with 404 or 422)
 PATH_PARAMS = {
-    "wait": Param(
-        "wait", {"type": "integer"}, "a wait id, as POST /v1/waits gave it", where="path"
-    ),
-    "ask": Param("ask", {"type": "integer"}, "an ask id, as POST /v1/asks gave it", where="path"),
+    "wait": Param("wait", integer(1), "a wait id, as POST /v1/waits gave it", where="path"),
+    "ask": Param("ask", integer(1), "an ask id, as POST /v1/asks gave it", where="path"),
 }
 
 
