@@ -218,7 +218,8 @@ def test_the_page_acts_as_its_person_only(api: TestClient) -> None:
         json={"agent": "bob", "text": "x"},
         headers={SESSION_HEADER: value, "origin": ORIGIN},
     )
-    assert (as_bob.status_code, as_bob.json()["error"]) == (403, "not_permitted")
+    # one rule for a page and a person's token (issue 27): acting as another is `forbidden`
+    assert (as_bob.status_code, as_bob.json()["error"]) == (403, "forbidden")
     assert "acts as alice" in as_bob.json()["message"]
     assert snapshot(api) == before
 
@@ -496,7 +497,7 @@ def test_a_bare_import_cannot_name_another_agent(
         json=[{"title": "as bob"}],
         headers={SESSION_HEADER: value, "origin": ORIGIN, **headers},
     )
-    assert (refused.status_code, refused.json()["error"]) == (403, "not_permitted")
+    assert (refused.status_code, refused.json()["error"]) == (403, "forbidden")
     assert snapshot(api) == before
 
 
