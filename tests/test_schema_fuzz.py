@@ -100,7 +100,7 @@ checks.positive_data_acceptance.expected-statuses = ["2XX", "404", "409", "422"]
 # inside .git, a negation or one with too many wildcards is a 422 naming the pattern, which
 # a schema cannot state without refusing names the board reads (`.github/`, `My File.md`).
 [[operations]]
-include-path-regex = "^/v1/(items|reservations|reservations:release|who)$"
+include-path-regex = "^/v1/(items|reservations|reservations:release|who|waits|asks)$"
 checks.positive_data_acceptance.expected-statuses = ["2XX", "404", "409", "422"]
 """
 # A crash inside the generator, not an answer of the daemon: CPython 3.11's ast.parse fails

@@ -92,4 +92,4 @@ def check_which(value: object) -> str | int:
         return value
     if isinstance(value, str) and value.strip():
         return value.strip()
-    raise InvalidInput("say which token: its id or its name (`coord token list`)", field="token")
+    raise InvalidInput("say which token: its id or its name (`coord token list`)", field="which")

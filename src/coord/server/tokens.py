@@ -91,7 +91,12 @@ ROUTES: tuple[Route, ...] = (
         write=True,
         page=False,
         body=Body(
-            {"which": {"type": ["integer", "string"], "description": "a token's id, or a name"}},
+            {
+                "which": {
+                    "anyOf": [{"type": "integer"}, {"type": "string", "pattern": "\\S"}],
+                    "description": "a token's id, or a name",
+                }
+            },
             ("which",),
         ),
         errors=(403, 404, 422),

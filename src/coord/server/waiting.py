@@ -281,6 +281,11 @@ ROUTES: tuple[Route, ...] = (
                 "reason": text("why"),
             },
             ("agent", "answer"),
+            # a deferral says until when or for how long, not both
+            any_of=(
+                {"properties": {"until": {"type": "null"}}},
+                {"properties": {"for_seconds": {"type": "null"}}},
+            ),
         ),
         errors=(403, 404, 409, 422),
     ),
