@@ -37,7 +37,8 @@ def test_waiters_through_two_daemons_are_granted_in_arrival_order(team: Team) ->
         for n, agent in enumerate(agents):
             releasing = (first, second)[n % 2]
             _post(releasing, f"/v1/items/{item}/release", {"agent": holder, "token": token})
-            _, shown = second.request("GET", f"/v1/items/{item}")
+            # read as the one granted: a claim's token shows to its holder alone (issue 27)
+            _, shown = second.request("GET", f"/v1/items/{item}?agent={agent}")
             assert shown["claimed_by"] == agent  # granted by the release itself
             assert f"item {item} is yours" in _granted_line(waiters[n])
             holder, token = agent, shown["fencing_token"]

@@ -96,7 +96,8 @@ def test_waiters_on_a_held_item_are_granted_one_at_a_time_in_arrival_order(
         tokens = [token]
         for n, agent in enumerate(agents):
             _post(daemon, f"/v1/items/{item}/release", {"agent": holder, "token": tokens[-1]})
-            _, shown = daemon.request("GET", f"/v1/items/{item}")
+            # read as the one granted: a claim's token shows to its holder alone (issue 27)
+            _, shown = daemon.request("GET", f"/v1/items/{item}?agent={agent}")
             assert shown["claimed_by"] == agent  # granted by the release itself
             line = _granted_line(waiters[n])
             assert f"item {item} is yours (token {shown['fencing_token']})" in line

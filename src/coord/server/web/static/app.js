@@ -793,7 +793,8 @@
   // why the runner's last attempt at this submission had to wait (nothing for its holder)
   function waitMeta(item) {
     const event = landing.waits.get(item.id);
-    if (!event || event.details.token !== item.fencing_token) return null;
+    // this submission's: the log shows no tokens (issue 27), so the wait must come after it
+    if (!event || !item.submitted_at || ms(event.at) < ms(item.submitted_at)) return null;
     const files = event.details.files || [];
     const node = el(
       "div",
