@@ -109,22 +109,6 @@ HELD_BACK_REASONS = (
 )
 
 
-def held_back_case(mark: str, unmet_deps: str) -> str:
-    """The CASE naming an open item's reason, for every backend (``mark``: the driver's
-    placeholder). Parameters: now, now, agent, now, agent."""
-    live = f"state = 'claimed' AND lease_expires_at > {mark}"
-    return (
-        "CASE WHEN state = 'queued' THEN 'landing' "
-        f"WHEN {live} AND question IS NOT NULL THEN 'needs_human' "
-        f"WHEN {live} AND claimed_by = {mark} THEN 'yours' "
-        f"WHEN {live} THEN 'claimed' "
-        f"WHEN {unmet_deps} THEN 'waiting_on_dependencies' "
-        f"WHEN items.reserved_for = {mark} THEN 'reserved_for_you' "
-        "WHEN items.reserved_for IS NOT NULL THEN 'reserved_in_document' "
-        "ELSE 'open' END"
-    )
-
-
 class ReadTx(ABC):
     """A consistent snapshot of the board."""
 

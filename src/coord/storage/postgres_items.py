@@ -21,7 +21,6 @@ from coord.storage.base import (
     HELD_BACK_REASONS,
     ItemQuery,
     WriteTx,
-    held_back_case,
     listing_where,
 )
 from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
@@ -148,7 +147,7 @@ class PostgresItemTx(WriteTx):
         counts = dict.fromkeys(HELD_BACK_REASONS, 0)
         for state in ("pending", "claimed", "queued"):
             for reason, number in self.conn.execute(
-                f"SELECT {held_back_case('%s', _UNMET_DEPS)}, count(*) FROM items "
+                f"SELECT {rules_sql.held_back_case(rules_sql.POSTGRES)}, count(*) FROM items "
                 f"WHERE state = '{state}' AND {filters} GROUP BY 1",
                 [now, now, agent, now, agent, *params],
             ).fetchall():

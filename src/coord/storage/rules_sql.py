@@ -59,6 +59,23 @@ POSTGRES = Dialect(
 )
 
 
+def held_back_case(d: Dialect) -> str:
+    """The CASE naming what holds an open item back, for ``nothing_ready``'s counts.
+    Parameters: now, now, agent, now, agent."""
+    mark, unmet_deps = d.mark, UNMET_DEPS
+    live = f"state = 'claimed' AND lease_expires_at > {mark}"
+    return (
+        "CASE WHEN state = 'queued' THEN 'landing' "
+        f"WHEN {live} AND question IS NOT NULL THEN 'needs_human' "
+        f"WHEN {live} AND claimed_by = {mark} THEN 'yours' "
+        f"WHEN {live} THEN 'claimed' "
+        f"WHEN {unmet_deps} THEN 'waiting_on_dependencies' "
+        f"WHEN items.reserved_for = {mark} THEN 'reserved_for_you' "
+        "WHEN items.reserved_for IS NOT NULL THEN 'reserved_in_document' "
+        "ELSE 'open' END"
+    )
+
+
 def lapsed_claim(d: Dialect) -> str:
     """A claim that can be taken over: its lease ran out. A question waiting on a human holds
     the lease only up to the escalation bound, so a stale one lapses too (``Item.lease_live``

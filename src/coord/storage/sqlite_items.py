@@ -22,7 +22,6 @@ from coord.storage.base import (
     ItemQuery,
     WriteTx,
     chunks,
-    held_back_case,
     listing_where,
 )
 from coord.storage.rows import ITEM_COLUMNS as _ITEM_COLUMNS
@@ -162,7 +161,7 @@ class SQLiteItemTx(WriteTx):
         counts = dict.fromkeys(HELD_BACK_REASONS, 0)
         for state, index in _OPEN_STATE_INDEXES:
             for reason, number in self.conn.execute(
-                f"SELECT {held_back_case('?', _UNMET_DEPS)}, count(*) FROM items "
+                f"SELECT {rules_sql.held_back_case(rules_sql.SQLITE)}, count(*) FROM items "
                 f"INDEXED BY {index} WHERE state = '{state}' AND {filters} GROUP BY 1",
                 [now, now, agent, now, agent, *params],
             ).fetchall():
